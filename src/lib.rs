@@ -1,0 +1,1 @@
+//! kwire: a Kafka wire-protocol inspector.
