@@ -1,1 +1,11 @@
 //! kwire: a Kafka wire-protocol inspector.
+//!
+//! The data's path: [`schema`] (Kafka's message definitions) -> [`wire`] (nom parsers
+//! for Kafka's primitives) -> [`decode`] (a schema-driven walk of a frame into a
+//! [`tree`]) -> [`render`] (text, JSON, summaries). Inputs (captures, hex dumps) sit on
+//! the side in [`input`].
+
+pub mod schema;
+pub mod wire;
+pub mod tree;
+pub mod decode;

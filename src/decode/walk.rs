@@ -1,0 +1,1 @@
+//! The schema walk (being written).
