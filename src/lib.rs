@@ -9,3 +9,4 @@ pub mod schema;
 pub mod wire;
 pub mod tree;
 pub mod decode;
+pub mod render;
