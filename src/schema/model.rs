@@ -696,3 +696,91 @@ mod tests {
         assert!(FieldType::parse("[][]int8").is_err());
     }
 }
+
+fn versions_json(v: &Versions) -> Value {
+    Value::String(v.to_string())
+}
+
+impl Field {
+    /// The field as Kafka-shaped JSON facts (no `about` unless `with_about`).
+    pub fn to_json(&self, with_about: bool) -> Value {
+        let mut o = serde_json::Map::new();
+        o.insert("name".into(), self.name.clone().into());
+        o.insert("type".into(), self.type_name.clone().into());
+        o.insert("versions".into(), versions_json(&self.versions));
+        if !self.nullable_versions.is_empty() {
+            o.insert("nullableVersions".into(), versions_json(&self.nullable_versions));
+        }
+        if let Some(t) = self.tag {
+            o.insert("taggedVersions".into(), versions_json(&self.tagged_versions));
+            o.insert("tag".into(), t.into());
+        }
+        if let Some(fv) = &self.flexible_versions {
+            o.insert("flexibleVersions".into(), versions_json(fv));
+        }
+        if self.ignorable {
+            o.insert("ignorable".into(), true.into());
+        }
+        if self.map_key {
+            o.insert("mapKey".into(), true.into());
+        }
+        if self.zero_copy {
+            o.insert("zeroCopy".into(), true.into());
+        }
+        if let Some(d) = &self.default {
+            o.insert("default".into(), d.clone().into());
+        }
+        if let Some(e) = &self.entity_type {
+            o.insert("entityType".into(), e.clone().into());
+        }
+        if with_about {
+            if let Some(a) = &self.about {
+                o.insert("about".into(), a.clone().into());
+            }
+        }
+        if !self.fields.is_empty() {
+            o.insert("fields".into(), Value::Array(self.fields.iter().map(|f| f.to_json(with_about)).collect()));
+        }
+        Value::Object(o)
+    }
+}
+
+impl MessageDef {
+    /// The definition as Kafka-shaped JSON facts (names, types, versions, tags,
+    /// defaults, flags); `about` only when `with_about`.
+    pub fn to_json(&self, with_about: bool) -> Value {
+        let mut o = serde_json::Map::new();
+        if let Some(k) = self.api_key {
+            o.insert("apiKey".into(), k.into());
+        }
+        o.insert("type".into(), self.kind.as_str().into());
+        if !self.listeners.is_empty() {
+            o.insert("listeners".into(), self.listeners.clone().into());
+        }
+        o.insert("name".into(), self.name.clone().into());
+        o.insert("validVersions".into(), versions_json(&self.valid_versions));
+        if !self.deprecated_versions.is_empty() {
+            o.insert("deprecatedVersions".into(), versions_json(&self.deprecated_versions));
+        }
+        o.insert("flexibleVersions".into(), versions_json(&self.flexible_versions));
+        if self.latest_version_unstable {
+            o.insert("latestVersionUnstable".into(), true.into());
+        }
+        o.insert("fields".into(), Value::Array(self.fields.iter().map(|f| f.to_json(with_about)).collect()));
+        if !self.common_structs.is_empty() {
+            let cs = self
+                .common_structs
+                .iter()
+                .map(|s| {
+                    serde_json::json!({
+                        "name": s.name,
+                        "versions": s.versions.to_string(),
+                        "fields": s.fields.iter().map(|f| f.to_json(with_about)).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            o.insert("commonStructs".into(), Value::Array(cs));
+        }
+        Value::Object(o)
+    }
+}
