@@ -1,1 +1,3 @@
 //! kwire: a Kafka wire-protocol inspector.
+
+pub mod input;
