@@ -230,6 +230,8 @@ impl Line<'_> {
 }
 
 fn lines(text: &str) -> Vec<Line<'_>> {
+    // A byte-order mark from an editor is not part of the data.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     text.split('\n')
         .enumerate()
         .map(|(i, l)| Line {
@@ -557,7 +559,7 @@ fn byte_tokens(line: &Line, base: usize, area: &str, out: &mut Vec<u8>) -> Resul
     Ok(())
 }
 
-fn dump_item<'a>(format: HexFormat, line: Line<'a>) -> Result<DumpItem<'a>, HexError> {
+fn dump_item(format: HexFormat, line: Line<'_>) -> Result<DumpItem<'_>, HexError> {
     if line.text.trim() == "*" {
         return Ok(DumpItem::Star(line));
     }
@@ -810,6 +812,7 @@ fn spaced_token(rest: &str, min_spaces: usize, max_spaces: usize, width: &[usize
 /// Tells which layout [`parse_hex`] will read `text` as. Detection looks at the first
 /// non-blank, non-comment line (skipping Wireshark labels such as `Frame (74 bytes):`),
 /// except that any `c>s`/`s>c` line anywhere makes the input [`HexFormat::Directional`].
+#[must_use]
 pub fn detect_format(text: &str) -> HexFormat {
     detect(&lines(text)).0
 }
@@ -1247,6 +1250,7 @@ mod tests {
             format!("{}\n{}", &escaped[..40], &escaped[40..]),
             XXD_P.to_string(),
             XXD_P.replace('\n', "\r\n"),
+            format!("\u{feff}{DT_HEX}"),
             "0000 0023 0014 0006 0000 0000 0000 0002\n0100 0000 0000 0000 0000 0000 0000 0000\n0000 0000 0000 00\n".to_string(),
             // A blob wrapped at an odd width: bytes split across the line break.
             format!("{}\n{}\n{}", &DT_HEX[..31], &DT_HEX[31..62], &DT_HEX[62..]),
