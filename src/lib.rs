@@ -2,11 +2,12 @@
 //!
 //! The data's path: [`schema`] (Kafka's message definitions) -> [`wire`] (nom parsers
 //! for Kafka's primitives) -> [`decode`] (a schema-driven walk of a frame into a
-//! [`tree`]) -> [`render`] (text, JSON, summaries). Inputs (captures, hex dumps) sit on
+//! [`tree`]) -> `render` (text, JSON, summaries). Inputs (captures, hex dumps) sit on
 //! the side in [`input`].
 
 pub mod decode;
 pub mod errors;
+pub mod input;
 pub mod schema;
 pub mod tree;
 pub mod wire;
