@@ -1,1 +1,2 @@
 //! kwire: a Kafka wire-protocol inspector.
+pub mod input;
