@@ -18,6 +18,36 @@ use super::{
 /// Bytes of header handed to the plausibility check (when the frame is at least that long).
 pub const PEEK: usize = 64;
 
+/// While resynchronising, candidate frames up to this size (bytes after the prefix) must be
+/// complete and followed by a sane size prefix (or the stream end) to be accepted.
+pub const VERIFY_LIMIT: usize = 1 << 20;
+
+/// Correlation ids of recent requests remembered per connection, to check response
+/// candidates while resynchronising.
+const RECENT_CORRS: usize = 1024;
+
+/// Response plausibility narrowed to correlation ids of requests seen on the connection.
+struct KnownCorr<'a> {
+    inner: &'a dyn FramePlausibility,
+    corrs: &'a VecDeque<i32>,
+}
+
+impl FramePlausibility for KnownCorr<'_> {
+    fn plausible_request(&self, b: &[u8]) -> bool {
+        self.inner.plausible_request(b)
+    }
+    fn plausible_response(&self, b: &[u8]) -> bool {
+        if !self.inner.plausible_response(b) {
+            return false;
+        }
+        if self.corrs.is_empty() || b.len() < 4 {
+            return true;
+        }
+        let c = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        self.corrs.contains(&c)
+    }
+}
+
 /// Output of a [`Framer`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FramerOut {
@@ -121,10 +151,19 @@ pub fn find_frame_start(
             }
             let body = &buf[p + 4..p + 4 + avail.min(size)];
             let mut ok = plausible(plaus, dir, body);
-            if ok && avail >= size + 4 {
-                let q = p + 4 + size;
-                let next = i32::from_be_bytes([buf[q], buf[q + 1], buf[q + 2], buf[q + 3]]);
-                ok = next >= 0 && (next as u64 + 4) <= max_frame as u64;
+            if ok && size <= VERIFY_LIMIT {
+                // verify: the whole frame is present, and so is a sane next size prefix
+                if avail >= size + 4 {
+                    let q = p + 4 + size;
+                    let next = i32::from_be_bytes([buf[q], buf[q + 1], buf[q + 2], buf[q + 3]]);
+                    ok = next >= 0 && (next as u64 + 4) <= max_frame as u64;
+                } else if avail >= size && at_end {
+                    ok = true;
+                } else if at_end {
+                    ok = false;
+                } else {
+                    return Scan::NeedMore(p);
+                }
             }
             if ok {
                 return Scan::Found(p);
@@ -500,6 +539,7 @@ pub(crate) struct Conn {
     sasl_corr: Option<i32>,
     sasl_raw: bool,
     last_frame: u64,
+    recent_corrs: VecDeque<i32>,
 }
 
 impl Conn {
@@ -527,6 +567,7 @@ impl Conn {
             sasl_corr: None,
             sasl_raw: false,
             last_frame: 0,
+            recent_corrs: VecDeque::new(),
         }
     }
 
@@ -738,13 +779,17 @@ impl Conn {
         let Some(fr) = self.framers[side].as_mut() else {
             return;
         };
+        let kc = KnownCorr {
+            inner: sink.plaus,
+            corrs: &self.recent_corrs,
+        };
         match d {
             Delivery::Data {
                 offset,
                 bytes,
                 frame,
                 time,
-            } => fr.data(offset, &bytes, frame, time, sink.plaus, &mut fo),
+            } => fr.data(offset, &bytes, frame, time, &kc, &mut fo),
             Delivery::Gap { offset, len, frame } => {
                 sink.stats.bytes_skipped += len;
                 let mut n = Notice::new(
@@ -839,6 +884,12 @@ impl Conn {
                         return FrameKind::SaslToken;
                     }
                 }
+                if b.len() >= 12 {
+                    if self.recent_corrs.len() >= RECENT_CORRS {
+                        self.recent_corrs.pop_front();
+                    }
+                    self.recent_corrs.push_back(be32(8));
+                }
                 if b.len() >= 12 && be16(4) == 17 && be16(6) == 0 {
                     self.sasl_corr = Some(be32(8));
                 }
@@ -880,8 +931,12 @@ impl Conn {
         self.try_decide(true, sink);
         for s in 0..2 {
             let mut fo = Vec::new();
+            let kc = KnownCorr {
+                inner: sink.plaus,
+                corrs: &self.recent_corrs,
+            };
             if let Some(fr) = self.framers[s].as_mut() {
-                fr.finish(sink.plaus, &mut fo);
+                fr.finish(&kc, &mut fo);
             }
             self.framer_out(s, fo, sink);
         }

@@ -126,11 +126,9 @@ impl Reassembler {
         if self.closed {
             return;
         }
-        if seg.syn {
-            if self.base.is_none() {
-                self.base = Some(seg.seq.wrapping_add(1));
-                self.saw_syn = true;
-            }
+        if seg.syn && self.base.is_none() {
+            self.base = Some(seg.seq.wrapping_add(1));
+            self.saw_syn = true;
         }
         let start_seq = if seg.syn {
             seg.seq.wrapping_add(1)
@@ -197,6 +195,9 @@ impl Reassembler {
         if start - cur > (1 << 30) {
             self.dropped_bytes += len;
             return;
+        }
+        if start < cur && data.is_some() {
+            self.duplicate_bytes += (cur - start) as u64;
         }
         let start = start.max(cur) as u64;
         let end = end as u64;
@@ -353,7 +354,7 @@ mod tests {
         let mut syn = seg(100, b"", 1);
         syn.syn = true;
         r.push(&syn, &mut out);
-        r.push(&seg(104, b"efgh", 2), &mut out);
+        r.push(&seg(105, b"efgh", 2), &mut out);
         assert!(out.is_empty());
         r.push(&seg(101, b"abc", 3), &mut out);
         r.push(&seg(101, b"abcd", 4), &mut out); // overlapping retransmission
@@ -403,7 +404,7 @@ mod tests {
         r.flush(4, &mut out);
         let (d, g) = collect(&out);
         assert_eq!(d, b"m");
-        assert_eq!(g, vec![(7, 1)]);
+        assert_eq!(g, vec![(10, 2)]);
     }
 
     #[test]
