@@ -26,7 +26,7 @@ use super::{
 };
 
 /// Largest reader buffer (bytes) the reader grows to for a single record.
-const MAX_READ_BUFFER: usize = 64 << 20;
+const MAX_READ_BUFFER: usize = 16 << 20;
 /// IP fragments older than this many records are abandoned.
 const FRAG_WINDOW: u64 = 2000;
 
@@ -384,6 +384,8 @@ pub fn read_capture<R: Read + Send>(
     let mut ex = Extractor::new(opts, plaus);
     let mut legacy_link = 1i32;
     let mut legacy_nanos = false;
+    let mut legacy_be = false;
+    let mut legacy_seen = false;
     let mut ifaces: Vec<Iface> = Vec::new();
     let mut capacity = cap;
     let mut stalls = 0u32;
@@ -395,6 +397,8 @@ pub fn read_capture<R: Read + Send>(
                     PcapBlockOwned::LegacyHeader(h) => {
                         legacy_link = h.network.0;
                         legacy_nanos = h.is_nanosecond_precision();
+                        legacy_be = h.is_bigendian();
+                        legacy_seen = true;
                     }
                     PcapBlockOwned::Legacy(b) => {
                         let nanos = if legacy_nanos {
@@ -448,8 +452,26 @@ pub fn read_capture<R: Read + Send>(
                 }
             }
             Err(PcapError::BufferTooSmall) => {
-                if capacity < MAX_READ_BUFFER {
-                    capacity = (capacity * 4).min(MAX_READ_BUFFER);
+                // size claimed by the pending record/block, checked before growing the buffer
+                let d = reader.data();
+                let claim = if ifaces.is_empty() && d.len() >= 12 && legacy_seen {
+                    let b = [d[8], d[9], d[10], d[11]];
+                    let c = if legacy_be {
+                        u32::from_be_bytes(b)
+                    } else {
+                        u32::from_le_bytes(b)
+                    };
+                    c as usize + 16
+                } else if d.len() >= 8 {
+                    let b = [d[4], d[5], d[6], d[7]];
+                    u32::from_le_bytes(b).min(u32::from_be_bytes(b)) as usize
+                } else {
+                    usize::MAX
+                };
+                if claim <= MAX_READ_BUFFER && capacity < MAX_READ_BUFFER {
+                    capacity = (claim + 4096)
+                        .next_power_of_two()
+                        .clamp(capacity * 2, MAX_READ_BUFFER);
                     if !reader.grow(capacity) {
                         truncated(&mut ex, "a record is larger than the reader buffer", out);
                         break;
@@ -460,7 +482,7 @@ pub fn read_capture<R: Read + Send>(
                 } else {
                     truncated(
                         &mut ex,
-                        "a record claims more than 64 MiB (corrupt length); reading stopped",
+                        "a record claims more than 16 MiB (corrupt length); reading stopped",
                         out,
                     );
                     break;

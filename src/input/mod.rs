@@ -264,8 +264,8 @@ pub struct CaptureOptions {
     /// Closed connections remembered (to ignore late retransmissions) before being dropped.
     /// Default 4096.
     pub max_closed: usize,
-    /// Initial capacity of the capture reader buffer in bytes; it grows up to 64 MiB for
-    /// records larger than it. Default 1 MiB.
+    /// Initial capacity of the capture reader buffer in bytes; it grows up to 16 MiB for
+    /// records larger than it. Default 256 KiB (minimum 64 KiB).
     pub read_buffer: usize,
 }
 
@@ -277,7 +277,7 @@ impl Default for CaptureOptions {
             max_frame: 100 * 1024 * 1024,
             max_out_of_order: 4 * 1024 * 1024,
             max_closed: 4096,
-            read_buffer: 1 << 20,
+            read_buffer: 256 << 10,
         }
     }
 }
