@@ -12,5 +12,6 @@ pub mod input;
 pub mod render;
 pub mod schema;
 pub mod session;
+pub mod stats;
 pub mod tree;
 pub mod wire;

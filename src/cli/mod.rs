@@ -132,6 +132,8 @@ pub enum Command {
     Read(read::ReadArgs),
     /// Decode frames from hex, base64 or raw bytes.
     Decode(DecodeArgs),
+    /// Per-API counts, error names, latencies and bytes; per-connection client ids.
+    Stats(read::StatsArgs),
     /// Every API key with its versions.
     Apis {
         /// Output format.
@@ -292,6 +294,10 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Read(a) => {
             let schema = load_schema(cli.schema.as_deref())?;
             read::read_command(&schema, cli, a, out)
+        }
+        Command::Stats(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            read::stats_command(&schema, a, out)
         }
         Command::Decode(a) => {
             let schema = load_schema(cli.schema.as_deref())?;

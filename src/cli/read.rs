@@ -12,9 +12,9 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
-/// `kwire read` options.
+/// Which capture to read and how to find Kafka in it.
 #[derive(Args, Debug, Clone)]
-pub struct ReadArgs {
+pub struct CaptureArgs {
     /// The capture (pcap or pcapng); `-` for stdin.
     pub file: PathBuf,
     /// A broker port (repeatable; default 9092).
@@ -23,6 +23,17 @@ pub struct ReadArgs {
     /// Recognise Kafka on any port from its first frames.
     #[arg(long)]
     pub detect: bool,
+    /// Largest frame accepted, in bytes (like the broker's socket.request.max.bytes).
+    #[arg(long, default_value_t = 100 << 20)]
+    pub max_frame: usize,
+}
+
+/// `kwire read` options.
+#[derive(Args, Debug, Clone)]
+pub struct ReadArgs {
+    /// The capture and where Kafka is in it.
+    #[command(flatten)]
+    pub capture: CaptureArgs,
     /// Only these APIs (name or api_key; repeatable).
     #[arg(long = "api", value_name = "NAME|KEY")]
     pub apis: Vec<String>,
@@ -41,9 +52,6 @@ pub struct ReadArgs {
     /// Only responses.
     #[arg(long)]
     pub responses: bool,
-    /// Largest frame accepted, in bytes (like the broker's socket.request.max.bytes).
-    #[arg(long, default_value_t = 100 << 20)]
-    pub max_frame: usize,
     /// Output options.
     #[command(flatten)]
     pub out: OutputArgs,
@@ -136,15 +144,16 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
     true
 }
 
-/// Runs `kwire read`.
+/// Reads a capture, decodes every Kafka message (pairing responses with requests) and
+/// hands each to `on_message`; notices go to stderr as they come, and a closing line
+/// counts packets, connections, messages, errors and what was skipped.
 ///
 /// # Errors
-/// A file that cannot be opened or is not a capture; output errors.
-pub fn read_command(
+/// A file that cannot be opened or is not a capture; the first error `on_message` returns.
+pub fn run_capture(
     schema: &Schema,
-    cli: &Cli,
-    a: &ReadArgs,
-    out: &mut dyn Write,
+    a: &CaptureArgs,
+    mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
 ) -> Result<(), CliError> {
     let input: Box<dyn Read + Send> = if a.file.as_os_str() == "-" {
         Box::new(std::io::stdin())
@@ -165,7 +174,6 @@ pub fn read_command(
         ..CaptureOptions::default()
     };
     let plaus = SchemaPlausibility(schema);
-    let ropts = render_options(cli, &a.out);
     let dopts = DecodeOptions::default();
     let mut session = Session::new(schema, &dopts);
     let mut tally = Tally::default();
@@ -190,13 +198,11 @@ pub fn read_command(
                 for n in session.notices.drain(..) {
                     eprintln!("kwire: {n}");
                 }
-                let c = &f.ctx;
                 tally.messages += 1;
-                if c.incomplete {
+                if f.ctx.incomplete {
                     tally.incomplete += 1;
                 }
-                let errs = m.errors();
-                if !errs.is_empty() {
+                if !m.errors().is_empty() {
                     tally.with_errors += 1;
                 }
                 if m.tree
@@ -206,11 +212,9 @@ pub fn read_command(
                 {
                     tally.undecodable += 1;
                 }
-                if matches_filters(a, schema, &m) {
-                    tally.shown += 1;
-                    if let Err(e) = print_message(&m, Some(&ctx), &ropts, a.out.format, out) {
-                        io_err = Some(e);
-                    }
+                match on_message(&m, &ctx) {
+                    Ok(shown) => tally.shown += u64::from(shown),
+                    Err(e) => io_err = Some(e),
                 }
             }
         }
@@ -219,7 +223,6 @@ pub fn read_command(
     if let Some(e) = io_err {
         return Err(CliError::Io(e));
     }
-    out.flush()?;
     let waiting = session.pairer.unanswered();
     for p in &waiting {
         eprintln!(
@@ -249,5 +252,60 @@ pub fn read_command(
         waiting.len(),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     );
+    Ok(())
+}
+
+/// Runs `kwire read`.
+///
+/// # Errors
+/// A file that cannot be opened or is not a capture; output errors.
+pub fn read_command(
+    schema: &Schema,
+    cli: &Cli,
+    a: &ReadArgs,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let ropts = render_options(cli, &a.out);
+    run_capture(schema, &a.capture, |m, ctx| {
+        if matches_filters(a, schema, m) {
+            print_message(m, Some(ctx), &ropts, a.out.format, out)?;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    })?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `kwire stats` options.
+#[derive(Args, Debug, Clone)]
+pub struct StatsArgs {
+    /// The capture and where Kafka is in it.
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = super::ListFormat::Text)]
+    pub format: super::ListFormat,
+}
+
+/// Runs `kwire stats`.
+///
+/// # Errors
+/// A file that cannot be opened or is not a capture; output errors.
+pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let mut st = crate::stats::Stats::default();
+    run_capture(schema, &a.capture, |m, ctx| {
+        st.add(m, ctx);
+        Ok(true)
+    })?;
+    match a.format {
+        super::ListFormat::Json => writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&st.to_json()).unwrap_or_default()
+        )?,
+        super::ListFormat::Text => st.write_text(out)?,
+    }
     Ok(())
 }
