@@ -9,7 +9,7 @@ use crate::session::Session;
 use crate::tree::{Buffers, Direction, Message, Value};
 use clap::Args;
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 /// Which capture to read and how to find Kafka in it.
@@ -56,6 +56,9 @@ pub struct ReadArgs {
     #[command(flatten)]
     pub out: OutputArgs,
 }
+
+/// Files at least this large get a progress bar (when stderr is a terminal).
+const PROGRESS_MIN_BYTES: u64 = 32 << 20;
 
 /// Frame-start plausibility from the schema: a known api_key at a version some release
 /// defines, a sane correlation_id and client_id.
@@ -155,14 +158,25 @@ pub fn run_capture(
     a: &CaptureArgs,
     mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
 ) -> Result<(), CliError> {
+    // A progress bar on stderr for large files, when stderr is a terminal.
+    let mut bar = indicatif::ProgressBar::hidden();
     let input: Box<dyn Read + Send> = if a.file.as_os_str() == "-" {
         Box::new(std::io::stdin())
     } else {
-        Box::new(
-            std::fs::File::open(&a.file)
-                .map_err(|e| CliError::Msg(format!("{}: {e}", a.file.display())))?,
-        )
+        let f = std::fs::File::open(&a.file)
+            .map_err(|e| CliError::Msg(format!("{}: {e}", a.file.display())))?;
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal() {
+            bar = indicatif::ProgressBar::new(len);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            ) {
+                bar.set_style(style);
+            }
+        }
+        Box::new(bar.wrap_read(f))
     };
+    let say = |line: String| bar.suspend(|| eprintln!("{line}"));
     let copts = CaptureOptions {
         ports: if a.ports.is_empty() {
             vec![9092]
@@ -187,7 +201,7 @@ pub fn run_capture(
                 let e = tally.notices.entry(format!("{:?}", n.kind)).or_default();
                 e.0 += 1;
                 e.1 += n.bytes.unwrap_or(0);
-                eprintln!("kwire: {n}");
+                say(format!("kwire: {n}"));
             }
             Event::Frame(f) => {
                 let arena = Buffers::new();
@@ -196,7 +210,7 @@ pub fn run_capture(
                 }
                 let (m, ctx) = session.decode(&f, &arena);
                 for n in session.notices.drain(..) {
-                    eprintln!("kwire: {n}");
+                    say(format!("kwire: {n}"));
                 }
                 tally.messages += 1;
                 if f.ctx.incomplete {
@@ -220,6 +234,7 @@ pub fn run_capture(
         }
     })
     .map_err(|e| CliError::Msg(format!("{}: {e}", a.file.display())))?;
+    bar.finish_and_clear();
     if let Some(e) = io_err {
         return Err(CliError::Io(e));
     }
