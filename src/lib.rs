@@ -5,7 +5,10 @@
 //! [`tree`]) -> [`render`] (text, JSON, summaries). Inputs (captures, hex dumps) sit on
 //! the side in [`input`].
 
-pub mod schema;
-pub mod wire;
-pub mod tree;
 pub mod decode;
+pub mod errors;
+pub mod input;
+pub mod render;
+pub mod schema;
+pub mod tree;
+pub mod wire;

@@ -131,7 +131,12 @@ pub struct Node<'a> {
 
 impl<'a> Node<'a> {
     /// A node with no value, annotation or children.
-    pub fn new(name: impl Into<Cow<'a, str>>, ty: impl Into<Cow<'a, str>>, kind: NodeKind, offset: usize) -> Node<'a> {
+    pub fn new(
+        name: impl Into<Cow<'a, str>>,
+        ty: impl Into<Cow<'a, str>>,
+        kind: NodeKind,
+        offset: usize,
+    ) -> Node<'a> {
         Node {
             name: name.into(),
             ty: ty.into(),
@@ -274,7 +279,11 @@ impl<'a> Message<'a> {
         let mut out = Vec::new();
         self.tree.walk(&mut |n, _| {
             if let Some(e) = &n.error {
-                out.push(Located { offset: n.offset, buffer: n.buffer, message: e.clone() });
+                out.push(Located {
+                    offset: n.offset,
+                    buffer: n.buffer,
+                    message: e.clone(),
+                });
             }
         });
         out
@@ -285,7 +294,11 @@ impl<'a> Message<'a> {
         let mut out = Vec::new();
         self.tree.walk(&mut |n, _| {
             if let Some(e) = &n.warning {
-                out.push(Located { offset: n.offset, buffer: n.buffer, message: e.clone() });
+                out.push(Located {
+                    offset: n.offset,
+                    buffer: n.buffer,
+                    message: e.clone(),
+                });
             }
         });
         out

@@ -48,7 +48,10 @@ pub struct WireError<'a> {
 
 impl<'a> ParseError<&'a [u8]> for WireError<'a> {
     fn from_error_kind(input: &'a [u8], kind: ErrorKind) -> Self {
-        WireError { input, kind: WireErrorKind::Nom(kind) }
+        WireError {
+            input,
+            kind: WireErrorKind::Nom(kind),
+        }
     }
     fn append(_: &'a [u8], _: ErrorKind, other: Self) -> Self {
         other
@@ -77,7 +80,13 @@ fn fail<T>(input: &[u8], kind: WireErrorKind) -> WResult<'_, T> {
 
 fn need(input: &[u8], n: u64) -> Result<(), nom::Err<WireError<'_>>> {
     if (input.len() as u64) < n {
-        Err(nom::Err::Error(WireError { input, kind: WireErrorKind::Eof { need: n, have: input.len() } }))
+        Err(nom::Err::Error(WireError {
+            input,
+            kind: WireErrorKind::Eof {
+                need: n,
+                have: input.len(),
+            },
+        }))
     } else {
         Ok(())
     }
@@ -250,11 +259,28 @@ mod tests {
         assert_eq!(varint(&[0x02]).unwrap().1, 1);
         assert_eq!(varlong(&[0x03]).unwrap().1, -2);
         let e = uvarint(&[0x80, 0x80]).unwrap_err();
-        assert!(matches!(e, nom::Err::Error(WireError { kind: WireErrorKind::VarintCut, .. })));
+        assert!(matches!(
+            e,
+            nom::Err::Error(WireError {
+                kind: WireErrorKind::VarintCut,
+                ..
+            })
+        ));
         let e = uvarint(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]).unwrap_err();
-        assert!(matches!(e, nom::Err::Error(WireError { kind: WireErrorKind::VarintTooLong { max: 5 }, .. })));
+        assert!(matches!(
+            e,
+            nom::Err::Error(WireError {
+                kind: WireErrorKind::VarintTooLong { max: 5 },
+                ..
+            })
+        ));
         assert!(uvarlong(&[0xff; 11]).is_err());
-        assert_eq!(uvarlong(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]).unwrap().1, u64::MAX);
+        assert_eq!(
+            uvarlong(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01])
+                .unwrap()
+                .1,
+            u64::MAX
+        );
         // 5-byte varint above u32 is too long for 32 bits
         assert!(uvarint(&[0xff, 0xff, 0xff, 0xff, 0x7f]).is_err());
     }
@@ -270,6 +296,15 @@ mod tests {
         assert!(sized(LenPrefix::Int32)(&[0xff, 0xff, 0xff, 0xfe]).is_err());
         // huge length with few bytes: an error, no allocation
         let e = sized(LenPrefix::Int32)(&[0x7f, 0xff, 0xff, 0xff, 1]).unwrap_err();
-        assert!(matches!(e, nom::Err::Error(WireError { kind: WireErrorKind::Eof { need: 2147483647, have: 1 }, .. })));
+        assert!(matches!(
+            e,
+            nom::Err::Error(WireError {
+                kind: WireErrorKind::Eof {
+                    need: 2147483647,
+                    have: 1
+                },
+                ..
+            })
+        ));
     }
 }

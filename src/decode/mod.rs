@@ -29,7 +29,11 @@ pub struct DecodeOptions {
 
 impl Default for DecodeOptions {
     fn default() -> Self {
-        DecodeOptions { max_decompressed: 64 << 20, max_depth: 64, page_mode: false }
+        DecodeOptions {
+            max_decompressed: 64 << 20,
+            max_depth: 64,
+            page_mode: false,
+        }
     }
 }
 
@@ -52,7 +56,14 @@ pub struct Cx<'a> {
 impl<'a> Cx<'a> {
     /// A context over `schema` with decompressed buffers going into `arena`.
     pub fn new(schema: &'a Schema, arena: &'a Buffers, opts: &'a DecodeOptions) -> Cx<'a> {
-        Cx { schema, arena, buffers: Vec::new(), decompressed: 0, opts, depth: 0 }
+        Cx {
+            schema,
+            arena,
+            buffers: Vec::new(),
+            decompressed: 0,
+            opts,
+            depth: 0,
+        }
     }
 
     /// Registers a decompressed buffer; returns its id (1-based) and the slice that the
@@ -85,7 +96,11 @@ pub struct Reader<'a> {
 impl<'a> Reader<'a> {
     /// A reader over `data`, whose first byte sits at `pos` in buffer `buffer`.
     pub fn new(data: &'a [u8], pos: usize, buffer: u32) -> Reader<'a> {
-        Reader { rest: data, pos, buffer }
+        Reader {
+            rest: data,
+            pos,
+            buffer,
+        }
     }
 
     /// Runs a nom parser; on success advances and returns the value with its offset and
@@ -93,7 +108,10 @@ impl<'a> Reader<'a> {
     ///
     /// # Errors
     /// The parser's [`WireError`], with the reader left where the primitive started.
-    pub fn read<T>(&mut self, p: impl Fn(&'a [u8]) -> WResult<'a, T>) -> Result<(T, usize, usize), WireError<'a>> {
+    pub fn read<T>(
+        &mut self,
+        p: impl Fn(&'a [u8]) -> WResult<'a, T>,
+    ) -> Result<(T, usize, usize), WireError<'a>> {
         match p(self.rest) {
             Ok((rest, v)) => {
                 let off = self.pos;
@@ -105,7 +123,10 @@ impl<'a> Reader<'a> {
             Err(nom::Err::Error(e)) | Err(nom::Err::Failure(e)) => Err(e),
             Err(nom::Err::Incomplete(_)) => Err(WireError {
                 input: self.rest,
-                kind: crate::wire::WireErrorKind::Eof { need: 1, have: self.rest.len() },
+                kind: crate::wire::WireErrorKind::Eof {
+                    need: 1,
+                    have: self.rest.len(),
+                },
             }),
         }
     }
@@ -115,7 +136,11 @@ impl<'a> Reader<'a> {
         if n > self.rest.len() {
             return None;
         }
-        let sub = Reader { rest: &self.rest[..n], pos: self.pos, buffer: self.buffer };
+        let sub = Reader {
+            rest: &self.rest[..n],
+            pos: self.pos,
+            buffer: self.buffer,
+        };
         self.rest = &self.rest[n..];
         self.pos += n;
         Some(sub)
@@ -128,11 +153,386 @@ impl<'a> Reader<'a> {
 
     /// A leaf covering every byte left, with an error: what a walk leaves where it stops.
     pub fn error_leaf(&mut self, name: &str, ty: &str, msg: String) -> Node<'a> {
-        let mut n = Node::leaf(name.to_string(), ty.to_string(), crate::tree::Value::Bytes(self.rest), self.pos, self.rest.len());
+        let mut n = Node::leaf(
+            name.to_string(),
+            ty.to_string(),
+            crate::tree::Value::Bytes(self.rest),
+            self.pos,
+            self.rest.len(),
+        );
         n.buffer = self.buffer;
         n.error = Some(msg);
         self.pos += self.rest.len();
         self.rest = &[];
         n
+    }
+}
+
+pub use walk::{decode_data, Hints};
+
+use crate::schema::{MessageKind, Source};
+use crate::tree::{Direction, Message, NodeKind, Region, Value};
+use std::borrow::Cow;
+use walk::{Stop, Walk};
+
+/// How the bytes given to the decoder are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The bytes start with the 4-byte size prefix (the normal case).
+    pub size_prefix: bool,
+    /// The bytes hold a header before the body (false: a bare body, `--body-only`).
+    pub header: bool,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            size_prefix: true,
+            header: true,
+        }
+    }
+}
+
+/// What the caller knows of a message before decoding it.
+#[derive(Clone, Debug)]
+pub struct Known {
+    /// Request or response.
+    pub direction: Direction,
+    /// For responses (and bare bodies): the api_key of the request.
+    pub api_key: Option<i16>,
+    /// For responses (and bare bodies): the api_version of the request.
+    pub api_version: Option<i16>,
+    /// Hints from the paired request.
+    pub hints: Hints,
+    /// Byte layout.
+    pub layout: Layout,
+}
+
+impl Known {
+    /// A request with its size prefix and header.
+    pub fn request() -> Known {
+        Known {
+            direction: Direction::Request,
+            api_key: None,
+            api_version: None,
+            hints: Hints::default(),
+            layout: Layout::default(),
+        }
+    }
+    /// A response to a request of `(api_key, api_version)`.
+    pub fn response(api_key: i16, api_version: i16) -> Known {
+        Known {
+            direction: Direction::Response,
+            api_key: Some(api_key),
+            api_version: Some(api_version),
+            hints: Hints::default(),
+            layout: Layout::default(),
+        }
+    }
+}
+
+/// Decodes one Kafka frame into a [`Message`].
+///
+/// `frame` is the whole frame (size prefix included unless `known.layout` says
+/// otherwise). Decompressed record data goes into `arena`. Never panics: every problem
+/// is an error (or a warning) attached at its offset inside the returned tree.
+pub fn decode<'a>(
+    schema: &'a crate::schema::Schema,
+    opts: &'a DecodeOptions,
+    arena: &'a Buffers,
+    frame: &'a [u8],
+    known: &Known,
+) -> Message<'a> {
+    let mut cx = Cx::new(schema, arena, opts);
+    let mut msg = decode_in(&mut cx, frame, 0, known);
+    msg.buffers = cx.buffers;
+    msg
+}
+
+const HEADER_DESC: [(&str, &str); 6] = [
+    ("request_api_key", "numeric id of the API being invoked"),
+    ("request_api_version", "version of the API being invoked"),
+    (
+        "correlation_id",
+        "echoed back by the broker in the response",
+    ),
+    ("client_id", "always a non-flexible int16-prefixed string"),
+    ("tagged_fields", "number of tagged fields in the header"),
+    ("size", "number of bytes that follow"),
+];
+
+/// Decodes a frame held in `frame`, whose first byte is at `base` in buffer 0 (nested
+/// Envelope requests use a base inside the outer frame).
+fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -> Message<'a> {
+    let schema = cx.schema;
+    let is_req = known.direction == Direction::Request;
+    let mut r = Reader::new(frame, base, 0);
+    let mut root = Node::new("", "", NodeKind::Message, base);
+    root.length = frame.len();
+    let mut msg = Message {
+        direction: known.direction,
+        api_key: known.api_key.unwrap_or(-1),
+        api_name: None,
+        api_version: known.api_version.unwrap_or(-1),
+        correlation_id: None,
+        header_version: 0,
+        size: frame.len(),
+        schema_release: None,
+        frame,
+        buffers: Vec::new(),
+        tree: Node::new("", "", NodeKind::Message, base),
+    };
+    // Frame: the size prefix.
+    if known.layout.size_prefix {
+        let mut fnode = Node::new("Frame", "frame", NodeKind::Frame, r.pos)
+            .describe("length-delimited framing");
+        match r.read(crate::wire::int32) {
+            Ok((size, off, len)) => {
+                let mut s = Node::leaf("size", "int32", Value::Int(size as i64), off, len)
+                    .describe(if cx.opts.page_mode {
+                        "number of bytes that follow, patched after encoding"
+                    } else {
+                        "number of bytes that follow"
+                    });
+                let have = frame.len() - 4;
+                if size < 0 {
+                    s.error = Some(format!("negative frame size {size}"));
+                } else if (size as usize) > have {
+                    s.error = Some(format!(
+                        "frame truncated: size says {size} bytes, {have} present"
+                    ));
+                } else if (size as usize) < have {
+                    s.warning = Some(format!(
+                        "{} bytes beyond the frame's size",
+                        have - size as usize
+                    ));
+                }
+                fnode.children.push(s);
+            }
+            Err(e) => {
+                fnode
+                    .children
+                    .push(r.error_leaf("size", "int32", format!("size: {}", e.kind)))
+            }
+        }
+        fnode.length = r.pos - fnode.offset;
+        root.children.push(fnode);
+    }
+    // Header.
+    let mut api_key = known.api_key;
+    let mut api_version = known.api_version;
+    if is_req && known.layout.header {
+        let mut p = r;
+        if let (Ok((k, _, _)), Ok((v, _, _))) =
+            (p.read(crate::wire::int16), p.read(crate::wire::int16))
+        {
+            api_key = Some(k);
+            api_version = Some(v);
+        }
+    }
+    let key = api_key.unwrap_or(-1);
+    let ver = api_version.unwrap_or(-1);
+    msg.api_key = key;
+    msg.api_version = ver;
+    let kind = if is_req {
+        MessageKind::Request
+    } else {
+        MessageKind::Response
+    };
+    let body_def = schema.resolve(kind, key, ver);
+    let api_name = schema.api_name(key).map(str::to_string);
+    msg.api_name = api_name.clone();
+    let hv = if is_req {
+        schema.request_header_version(key, ver)
+    } else {
+        schema.response_header_version(key, ver)
+    };
+    let hv = if body_def.is_none() && schema.api_name(key).is_none() {
+        if is_req {
+            1
+        } else {
+            0
+        }
+    } else {
+        hv
+    };
+    msg.header_version = hv;
+    let mut stopped = false;
+    if known.layout.header && !r.rest.is_empty() {
+        let hname = if is_req {
+            "RequestHeader"
+        } else {
+            "ResponseHeader"
+        };
+        let mut h = Node::new(hname, format!("header v{hv}"), NodeKind::Header, r.pos).describe(
+            if is_req {
+                "common request header"
+            } else {
+                "common response header"
+            },
+        );
+        match schema.header(is_req, hv) {
+            Some(hd) => {
+                let mut w = Walk::new(cx, &hd.def, hv, Region::Header);
+                w.guide_style = true;
+                if w.fields(
+                    &mut r,
+                    &hd.def.fields,
+                    &mut h.children,
+                    "number of tagged fields in the header",
+                )
+                .is_err()
+                {
+                    stopped = true;
+                }
+            }
+            None => {
+                h.children.push(r.error_leaf(
+                    "header",
+                    "bytes",
+                    format!("{hname} v{hv} is not in the schema"),
+                ));
+                stopped = true;
+            }
+        }
+        for c in &mut h.children {
+            c.region = if c.name == "tagged_fields" {
+                Region::TaggedFields
+            } else {
+                Region::Header
+            };
+            if let Some((_, d)) = HEADER_DESC.iter().find(|(n, _)| *n == c.name) {
+                if c.name != "correlation_id" || is_req {
+                    c.description = Some(Cow::Borrowed(d));
+                } else {
+                    c.description =
+                        Some(Cow::Borrowed("matches the correlation_id of the request"));
+                }
+            }
+            if c.name == "correlation_id" {
+                if let Value::Int(v) = c.value {
+                    msg.correlation_id = Some(v as i32);
+                }
+            }
+        }
+        h.length = r.pos - h.offset;
+        root.children.push(h);
+    }
+    // Body.
+    let dir_s = if is_req { "Request" } else { "Response" };
+    let region = if is_req {
+        Region::RequestBody
+    } else {
+        Region::ResponseBody
+    };
+    let root_name = match (&body_def, &api_name) {
+        (Some(d), _) => d.def.name.clone(),
+        (None, Some(a)) => format!("{a}{dir_s}"),
+        (None, None) => format!("ApiKey{key}{dir_s}"),
+    };
+    root.name = Cow::Owned(root_name.clone());
+    root.ty = Cow::Owned(format!("message v{ver}"));
+    if !stopped && !r.rest.is_empty() {
+        match body_def {
+            Some(d) => {
+                msg.schema_release = Some(match &d.source {
+                    Source::User => "user".to_string(),
+                    Source::Release(x) => x.clone(),
+                });
+                let def = &d.def;
+                let mut body = Node::new(root_name.clone(), "struct", NodeKind::Body, r.pos)
+                    .describe(format!("message body, version {ver}"));
+                body.region = region;
+                let mut w = Walk::new(cx, def, ver, region);
+                w.hints = known.hints.clone();
+                let res = w.fields(
+                    &mut r,
+                    &def.fields,
+                    &mut body.children,
+                    "number of tagged fields in this struct",
+                );
+                body.length = r.pos - body.offset;
+                body.set_region(region);
+                root.children.push(body);
+                if res == Err(Stop) {
+                    stopped = true;
+                }
+            }
+            None => {
+                let why = match (&api_name, is_req) {
+                    (None, _) => format!("unknown api_key {key}: body shown raw"),
+                    (Some(a), true) => {
+                        format!("{a} has no request version {ver} in the schema: body shown raw")
+                    }
+                    (Some(a), false) if known.api_key.is_none() => {
+                        format!("{a} response: body shown raw")
+                    }
+                    (Some(a), false) => {
+                        format!("{a} has no response version {ver} in the schema: body shown raw")
+                    }
+                };
+                let mut n = Node::leaf("body", "bytes", Value::Bytes(r.rest), r.pos, r.left());
+                n.region = region;
+                if !is_req && known.api_key.is_none() {
+                    // Not a fault of the bytes: the request was not seen.
+                    n.warning = Some(
+                        "request not captured: body shown raw (pass --api-key and --api-version to decode it)"
+                            .to_string(),
+                    );
+                } else {
+                    n.error = Some(why);
+                }
+                r.split(r.left());
+                root.children.push(n);
+            }
+        }
+    }
+    if !stopped && !r.rest.is_empty() {
+        let mut t = Node::leaf(
+            "trailing bytes",
+            "bytes",
+            Value::Bytes(r.rest),
+            r.pos,
+            r.left(),
+        );
+        t.region = region;
+        t.warning = Some(format!(
+            "{} bytes after the end of the body (brokers ignore them)",
+            r.left()
+        ));
+        r.split(r.left());
+        root.children.push(t);
+    }
+    msg.tree = root;
+    msg
+}
+
+/// The request wrapped in an Envelope's `RequestData`: a request header and body with no
+/// size prefix, decoded in place.
+pub fn nested_request<'a>(cx: &mut Cx<'a>, sub: &mut Reader<'a>) -> Node<'a> {
+    let known = Known {
+        layout: Layout {
+            size_prefix: false,
+            header: true,
+        },
+        ..Known::request()
+    };
+    cx.depth += 1;
+    let m = if cx.depth > cx.opts.max_depth {
+        None
+    } else {
+        Some(decode_in(cx, sub.rest, sub.pos, &known))
+    };
+    cx.depth -= 1;
+    match m {
+        Some(m) => {
+            sub.split(sub.left());
+            m.tree
+        }
+        None => sub.error_leaf(
+            "RequestData",
+            "bytes",
+            format!("nesting deeper than {} levels", cx.opts.max_depth),
+        ),
     }
 }

@@ -1,15 +1,1020 @@
-//! The schema walk (being written).
+//! The schema walk: one message definition, one version, over a [`Reader`].
+//!
+//! Every field present in the version is read in order; in flexible versions each
+//! struct ends with its tagged-field section. Array and string lengths are checked
+//! against the bytes left before anything is sized from them. The walk stops at the
+//! first error it cannot step over, attaching the error to a leaf that covers the unread
+//! bytes, so the tree stays partial but still tiles the input.
 
-use super::{Cx, Reader};
-use crate::tree::{Node, Value};
+use super::{records, Cx, Reader};
+use crate::errors::error_name;
+use crate::schema::{Field, FieldType, MessageDef, Prim};
+use crate::tree::{Node, NodeKind, Region, Value};
+use crate::wire::{self, LenPrefix, WireError};
+use std::borrow::Cow;
+
+/// The walk stopped: the error is already attached inside the tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop;
+
+/// Context the walk needs beyond the definition: what surrounds this message.
+#[derive(Clone, Debug, Default)]
+pub struct Hints {
+    /// The group protocol type (`consumer`) from the paired JoinGroup/SyncGroup request,
+    /// for responses and versions that do not carry it themselves.
+    pub protocol_type: Option<String>,
+}
+
+/// Walks one definition at one version.
+pub struct Walk<'c, 'a> {
+    /// The shared context.
+    pub cx: &'c mut Cx<'a>,
+    /// The definition being walked.
+    pub def: &'a MessageDef,
+    /// The version.
+    pub version: i16,
+    /// Whether the version is flexible.
+    pub flexible: bool,
+    /// Use protocol-guide type labels and snake_case names (headers).
+    pub guide_style: bool,
+    /// The region of the bytes this walk reads.
+    pub region: Region,
+    /// Surrounding hints.
+    pub hints: Hints,
+    /// The last `ProtocolType` string seen in this message.
+    pub protocol_type: Option<&'a str>,
+}
+
+/// `RequestApiKey` -> `request_api_key`.
+pub fn snake_case(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 4);
+    for (i, c) in s.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn wire_msg(e: &WireError<'_>) -> String {
+    e.kind.to_string()
+}
+
+/// Whether a field name means "none" when -1 (leaders, epochs, producer ids).
+fn minus_one_is_none(f: &Field) -> bool {
+    f.entity_type.as_deref() == Some("brokerId")
+        || f.name.ends_with("Epoch")
+        || f.name.ends_with("LeaderId")
+        || f.name == "ProducerId"
+        || f.name == "LeaderId"
+        || f.name == "ControllerId"
+        || f.name == "CoordinatorId"
+}
+
+fn plural(n: u64, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
+impl<'c, 'a> Walk<'c, 'a> {
+    /// A walk over `def` at `version`, for bytes of `region`.
+    pub fn new(
+        cx: &'c mut Cx<'a>,
+        def: &'a MessageDef,
+        version: i16,
+        region: Region,
+    ) -> Walk<'c, 'a> {
+        Walk {
+            cx,
+            def,
+            version,
+            flexible: def.is_flexible(version),
+            guide_style: false,
+            region,
+            hints: Hints::default(),
+            protocol_type: None,
+        }
+    }
+
+    fn name_of(&self, f: &'a Field) -> Cow<'a, str> {
+        if self.guide_style {
+            Cow::Owned(snake_case(&f.name))
+        } else {
+            Cow::Borrowed(f.name.as_str())
+        }
+    }
+
+    fn field_flexible(&self, f: &Field) -> bool {
+        f.flexible_versions
+            .map(|v| v.contains(self.version))
+            .unwrap_or(self.flexible)
+    }
+
+    fn nullable(&self, f: &Field) -> bool {
+        f.nullable_versions.contains(self.version)
+    }
+
+    fn leaf(
+        &self,
+        name: Cow<'a, str>,
+        ty: Cow<'a, str>,
+        v: Value<'a>,
+        off: usize,
+        len: usize,
+        r: &Reader<'a>,
+    ) -> Node<'a> {
+        let mut n = Node::leaf(name, ty, v, off, len);
+        n.buffer = r.buffer;
+        n.region = self.region;
+        n
+    }
+
+    fn err_leaf(&self, r: &mut Reader<'a>, name: &str, ty: &str, msg: String) -> Node<'a> {
+        let mut n = r.error_leaf(name, ty, msg);
+        n.region = self.region;
+        n
+    }
+
+    /// Walks `fields` (a struct's or the body's) and, in flexible versions, the tagged
+    /// section after them, pushing nodes onto `out`.
+    ///
+    /// # Errors
+    /// [`Stop`] when an error ended the walk (attached inside `out`).
+    pub fn fields(
+        &mut self,
+        r: &mut Reader<'a>,
+        fields: &'a [Field],
+        out: &mut Vec<Node<'a>>,
+        tag_desc: &'static str,
+    ) -> Result<(), Stop> {
+        self.cx.depth += 1;
+        let res = self.fields_inner(r, fields, out, tag_desc);
+        self.cx.depth -= 1;
+        res
+    }
+
+    fn fields_inner(
+        &mut self,
+        r: &mut Reader<'a>,
+        fields: &'a [Field],
+        out: &mut Vec<Node<'a>>,
+        tag_desc: &'static str,
+    ) -> Result<(), Stop> {
+        if self.cx.depth > self.cx.opts.max_depth {
+            let m = format!("nesting deeper than {} levels", self.cx.opts.max_depth);
+            out.push(self.err_leaf(r, "unread", "bytes", m));
+            return Err(Stop);
+        }
+        for f in fields {
+            if !f.versions.contains(self.version) || (self.flexible && f.is_tagged(self.version)) {
+                continue;
+            }
+            match self.field(r, f) {
+                Ok(n) => out.push(n),
+                Err(n) => {
+                    out.push(n);
+                    return Err(Stop);
+                }
+            }
+        }
+        if self.flexible {
+            self.tagged(r, fields, out, tag_desc)?;
+        }
+        Ok(())
+    }
+
+    /// The tagged-field section: uvarint count, then per field uvarint tag, uvarint
+    /// size and the data.
+    fn tagged(
+        &mut self,
+        r: &mut Reader<'a>,
+        fields: &'a [Field],
+        out: &mut Vec<Node<'a>>,
+        tag_desc: &'static str,
+    ) -> Result<(), Stop> {
+        let (count, off, len) = match r.read(wire::uvarint) {
+            Ok(x) => x,
+            Err(e) => {
+                out.push(self.err_leaf(
+                    r,
+                    "tagged_fields",
+                    "uvarint",
+                    format!("tagged_fields: {}", wire_msg(&e)),
+                ));
+                return Err(Stop);
+            }
+        };
+        let mut count_leaf = self
+            .leaf(
+                "tagged_fields".into(),
+                "uvarint".into(),
+                Value::UInt(count as u64),
+                off,
+                len,
+                r,
+            )
+            .describe(tag_desc);
+        count_leaf.region = Region::TaggedFields;
+        if count == 0 {
+            out.push(count_leaf);
+            return Ok(());
+        }
+        let mut group = Node::new("tagged_fields", "tagged_fields", NodeKind::Group, off);
+        group.value = Value::UInt(count as u64);
+        group.buffer = r.buffer;
+        group.region = Region::TaggedFields;
+        group.description = Some(tag_desc.into());
+        count_leaf.name = "count".into();
+        group.children.push(count_leaf);
+        let mut stopped = false;
+        if count as usize > r.left() {
+            let m = format!(
+                "tagged field count {count} exceeds the {} bytes left",
+                r.left()
+            );
+            group.children.push(self.err_leaf(r, "unread", "bytes", m));
+            stopped = true;
+        }
+        let mut i = 0;
+        while !stopped && i < count {
+            i += 1;
+            let start = r.pos;
+            let (tag, toff, tlen) = match r.read(wire::uvarint) {
+                Ok(x) => x,
+                Err(e) => {
+                    group
+                        .children
+                        .push(self.err_leaf(r, "tag", "uvarint", wire_msg(&e)));
+                    stopped = true;
+                    break;
+                }
+            };
+            let (size, soff, slen) = match r.read(wire::uvarint) {
+                Ok(x) => x,
+                Err(e) => {
+                    group.children.push(self.leaf(
+                        "tag".into(),
+                        "uvarint".into(),
+                        Value::UInt(tag as u64),
+                        toff,
+                        tlen,
+                        r,
+                    ));
+                    group
+                        .children
+                        .push(self.err_leaf(r, "size", "uvarint", wire_msg(&e)));
+                    stopped = true;
+                    break;
+                }
+            };
+            let known = fields
+                .iter()
+                .find(|f| f.tag == Some(tag) && f.is_tagged(self.version));
+            let label: Cow<'a, str> = match known {
+                Some(f) => self.name_of(f),
+                None => Cow::Owned(format!("unknown tag {tag}")),
+            };
+            let mut tn = Node::new(label, format!("tag {tag}"), NodeKind::Group, start);
+            tn.buffer = r.buffer;
+            tn.region = Region::TaggedFields;
+            tn.children.push(self.leaf(
+                "tag".into(),
+                "uvarint".into(),
+                Value::UInt(tag as u64),
+                toff,
+                tlen,
+                r,
+            ));
+            tn.children.push(self.leaf(
+                "size".into(),
+                "uvarint".into(),
+                Value::UInt(size as u64),
+                soff,
+                slen,
+                r,
+            ));
+            let Some(mut sub) = r.split(size as usize) else {
+                let m = format!(
+                    "tagged field size {size} exceeds the {} bytes left",
+                    r.left()
+                );
+                tn.children.push(self.err_leaf(r, "data", "bytes", m));
+                tn.length = r.pos - start;
+                group.children.push(tn);
+                stopped = true;
+                break;
+            };
+            match known {
+                Some(f) => {
+                    let res = self.field(&mut sub, f);
+                    let (node, ok) = match res {
+                        Ok(n) => (n, true),
+                        Err(n) => (n, false),
+                    };
+                    tn.children.push(node);
+                    if ok && sub.left() > 0 {
+                        let m = format!("{} bytes left over in tagged field {tag}", sub.left());
+                        tn.children
+                            .push(self.err_leaf(&mut sub, "unread", "bytes", m));
+                    }
+                }
+                None => {
+                    let data = sub.rest;
+                    tn.children.push(self.leaf(
+                        "data".into(),
+                        "bytes".into(),
+                        Value::Bytes(data),
+                        sub.pos,
+                        data.len(),
+                        r,
+                    ));
+                }
+            }
+            tn.length = r.pos - start;
+            group.children.push(tn);
+        }
+        group.length = r.pos - off;
+        out.push(group);
+        if stopped {
+            Err(Stop)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Reads one field (present in this version, not tagged here).
+    ///
+    /// # Errors
+    /// The partial node, with the error attached, when the walk must stop.
+    pub fn field(&mut self, r: &mut Reader<'a>, f: &'a Field) -> Result<Node<'a>, Node<'a>> {
+        let name = self.name_of(f);
+        let mut n = match &f.ty {
+            FieldType::Prim(p) => self.prim(r, f, *p, name, self.field_flexible(f))?,
+            FieldType::Struct(s) => self.struct_field(r, f, s, name)?,
+            FieldType::Array(inner) => self.array(r, f, inner, name)?,
+        };
+        if let Some(a) = &f.about {
+            n.description = Some(Cow::Borrowed(a.as_str()));
+        }
+        Ok(n)
+    }
+
+    fn prim_label(&self, f: &'a Field, p: Prim, flexible: bool) -> Cow<'a, str> {
+        if !self.guide_style {
+            return Cow::Borrowed(f.type_name.as_str());
+        }
+        let base = p.as_str();
+        if !matches!(p, Prim::String | Prim::Bytes | Prim::Records) {
+            return Cow::Borrowed(base);
+        }
+        let mut s = String::new();
+        if flexible {
+            s.push_str("compact_");
+        }
+        if self.nullable(f) {
+            s.push_str("nullable_");
+        }
+        s.push_str(base);
+        Cow::Owned(s)
+    }
+
+    fn prim(
+        &mut self,
+        r: &mut Reader<'a>,
+        f: &'a Field,
+        p: Prim,
+        name: Cow<'a, str>,
+        flexible: bool,
+    ) -> Result<Node<'a>, Node<'a>> {
+        let ty = self.prim_label(f, p, flexible);
+        macro_rules! fixed {
+            ($parser:path, $wrap:expr) => {
+                match r.read($parser) {
+                    Ok((v, off, len)) => {
+                        let v = $wrap(v);
+                        self.leaf(name, ty, v, off, len, r)
+                    }
+                    Err(e) => {
+                        return Err(self.err_leaf(
+                            r,
+                            &name,
+                            &ty,
+                            format!("{}: {}", name, wire_msg(&e)),
+                        ))
+                    }
+                }
+            };
+        }
+        let mut n = match p {
+            Prim::Bool => fixed!(wire::boolean, Value::Bool),
+            Prim::Int8 => fixed!(wire::int8, |v: i8| Value::Int(v as i64)),
+            Prim::Int16 => fixed!(wire::int16, |v: i16| Value::Int(v as i64)),
+            Prim::Uint16 => fixed!(wire::uint16, |v: u16| Value::UInt(v as u64)),
+            Prim::Int32 => fixed!(wire::int32, |v: i32| Value::Int(v as i64)),
+            Prim::Uint32 => fixed!(wire::uint32, |v: u32| Value::UInt(v as u64)),
+            Prim::Int64 => fixed!(wire::int64, Value::Int),
+            Prim::Float64 => fixed!(wire::float64, Value::Float),
+            Prim::Uuid => fixed!(wire::uuid, Value::Uuid),
+            Prim::String => return self.string(r, f, name, ty, flexible),
+            Prim::Bytes | Prim::Records => return self.bytes(r, f, p, name, ty, flexible),
+        };
+        if let Value::Int(v) = n.value {
+            if p == Prim::Int16 && (f.name.ends_with("ErrorCode") || f.name == "Error") {
+                // The reference page leaves NONE (0) unannotated; every other code is named.
+                if v != 0 {
+                    n.annotation = Some(match error_name(v as i16) {
+                        Some(e) => Cow::Borrowed(e),
+                        None => Cow::Owned(format!("unknown error code {v}")),
+                    });
+                }
+            } else if p == Prim::Int16 && (f.name == "RequestApiKey" || f.name == "ApiKey") {
+                if let Some(a) = self.cx.schema.api_name(v as i16) {
+                    n.annotation = Some(Cow::Owned(a.to_string()));
+                }
+            } else if v == -1 && minus_one_is_none(f) {
+                n.annotation = Some(Cow::Borrowed("none"));
+            }
+        }
+        Ok(n)
+    }
+
+    fn string(
+        &mut self,
+        r: &mut Reader<'a>,
+        f: &'a Field,
+        name: Cow<'a, str>,
+        ty: Cow<'a, str>,
+        flexible: bool,
+    ) -> Result<Node<'a>, Node<'a>> {
+        let prefix = if flexible {
+            LenPrefix::Compact
+        } else {
+            LenPrefix::Int16
+        };
+        let ((len, data), off, n) = match r.read(wire::sized(prefix)) {
+            Ok(x) => x,
+            Err(e) => {
+                return Err(self.err_leaf(r, &name, &ty, format!("{}: {}", name, wire_msg(&e))))
+            }
+        };
+        let ann = if flexible {
+            format!("compact, len+1={}", len.raw)
+        } else {
+            format!("int16 len={}", len.raw)
+        };
+        let mut node = self.leaf(name, ty, Value::Null, off, n, r).annotate(ann);
+        match data {
+            None => {
+                if !self.nullable(f) {
+                    node.error = Some(format!(
+                        "{} is null, which version {} does not allow",
+                        f.name, self.version
+                    ));
+                }
+            }
+            Some(b) => match std::str::from_utf8(b) {
+                Ok(s) => {
+                    node.value = Value::Str(s);
+                    if f.name == "ProtocolType" {
+                        self.protocol_type = Some(s);
+                    }
+                }
+                Err(_) => {
+                    node.value = Value::Bytes(b);
+                    node.error = Some(format!("{} is not valid UTF-8", f.name));
+                }
+            },
+        }
+        Ok(node)
+    }
+
+    fn bytes(
+        &mut self,
+        r: &mut Reader<'a>,
+        f: &'a Field,
+        p: Prim,
+        name: Cow<'a, str>,
+        ty: Cow<'a, str>,
+        flexible: bool,
+    ) -> Result<Node<'a>, Node<'a>> {
+        let prefix = if flexible {
+            LenPrefix::Compact
+        } else {
+            LenPrefix::Int32
+        };
+        let start = r.pos;
+        let (len, loff, llen) = match r.read(wire::length(prefix)) {
+            Ok(x) => x,
+            Err(e) => {
+                return Err(self.err_leaf(r, &name, &ty, format!("{}: {}", name, wire_msg(&e))))
+            }
+        };
+        let ann = if flexible {
+            format!("compact, len+1={}", len.raw)
+        } else {
+            format!("int32 len={}", len.raw)
+        };
+        let Some(size) = len.len else {
+            let mut node = self
+                .leaf(name, ty, Value::Null, loff, llen, r)
+                .annotate(ann);
+            if !self.nullable(f) {
+                node.error = Some(format!(
+                    "{} is null, which version {} does not allow",
+                    f.name, self.version
+                ));
+            }
+            return Ok(node);
+        };
+        let fits = size <= r.left() as u64;
+        let Some(mut sub) = fits.then(|| r.split(size as usize)).flatten() else {
+            let m = format!(
+                "{}: length {} exceeds the {} bytes left",
+                name,
+                size,
+                r.left()
+            );
+            let mut node = self
+                .leaf(name.clone(), ty.clone(), Value::None, start, 0, r)
+                .annotate(ann);
+            node.kind = NodeKind::Group;
+            node.children.push(self.leaf(
+                "length".into(),
+                prefix_label(prefix).into(),
+                Value::Int(len.raw),
+                loff,
+                llen,
+                r,
+            ));
+            node.children.push(self.err_leaf(r, "data", "bytes", m));
+            node.length = r.pos - start;
+            return Err(node);
+        };
+        let data = sub.rest;
+        let nested = if p == Prim::Records {
+            if self.def.name == "FetchSnapshotResponse" || f.name == "UnalignedRecords" {
+                None
+            } else {
+                let partial_ok = matches!(
+                    self.def.name.as_str(),
+                    "FetchResponse" | "ShareFetchResponse"
+                );
+                Some(records::decode_records(self.cx, &mut sub, partial_ok))
+            }
+        } else if data.is_empty() {
+            None
+        } else {
+            self.nested(&mut sub, f).map(|n| vec![n])
+        };
+        match nested {
+            None => {
+                let mut node = self
+                    .leaf(name, ty, Value::Bytes(data), start, r.pos - start, r)
+                    .annotate(ann);
+                if p == Prim::Records {
+                    node.region = Region::RecordBatch;
+                }
+                Ok(node)
+            }
+            Some(children) => {
+                let mut node = self.leaf(name, ty, Value::None, start, r.pos - start, r);
+                node.kind = NodeKind::Group;
+                if p == Prim::Bytes {
+                    node.value = Value::Bytes(data);
+                }
+                let mut l = self.leaf(
+                    "length".into(),
+                    prefix_label(prefix).into(),
+                    Value::Int(len.raw),
+                    loff,
+                    llen,
+                    r,
+                );
+                if flexible {
+                    l.annotation = Some("compact, len+1".into());
+                }
+                node.children.push(l);
+                node.children.extend(children);
+                Ok(node)
+            }
+        }
+    }
+
+    /// A nested structure inside a bytes field, when Kafka puts one there.
+    fn nested(&mut self, sub: &mut Reader<'a>, f: &'a Field) -> Option<Node<'a>> {
+        let consumer = || -> Option<bool> { None };
+        let _ = consumer;
+        let pt = self.protocol_type.or(self.hints.protocol_type.as_deref());
+        let data_name = match (self.def.name.as_str(), f.name.as_str()) {
+            ("JoinGroupRequest", "Metadata") | ("JoinGroupResponse", "Metadata") => {
+                "ConsumerProtocolSubscription"
+            }
+            ("SyncGroupRequest", "Assignment") | ("SyncGroupResponse", "Assignment") => {
+                "ConsumerProtocolAssignment"
+            }
+            ("EnvelopeRequest", "RequestPrincipal") => "DefaultPrincipalData",
+            ("EnvelopeRequest", "RequestData") => {
+                return Some(super::nested_request(self.cx, sub));
+            }
+            _ => return None,
+        };
+        let must_fit = match pt {
+            Some("consumer") => false,
+            Some(_) => return None,
+            None => true,
+        };
+        let mut trial = *sub;
+        let node = decode_versioned_data(self.cx, data_name, &mut trial, data_name)?;
+        let ok = node_ok(&node) && trial.left() == 0;
+        if must_fit && !ok {
+            return None;
+        }
+        *sub = trial;
+        let mut node = node;
+        if sub.left() > 0 {
+            // Kafka ignores what follows a consumer-protocol struct it understands.
+            let rest = sub.rest;
+            let mut t = Node::leaf(
+                "trailing bytes",
+                "bytes",
+                Value::Bytes(rest),
+                sub.pos,
+                rest.len(),
+            );
+            t.buffer = sub.buffer;
+            t.warning = Some(format!("{} bytes after {data_name}", rest.len()));
+            sub.split(rest.len());
+            node.length += t.length;
+            node.children.push(t);
+        }
+        node.set_region(self.region);
+        Some(node)
+    }
+
+    fn struct_fields(&self, f: &'a Field, s: &str) -> Option<&'a [Field]> {
+        if !f.fields.is_empty() {
+            Some(&f.fields)
+        } else {
+            self.def.struct_fields(s)
+        }
+    }
+
+    fn struct_field(
+        &mut self,
+        r: &mut Reader<'a>,
+        f: &'a Field,
+        s: &'a str,
+        name: Cow<'a, str>,
+    ) -> Result<Node<'a>, Node<'a>> {
+        let start = r.pos;
+        let mut node = Node::new(
+            name,
+            Cow::Borrowed(f.type_name.as_str()),
+            NodeKind::Struct,
+            start,
+        );
+        node.buffer = r.buffer;
+        node.region = self.region;
+        if self.nullable(f) {
+            match r.read(wire::int8) {
+                Ok((m, off, len)) => {
+                    node.children.push(
+                        self.leaf(
+                            "present".into(),
+                            "int8".into(),
+                            Value::Int(m as i64),
+                            off,
+                            len,
+                            r,
+                        )
+                        .annotate(if m < 0 { "null" } else { "present" }),
+                    );
+                    if m < 0 {
+                        node.value = Value::Null;
+                        node.length = r.pos - start;
+                        return Ok(node);
+                    }
+                }
+                Err(e) => {
+                    node.children
+                        .push(self.err_leaf(r, "present", "int8", wire_msg(&e)));
+                    node.length = r.pos - start;
+                    return Err(node);
+                }
+            }
+        }
+        let Some(fields) = self.struct_fields(f, s) else {
+            node.children.push(self.err_leaf(
+                r,
+                "unread",
+                "bytes",
+                format!("struct {s} is not defined"),
+            ));
+            node.length = r.pos - start;
+            return Err(node);
+        };
+        let res = self.fields(
+            r,
+            fields,
+            &mut node.children,
+            "number of tagged fields in this struct",
+        );
+        node.length = r.pos - start;
+        match res {
+            Ok(()) => Ok(node),
+            Err(Stop) => Err(node),
+        }
+    }
+
+    /// The fewest bytes one element of type `t` can take (for count checks).
+    fn min_size(&self, t: &FieldType, f: &'a Field, depth: usize) -> usize {
+        match t {
+            FieldType::Prim(p) => match p {
+                Prim::Bool | Prim::Int8 => 1,
+                Prim::Int16 | Prim::Uint16 => 2,
+                Prim::Int32 | Prim::Uint32 => 4,
+                Prim::Int64 | Prim::Float64 => 8,
+                Prim::Uuid => 16,
+                Prim::String => {
+                    if self.field_flexible(f) {
+                        1
+                    } else {
+                        2
+                    }
+                }
+                Prim::Bytes | Prim::Records => {
+                    if self.field_flexible(f) {
+                        1
+                    } else {
+                        4
+                    }
+                }
+            },
+            FieldType::Array(_) => {
+                if self.flexible {
+                    1
+                } else {
+                    4
+                }
+            }
+            FieldType::Struct(s) => {
+                if depth > 8 {
+                    return 0;
+                }
+                let Some(fs) = self.struct_fields(f, s) else {
+                    return 0;
+                };
+                let mut n = if self.flexible { 1 } else { 0 };
+                for sf in fs {
+                    if sf.versions.contains(self.version)
+                        && !(self.flexible && sf.is_tagged(self.version))
+                    {
+                        n += self.min_size(&sf.ty, sf, depth + 1);
+                    }
+                }
+                n
+            }
+        }
+    }
+
+    fn array(
+        &mut self,
+        r: &mut Reader<'a>,
+        f: &'a Field,
+        inner: &'a FieldType,
+        name: Cow<'a, str>,
+    ) -> Result<Node<'a>, Node<'a>> {
+        let start = r.pos;
+        let flexible = self.field_flexible(f);
+        let prefix = if flexible {
+            LenPrefix::Compact
+        } else {
+            LenPrefix::Int32
+        };
+        let mut node = Node::new(
+            name.clone(),
+            Cow::Borrowed(f.type_name.as_str()),
+            NodeKind::Array,
+            start,
+        );
+        node.buffer = r.buffer;
+        node.region = self.region;
+        let (len, off, llen) = match r.read(wire::length(prefix)) {
+            Ok(x) => x,
+            Err(e) => {
+                node.children
+                    .push(self.err_leaf(r, "length", prefix_label(prefix), wire_msg(&e)));
+                node.length = r.pos - start;
+                return Err(node);
+            }
+        };
+        let mut l = self.leaf(
+            "length".into(),
+            prefix_label(prefix).into(),
+            Value::Int(len.raw),
+            off,
+            llen,
+            r,
+        );
+        if flexible {
+            l.annotation = Some("compact, n+1".into());
+        }
+        let Some(count) = len.len else {
+            node.value = Value::Null;
+            if !self.nullable(f) {
+                l.error = Some(format!(
+                    "{} is null, which version {} does not allow",
+                    f.name, self.version
+                ));
+            }
+            node.children.push(l);
+            node.length = r.pos - start;
+            return Ok(node);
+        };
+        l.description = Some(Cow::Owned(match (count, self.cx.opts.page_mode) {
+            (1, true) => "one sample element follows".to_string(),
+            (n, _) => format!(
+                "{} follow{}",
+                plural(n, "element"),
+                if n == 1 { "s" } else { "" }
+            ),
+        }));
+        node.value = Value::Count(count);
+        node.children.push(l);
+        let min = self.min_size(inner, f, 0) as u64;
+        if count.saturating_mul(min.max(1)) > r.left() as u64 && min > 0 {
+            let m = format!(
+                "{}: {} elements cannot fit in the {} bytes left",
+                name,
+                count,
+                r.left()
+            );
+            node.children.push(self.err_leaf(r, "unread", "bytes", m));
+            node.length = r.pos - start;
+            return Err(node);
+        }
+        node.children
+            .reserve(count.min(r.left() as u64 + 1) as usize);
+        let elem_struct = match inner {
+            FieldType::Struct(s) => Some((s.as_str(), self.struct_fields(f, s))),
+            _ => None,
+        };
+        for i in 0..count {
+            let ename: Cow<'a, str> = Cow::Owned(format!(
+                "{}[{}]",
+                elem_struct.map(|(s, _)| s).unwrap_or(&name),
+                i
+            ));
+            let res = match (inner, elem_struct) {
+                (FieldType::Prim(p), _) => self.prim(r, f, *p, ename, flexible),
+                (FieldType::Struct(s), Some((_, Some(fields)))) => {
+                    let es = r.pos;
+                    let mut en = Node::new(ename, Cow::Borrowed(s.as_str()), NodeKind::Struct, es);
+                    en.buffer = r.buffer;
+                    en.region = self.region;
+                    let res = self.fields(
+                        r,
+                        fields,
+                        &mut en.children,
+                        "number of tagged fields in this struct",
+                    );
+                    en.length = r.pos - es;
+                    match res {
+                        Ok(()) => Ok(en),
+                        Err(Stop) => Err(en),
+                    }
+                }
+                _ => Err(self.err_leaf(
+                    r,
+                    &ename,
+                    "bytes",
+                    format!("element type {} is not supported", f.type_name),
+                )),
+            };
+            match res {
+                Ok(n) => node.children.push(n),
+                Err(n) => {
+                    node.children.push(n);
+                    node.length = r.pos - start;
+                    return Err(node);
+                }
+            }
+        }
+        node.length = r.pos - start;
+        Ok(node)
+    }
+}
+
+fn prefix_label(p: LenPrefix) -> &'static str {
+    match p {
+        LenPrefix::Int16 => "int16",
+        LenPrefix::Int32 => "int32",
+        LenPrefix::Compact => "uvarint",
+        LenPrefix::Varint => "varint",
+    }
+}
+
+/// Whether a node and its descendants carry no error.
+pub fn node_ok(n: &Node<'_>) -> bool {
+    let mut ok = true;
+    n.walk(&mut |x, _| ok &= x.error.is_none());
+    ok
+}
+
+/// Decodes a data definition written as `int16 version` followed by the struct at that
+/// version (the consumer protocol's framing), as a node named `node_name`. Returns
+/// `None` when the version prefix cannot be read or names no known version.
+pub fn decode_versioned_data<'a>(
+    cx: &mut Cx<'a>,
+    name: &str,
+    r: &mut Reader<'a>,
+    node_name: &str,
+) -> Option<Node<'a>> {
+    let start = r.pos;
+    let mut probe = *r;
+    let (v, off, len) = probe.read(wire::int16).ok()?;
+    let defn = cx.schema.resolve_name(name, v).or_else(|| {
+        // A newer version than we know: Kafka reads it with the newest version it has.
+        let all = cx.schema.by_name(name);
+        all.into_iter()
+            .filter(|d| !d.def.valid_versions.is_empty() && d.def.valid_versions.hi < v)
+            .max_by_key(|d| d.def.valid_versions.hi)
+    })?;
+    let use_v = if defn.def.valid_versions.contains(v) {
+        v
+    } else {
+        defn.def.valid_versions.hi
+    };
+    *r = probe;
+    let mut node = Node::new(
+        node_name.to_string(),
+        format!("{} v{}", defn.def.name, v),
+        NodeKind::Group,
+        start,
+    );
+    node.buffer = r.buffer;
+    let mut vl = Node::leaf("version", "int16", Value::Int(v as i64), off, len);
+    vl.buffer = r.buffer;
+    if use_v != v {
+        vl.annotation = Some(format!("read as v{use_v}").into());
+    }
+    node.children.push(vl);
+    let def = &defn.def;
+    let mut w = Walk::new(cx, def, use_v, Region::RequestBody);
+    let _ = w.fields(
+        r,
+        &def.fields,
+        &mut node.children,
+        "number of tagged fields in this struct",
+    );
+    node.length = r.pos - start;
+    Some(node)
+}
 
 /// Decodes one struct-shaped data definition (`kind: data`, such as
 /// `LeaderChangeMessage`, `ConsumerProtocolSubscription`) at `version` from `r`, as a node
-/// named `node_name`. Errors are attached inside the returned node.
-pub fn decode_data<'a>(cx: &mut Cx<'a>, name: &str, version: i16, r: &mut Reader<'a>, node_name: &str) -> Node<'a> {
-    let _ = (cx, name, version);
-    let mut n = Node::leaf(node_name.to_string(), "bytes", Value::Bytes(r.rest), r.pos, r.left());
-    n.buffer = r.buffer;
-    r.split(r.left());
-    n
+/// named `node_name`. Errors are attached inside the returned node; an unknown name or
+/// version gives a raw leaf with an error.
+pub fn decode_data<'a>(
+    cx: &mut Cx<'a>,
+    name: &str,
+    version: i16,
+    r: &mut Reader<'a>,
+    node_name: &str,
+) -> Node<'a> {
+    let start = r.pos;
+    let Some(defn) = cx.schema.resolve_name(name, version) else {
+        let mut n = r.error_leaf(
+            node_name,
+            "bytes",
+            format!("{name} has no version {version} in the schema"),
+        );
+        n.value = Value::Bytes(&[]);
+        return n;
+    };
+    let def = &defn.def;
+    let mut node = Node::new(
+        node_name.to_string(),
+        format!("{} v{}", def.name, version),
+        NodeKind::Group,
+        start,
+    );
+    node.buffer = r.buffer;
+    let mut w = Walk::new(cx, def, version, Region::Record);
+    let _ = w.fields(
+        r,
+        &def.fields,
+        &mut node.children,
+        "number of tagged fields in this struct",
+    );
+    node.length = r.pos - start;
+    node
 }

@@ -44,7 +44,12 @@ impl fmt::Display for SchemaError {
 impl std::error::Error for SchemaError {}
 
 fn serr(file: &str, message: impl Into<String>) -> SchemaError {
-    SchemaError { file: file.to_string(), field: None, position: None, message: message.into() }
+    SchemaError {
+        file: file.to_string(),
+        field: None,
+        position: None,
+        message: message.into(),
+    }
 }
 
 /// Parses the text of one definition file (JSON with `//` and `/* */` comments).
@@ -75,19 +80,36 @@ pub fn parse_definition_text(file: &str, text: &str) -> Result<(MessageDef, Valu
 ///
 /// # Errors
 /// The first malformed file; a folder with no definitions at all.
-pub fn load_folder(dir: &Path, source: Source, keep_raw: bool) -> Result<Vec<Definition>, SchemaError> {
+pub fn load_folder(
+    dir: &Path,
+    source: Source,
+    keep_raw: bool,
+) -> Result<Vec<Definition>, SchemaError> {
     let mut files = Vec::new();
     collect_json(dir, &mut files).map_err(|e| serr(&dir.display().to_string(), e.to_string()))?;
     files.sort();
     let mut out = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(&f).map_err(|e| serr(&f.display().to_string(), e.to_string()))?;
-        let rel = f.strip_prefix(dir).unwrap_or(&f).to_string_lossy().replace('\\', "/");
+        let text = std::fs::read_to_string(&f)
+            .map_err(|e| serr(&f.display().to_string(), e.to_string()))?;
+        let rel = f
+            .strip_prefix(dir)
+            .unwrap_or(&f)
+            .to_string_lossy()
+            .replace('\\', "/");
         let (def, _) = parse_definition_text(&f.display().to_string(), &text)?;
-        out.push(Definition { def, source: source.clone(), file: rel, raw: keep_raw.then_some(text) });
+        out.push(Definition {
+            def,
+            source: source.clone(),
+            file: rel,
+            raw: keep_raw.then_some(text),
+        });
     }
     if out.is_empty() {
-        return Err(serr(&dir.display().to_string(), "holds no Kafka message definitions (*.json)"));
+        return Err(serr(
+            &dir.display().to_string(),
+            "holds no Kafka message definitions (*.json)",
+        ));
     }
     Ok(out)
 }
@@ -125,12 +147,24 @@ pub fn load_jar(path: &Path) -> Result<Vec<Definition>, SchemaError> {
             return Err(serr(&file, "entry larger than 16 MiB"));
         }
         let mut text = String::new();
-        entry.by_ref().take(16 << 20).read_to_string(&mut text).map_err(|e| serr(&file, e.to_string()))?;
+        entry
+            .by_ref()
+            .take(16 << 20)
+            .read_to_string(&mut text)
+            .map_err(|e| serr(&file, e.to_string()))?;
         let (def, _) = parse_definition_text(&file, &text)?;
-        out.push(Definition { def, source: Source::User, file: ename, raw: Some(text) });
+        out.push(Definition {
+            def,
+            source: Source::User,
+            file: ename,
+            raw: Some(text),
+        });
     }
     if out.is_empty() {
-        return Err(serr(&name, "holds no Kafka message definitions (common/message/*.json)"));
+        return Err(serr(
+            &name,
+            "holds no Kafka message definitions (common/message/*.json)",
+        ));
     }
     Ok(out)
 }
@@ -199,9 +233,16 @@ fn strip_about(v: &mut Value) {
 pub fn export_embedded(release_dirs: &[PathBuf]) -> Result<String, SchemaError> {
     let mut releases: Vec<(String, PathBuf)> = Vec::new();
     for d in release_dirs {
-        let r = d.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+        let r = d
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
         if !r.chars().next().is_some_and(|c| c.is_ascii_digit()) {
-            return Err(serr(&d.display().to_string(), "a release folder must be named like 4.3"));
+            return Err(serr(
+                &d.display().to_string(),
+                "a release folder must be named like 4.3",
+            ));
         }
         releases.push((r, d.clone()));
     }
@@ -210,13 +251,22 @@ pub fn export_embedded(release_dirs: &[PathBuf]) -> Result<String, SchemaError> 
     let mut by_name: BTreeMap<String, Vec<(String, String, MessageDef, Value)>> = BTreeMap::new();
     for (r, dir) in &releases {
         let mut files = Vec::new();
-        collect_json(dir, &mut files).map_err(|e| serr(&dir.display().to_string(), e.to_string()))?;
+        collect_json(dir, &mut files)
+            .map_err(|e| serr(&dir.display().to_string(), e.to_string()))?;
         files.sort();
         for f in files {
-            let text = std::fs::read_to_string(&f).map_err(|e| serr(&f.display().to_string(), e.to_string()))?;
+            let text = std::fs::read_to_string(&f)
+                .map_err(|e| serr(&f.display().to_string(), e.to_string()))?;
             let (def, value) = parse_definition_text(&f.display().to_string(), &text)?;
-            let rel = f.strip_prefix(dir).unwrap_or(&f).to_string_lossy().replace('\\', "/");
-            by_name.entry(def.name.clone()).or_default().push((r.clone(), rel, def, value));
+            let rel = f
+                .strip_prefix(dir)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .replace('\\', "/");
+            by_name
+                .entry(def.name.clone())
+                .or_default()
+                .push((r.clone(), rel, def, value));
         }
     }
     let names: Vec<String> = releases.iter().map(|(r, _)| r.clone()).rev().collect();
@@ -236,11 +286,14 @@ pub fn export_embedded(release_dirs: &[PathBuf]) -> Result<String, SchemaError> 
         let mut covered: Vec<Versions> = Vec::new();
         for (i, (r, file, def, value)) in defs.iter().enumerate() {
             let v = def.valid_versions;
-            let new = !v.is_empty() && (v.lo..=v.hi.min(300)).any(|x| !covered.iter().any(|c| c.contains(x)));
+            let new = !v.is_empty()
+                && (v.lo..=v.hi.min(300)).any(|x| !covered.iter().any(|c| c.contains(x)));
             if i == 0 || new {
                 let mut value = value.clone();
                 strip_about(&mut value);
-                out.push_str(&serde_json::json!({"release": r, "file": file, "def": value}).to_string());
+                out.push_str(
+                    &serde_json::json!({"release": r, "file": file, "def": value}).to_string(),
+                );
                 out.push('\n');
             }
             covered.push(v);
@@ -264,17 +317,39 @@ pub fn parse_embedded(text: &str) -> Result<Schema, SchemaError> {
         let v: Value = serde_json::from_str(line).map_err(|e| serr(&file, e.to_string()))?;
         if let Some(name) = v.get("history").and_then(Value::as_str) {
             let mut h = Vec::new();
-            for pair in v.get("releases").and_then(Value::as_array).into_iter().flatten() {
-                let r = pair.get(0).and_then(Value::as_str).unwrap_or_default().to_string();
+            for pair in v
+                .get("releases")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let r = pair
+                    .get(0)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 let vs = pair.get(1).and_then(Value::as_str).unwrap_or("none");
                 h.push((r, Versions::parse(vs).map_err(|m| serr(&file, m))?));
             }
             history.insert(name.to_string(), h);
         } else if let Some(d) = v.get("def") {
             let def = MessageDef::from_json(d).map_err(|e| serr(&file, e.to_string()))?;
-            let release = v.get("release").and_then(Value::as_str).unwrap_or_default().to_string();
-            let f = v.get("file").and_then(Value::as_str).unwrap_or_default().to_string();
-            defs.push(Definition { def, source: Source::Release(release), file: f, raw: None });
+            let release = v
+                .get("release")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let f = v
+                .get("file")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            defs.push(Definition {
+                def,
+                source: Source::Release(release),
+                file: f,
+                raw: None,
+            });
         }
     }
     Ok(Schema::from_parts(defs, history))

@@ -91,7 +91,10 @@ impl Schema {
 
     /// Builds a schema from definitions and histories.
     pub fn from_parts(defs: Vec<Definition>, history: BTreeMap<String, History>) -> Schema {
-        let mut s = Schema { history, ..Schema::default() };
+        let mut s = Schema {
+            history,
+            ..Schema::default()
+        };
         for d in defs {
             s.push(d);
         }
@@ -138,7 +141,9 @@ impl Schema {
     /// The definition of message `name` that serves `version`: the best source whose
     /// `validVersions` holds it.
     pub fn resolve_name(&self, name: &str, version: i16) -> Option<&Definition> {
-        self.by_name(name).into_iter().find(|d| d.def.valid_versions.contains(version))
+        self.by_name(name)
+            .into_iter()
+            .find(|d| d.def.valid_versions.contains(version))
     }
 
     /// All definitions of `(kind, api_key)`, best first.
@@ -151,7 +156,9 @@ impl Schema {
 
     /// The definition that serves `(kind, api_key, version)`.
     pub fn resolve(&self, kind: MessageKind, api_key: i16, version: i16) -> Option<&Definition> {
-        self.by_api(kind, api_key).into_iter().find(|d| d.def.valid_versions.contains(version))
+        self.by_api(kind, api_key)
+            .into_iter()
+            .find(|d| d.def.valid_versions.contains(version))
     }
 
     /// The request definition for `(api_key, version)`.
@@ -173,8 +180,12 @@ impl Schema {
 
     /// Every API key that has a request definition, ascending.
     pub fn api_keys(&self) -> Vec<i16> {
-        let mut v: Vec<i16> =
-            self.by_api.keys().filter(|(k, _)| *k == MessageKind::Request).map(|(_, a)| *a).collect();
+        let mut v: Vec<i16> = self
+            .by_api
+            .keys()
+            .filter(|(k, _)| *k == MessageKind::Request)
+            .map(|(_, a)| *a)
+            .collect();
         v.sort_unstable();
         v
     }
@@ -230,6 +241,13 @@ impl Schema {
 
     /// The header definition (`RequestHeader` or `ResponseHeader`) serving `version`.
     pub fn header(&self, request: bool, version: i16) -> Option<&Definition> {
-        self.resolve_name(if request { "RequestHeader" } else { "ResponseHeader" }, version)
+        self.resolve_name(
+            if request {
+                "RequestHeader"
+            } else {
+                "ResponseHeader"
+            },
+            version,
+        )
     }
 }

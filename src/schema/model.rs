@@ -26,7 +26,10 @@ impl Versions {
     /// The empty range (`"none"`).
     pub const NONE: Versions = Versions { lo: 1, hi: 0 };
     /// Every version (`"0+"`).
-    pub const ALL: Versions = Versions { lo: 0, hi: i16::MAX };
+    pub const ALL: Versions = Versions {
+        lo: 0,
+        hi: i16::MAX,
+    };
 
     /// Parses `"N+"`, `"N-M"`, `"N"` or `"none"`.
     ///
@@ -45,7 +48,10 @@ impl Versions {
                 .ok_or_else(|| format!("bad version range {s:?}"))
         };
         if let Some(lo) = t.strip_suffix('+') {
-            return Ok(Versions { lo: num(lo)?, hi: i16::MAX });
+            return Ok(Versions {
+                lo: num(lo)?,
+                hi: i16::MAX,
+            });
         }
         if let Some((a, b)) = t.split_once('-') {
             let (lo, hi) = (num(a)?, num(b)?);
@@ -75,7 +81,10 @@ impl Versions {
 
     /// The intersection of two ranges.
     pub fn intersect(&self, o: &Versions) -> Versions {
-        let v = Versions { lo: self.lo.max(o.lo), hi: self.hi.min(o.hi) };
+        let v = Versions {
+            lo: self.lo.max(o.lo),
+            hi: self.hi.min(o.hi),
+        };
         if v.is_empty() {
             Versions::NONE
         } else {
@@ -236,7 +245,9 @@ impl FieldType {
         if let Some(inner) = s.strip_prefix("[]") {
             let t = FieldType::parse(inner)?;
             if matches!(t, FieldType::Array(_)) {
-                return Err(format!("unknown type {s:?}: arrays of arrays are not allowed"));
+                return Err(format!(
+                    "unknown type {s:?}: arrays of arrays are not allowed"
+                ));
             }
             return Ok(FieldType::Array(Box::new(t)));
         }
@@ -346,10 +357,17 @@ impl fmt::Display for DefError {
 }
 
 fn err(field: &str, message: impl Into<String>) -> DefError {
-    DefError { field: field.to_string(), message: message.into() }
+    DefError {
+        field: field.to_string(),
+        message: message.into(),
+    }
 }
 
-fn get_str<'v>(o: &'v serde_json::Map<String, Value>, k: &str, path: &str) -> Result<Option<&'v str>, DefError> {
+fn get_str<'v>(
+    o: &'v serde_json::Map<String, Value>,
+    k: &str,
+    path: &str,
+) -> Result<Option<&'v str>, DefError> {
     match o.get(k) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -367,7 +385,11 @@ fn get_bool(o: &serde_json::Map<String, Value>, k: &str, path: &str) -> Result<b
     }
 }
 
-fn get_versions(o: &serde_json::Map<String, Value>, k: &str, path: &str) -> Result<Option<Versions>, DefError> {
+fn get_versions(
+    o: &serde_json::Map<String, Value>,
+    k: &str,
+    path: &str,
+) -> Result<Option<Versions>, DefError> {
     get_str(o, k, path)?
         .map(|s| Versions::parse(s).map_err(|m| err(path, format!("\"{k}\": {m}"))))
         .transpose()
@@ -375,12 +397,20 @@ fn get_versions(o: &serde_json::Map<String, Value>, k: &str, path: &str) -> Resu
 
 impl Field {
     fn from_json(v: &Value, parent: &str) -> Result<Field, DefError> {
-        let o = v.as_object().ok_or_else(|| err(parent, "a field must be a JSON object"))?;
+        let o = v
+            .as_object()
+            .ok_or_else(|| err(parent, "a field must be a JSON object"))?;
         let name = get_str(o, "name", parent)?
             .ok_or_else(|| err(parent, "a field has no \"name\""))?
             .to_string();
-        let path = if parent.is_empty() { name.clone() } else { format!("{parent}.{name}") };
-        let type_name = get_str(o, "type", &path)?.ok_or_else(|| err(&path, "no \"type\""))?.to_string();
+        let path = if parent.is_empty() {
+            name.clone()
+        } else {
+            format!("{parent}.{name}")
+        };
+        let type_name = get_str(o, "type", &path)?
+            .ok_or_else(|| err(&path, "no \"type\""))?
+            .to_string();
         let ty = FieldType::parse(&type_name).map_err(|m| err(&path, m))?;
         let tagged_versions = get_versions(o, "taggedVersions", &path)?.unwrap_or(Versions::NONE);
         let versions = match get_versions(o, "versions", &path)? {
@@ -395,11 +425,18 @@ impl Field {
                     .and_then(|t| u32::try_from(t).ok())
                     .ok_or_else(|| err(&path, format!("bad \"tag\" {n}")))?,
             ),
-            Some(Value::String(s)) => Some(s.trim().parse::<u32>().map_err(|_| err(&path, format!("bad \"tag\" {s:?}")))?),
+            Some(Value::String(s)) => Some(
+                s.trim()
+                    .parse::<u32>()
+                    .map_err(|_| err(&path, format!("bad \"tag\" {s:?}")))?,
+            ),
             Some(t) => return Err(err(&path, format!("bad \"tag\" {t}"))),
         };
         if tag.is_some() != !tagged_versions.is_empty() {
-            return Err(err(&path, "\"tag\" and \"taggedVersions\" must be given together"));
+            return Err(err(
+                &path,
+                "\"tag\" and \"taggedVersions\" must be given together",
+            ));
         }
         let default = match o.get("default") {
             None => None,
@@ -409,7 +446,9 @@ impl Field {
         };
         let mut fields = Vec::new();
         if let Some(fs) = o.get("fields") {
-            let arr = fs.as_array().ok_or_else(|| err(&path, "\"fields\" must be an array"))?;
+            let arr = fs
+                .as_array()
+                .ok_or_else(|| err(&path, "\"fields\" must be an array"))?;
             for f in arr {
                 fields.push(Field::from_json(f, &path)?);
             }
@@ -420,7 +459,8 @@ impl Field {
             type_name,
             ty,
             versions,
-            nullable_versions: get_versions(o, "nullableVersions", &path)?.unwrap_or(Versions::NONE),
+            nullable_versions: get_versions(o, "nullableVersions", &path)?
+                .unwrap_or(Versions::NONE),
             tagged_versions,
             tag,
             default,
@@ -457,7 +497,10 @@ fn check_tags(fields: &[Field], path: &str) -> Result<(), DefError> {
     for f in fields {
         if let Some(t) = f.tag {
             if let Some(prev) = seen.insert(t, &f.name) {
-                return Err(err(path, format!("duplicate tag {t} on {} and {}", prev, f.name)));
+                return Err(err(
+                    path,
+                    format!("duplicate tag {t} on {} and {}", prev, f.name),
+                ));
             }
         }
     }
@@ -471,10 +514,15 @@ impl MessageDef {
     /// A [`DefError`] naming the field: unknown type, bad version range, missing keys,
     /// duplicate tags, or a struct type that is never defined.
     pub fn from_json(v: &Value) -> Result<MessageDef, DefError> {
-        let o = v.as_object().ok_or_else(|| err("", "a definition must be a JSON object"))?;
-        let name = get_str(o, "name", "")?.ok_or_else(|| err("", "no \"name\""))?.to_string();
+        let o = v
+            .as_object()
+            .ok_or_else(|| err("", "a definition must be a JSON object"))?;
+        let name = get_str(o, "name", "")?
+            .ok_or_else(|| err("", "no \"name\""))?
+            .to_string();
         let kind_s = get_str(o, "type", "")?.ok_or_else(|| err("", "no \"type\""))?;
-        let kind = MessageKind::parse(kind_s).ok_or_else(|| err("", format!("unknown message type {kind_s:?}")))?;
+        let kind = MessageKind::parse(kind_s)
+            .ok_or_else(|| err("", format!("unknown message type {kind_s:?}")))?;
         let api_key = match o.get("apiKey") {
             None | Some(Value::Null) => None,
             Some(Value::Number(n)) => Some(
@@ -484,15 +532,27 @@ impl MessageDef {
             ),
             Some(x) => return Err(err("", format!("bad \"apiKey\" {x}"))),
         };
-        let valid_versions = get_versions(o, "validVersions", "")?.ok_or_else(|| err("", "no \"validVersions\""))?;
+        let valid_versions =
+            get_versions(o, "validVersions", "")?.ok_or_else(|| err("", "no \"validVersions\""))?;
         let listeners = match o.get("listeners") {
             None => Vec::new(),
-            Some(Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
-            Some(x) => return Err(err("", format!("\"listeners\" must be an array, found {x}"))),
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect(),
+            Some(x) => {
+                return Err(err(
+                    "",
+                    format!("\"listeners\" must be an array, found {x}"),
+                ))
+            }
         };
         let mut fields = Vec::new();
         if let Some(fs) = o.get("fields") {
-            for f in fs.as_array().ok_or_else(|| err("", "\"fields\" must be an array"))? {
+            for f in fs
+                .as_array()
+                .ok_or_else(|| err("", "\"fields\" must be an array"))?
+            {
                 fields.push(Field::from_json(f, "")?);
             }
         } else if !valid_versions.is_empty() {
@@ -501,11 +561,21 @@ impl MessageDef {
         check_tags(&fields, "")?;
         let mut common_structs = Vec::new();
         if let Some(cs) = o.get("commonStructs") {
-            for s in cs.as_array().ok_or_else(|| err("", "\"commonStructs\" must be an array"))? {
-                let so = s.as_object().ok_or_else(|| err("commonStructs", "must hold objects"))?;
-                let sname = get_str(so, "name", "commonStructs")?.ok_or_else(|| err("commonStructs", "a struct has no \"name\""))?;
+            for s in cs
+                .as_array()
+                .ok_or_else(|| err("", "\"commonStructs\" must be an array"))?
+            {
+                let so = s
+                    .as_object()
+                    .ok_or_else(|| err("commonStructs", "must hold objects"))?;
+                let sname = get_str(so, "name", "commonStructs")?
+                    .ok_or_else(|| err("commonStructs", "a struct has no \"name\""))?;
                 let mut sf = Vec::new();
-                for f in so.get("fields").and_then(Value::as_array).ok_or_else(|| err(sname, "no \"fields\""))? {
+                for f in so
+                    .get("fields")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| err(sname, "no \"fields\""))?
+                {
                     sf.push(Field::from_json(f, sname)?);
                 }
                 check_tags(&sf, sname)?;
@@ -521,7 +591,8 @@ impl MessageDef {
             kind,
             api_key,
             valid_versions,
-            deprecated_versions: get_versions(o, "deprecatedVersions", "")?.unwrap_or(Versions::NONE),
+            deprecated_versions: get_versions(o, "deprecatedVersions", "")?
+                .unwrap_or(Versions::NONE),
             flexible_versions: get_versions(o, "flexibleVersions", "")?.unwrap_or(Versions::NONE),
             latest_version_unstable: get_bool(o, "latestVersionUnstable", "")?,
             listeners,
@@ -547,20 +618,36 @@ impl MessageDef {
             None
         }
         find(&self.fields, name)
-            .or_else(|| self.common_structs.iter().find(|s| s.name == name).map(|s| s.fields.as_slice()))
-            .or_else(|| self.common_structs.iter().find_map(|s| find(&s.fields, name)))
+            .or_else(|| {
+                self.common_structs
+                    .iter()
+                    .find(|s| s.name == name)
+                    .map(|s| s.fields.as_slice())
+            })
+            .or_else(|| {
+                self.common_structs
+                    .iter()
+                    .find_map(|s| find(&s.fields, name))
+            })
     }
 
     fn check_structs(&self) -> Result<(), DefError> {
         fn walk(def: &MessageDef, fs: &[Field], path: &str) -> Result<(), DefError> {
             for f in fs {
-                let p = if path.is_empty() { f.name.clone() } else { format!("{path}.{}", f.name) };
+                let p = if path.is_empty() {
+                    f.name.clone()
+                } else {
+                    format!("{path}.{}", f.name)
+                };
                 if let Some(s) = f.struct_name() {
                     if f.fields.is_empty() && def.struct_fields(s).is_none() {
                         return Err(err(&p, format!("struct type {s:?} is never defined")));
                     }
                 } else if !f.fields.is_empty() {
-                    return Err(err(&p, format!("type {:?} is not a struct but has \"fields\"", f.type_name)));
+                    return Err(err(
+                        &p,
+                        format!("type {:?} is not a struct but has \"fields\"", f.type_name),
+                    ));
                 }
                 walk(def, &f.fields, &p)?;
             }
@@ -597,9 +684,121 @@ mod tests {
 
     #[test]
     fn field_types() {
-        assert_eq!(FieldType::parse("[]int32").unwrap(), FieldType::Array(Box::new(FieldType::Prim(Prim::Int32))));
-        assert_eq!(FieldType::parse("Foo").unwrap(), FieldType::Struct("Foo".into()));
+        assert_eq!(
+            FieldType::parse("[]int32").unwrap(),
+            FieldType::Array(Box::new(FieldType::Prim(Prim::Int32)))
+        );
+        assert_eq!(
+            FieldType::parse("Foo").unwrap(),
+            FieldType::Struct("Foo".into())
+        );
         assert!(FieldType::parse("strnig").is_err());
         assert!(FieldType::parse("[][]int8").is_err());
+    }
+}
+
+fn versions_json(v: &Versions) -> Value {
+    Value::String(v.to_string())
+}
+
+impl Field {
+    /// The field as Kafka-shaped JSON facts (no `about` unless `with_about`).
+    pub fn to_json(&self, with_about: bool) -> Value {
+        let mut o = serde_json::Map::new();
+        o.insert("name".into(), self.name.clone().into());
+        o.insert("type".into(), self.type_name.clone().into());
+        o.insert("versions".into(), versions_json(&self.versions));
+        if !self.nullable_versions.is_empty() {
+            o.insert(
+                "nullableVersions".into(),
+                versions_json(&self.nullable_versions),
+            );
+        }
+        if let Some(t) = self.tag {
+            o.insert(
+                "taggedVersions".into(),
+                versions_json(&self.tagged_versions),
+            );
+            o.insert("tag".into(), t.into());
+        }
+        if let Some(fv) = &self.flexible_versions {
+            o.insert("flexibleVersions".into(), versions_json(fv));
+        }
+        if self.ignorable {
+            o.insert("ignorable".into(), true.into());
+        }
+        if self.map_key {
+            o.insert("mapKey".into(), true.into());
+        }
+        if self.zero_copy {
+            o.insert("zeroCopy".into(), true.into());
+        }
+        if let Some(d) = &self.default {
+            o.insert("default".into(), d.clone().into());
+        }
+        if let Some(e) = &self.entity_type {
+            o.insert("entityType".into(), e.clone().into());
+        }
+        if with_about {
+            if let Some(a) = &self.about {
+                o.insert("about".into(), a.clone().into());
+            }
+        }
+        if !self.fields.is_empty() {
+            o.insert(
+                "fields".into(),
+                Value::Array(self.fields.iter().map(|f| f.to_json(with_about)).collect()),
+            );
+        }
+        Value::Object(o)
+    }
+}
+
+impl MessageDef {
+    /// The definition as Kafka-shaped JSON facts (names, types, versions, tags,
+    /// defaults, flags); `about` only when `with_about`.
+    pub fn to_json(&self, with_about: bool) -> Value {
+        let mut o = serde_json::Map::new();
+        if let Some(k) = self.api_key {
+            o.insert("apiKey".into(), k.into());
+        }
+        o.insert("type".into(), self.kind.as_str().into());
+        if !self.listeners.is_empty() {
+            o.insert("listeners".into(), self.listeners.clone().into());
+        }
+        o.insert("name".into(), self.name.clone().into());
+        o.insert("validVersions".into(), versions_json(&self.valid_versions));
+        if !self.deprecated_versions.is_empty() {
+            o.insert(
+                "deprecatedVersions".into(),
+                versions_json(&self.deprecated_versions),
+            );
+        }
+        o.insert(
+            "flexibleVersions".into(),
+            versions_json(&self.flexible_versions),
+        );
+        if self.latest_version_unstable {
+            o.insert("latestVersionUnstable".into(), true.into());
+        }
+        o.insert(
+            "fields".into(),
+            Value::Array(self.fields.iter().map(|f| f.to_json(with_about)).collect()),
+        );
+        if !self.common_structs.is_empty() {
+            let cs = self
+                .common_structs
+                .iter()
+                .map(|s| {
+                    serde_json::json!({
+                        "name": s.name,
+                        "versions": s.versions.to_string(),
+                        "fields": s.fields.iter().map(|f| f.to_json(with_about)).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            o.insert("commonStructs".into(), Value::Array(cs));
+        }
+        Value::Object(o)
     }
 }
