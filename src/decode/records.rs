@@ -12,8 +12,10 @@
 //!   `compressed records` leaf and a `Records (decompressed)` group in buffer N.
 //! - `Record[i]` (Group, ty `Record`): `length`, `attributes`, `timestampDelta`,
 //!   `offsetDelta`, `key`, `value`, `headerCount`, `Header[j]` (`headerKey`,
-//!   `headerValue`). In control batches `key` and `value` are groups with the control
-//!   key (`version`, `type`) and the marker or KRaft record.
+//!   `headerValue`). In control batches `key` is a group (ty `ControlRecordKey`:
+//!   `length`, `version`, `type`) and `value` a group (ty `EndTxnMarker`: `length`,
+//!   `version`, `coordinatorEpoch`; or ty `LeaderChangeMessage` etc.: `length` and the
+//!   struct from [`super::walk::decode_data`], whose own first field is `Version`).
 //! - `Message` (Group, ty `LegacyRecord v0|v1`): `offset`, `messageSize`, `crc`,
 //!   `magic`, `attributes`, (`timestamp`), `key`, `value`, and for a compressed wrapper
 //!   `Messages (decompressed)` with the inner message set.
@@ -744,12 +746,17 @@ fn control_record<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'a
                 }
             }
             Some((_, Some(def))) => {
-                let version = int(&mut vr, &mut v, "version", "int16", wire::int16)?;
+                // Kafka writes these with MessageUtil.toByteBuffer(message, version): the
+                // struct alone, whose first field is its own `Version int16`. That field
+                // names the version to decode the struct at; it stays inside the struct.
+                let version = match vr.rest {
+                    [a, b, ..] => i16::from_be_bytes([*a, *b]),
+                    _ => 0,
+                };
                 if vr.left() > 0 {
-                    let name = def;
-                    let node = super::walk::decode_data(cx, name, version as i16, &mut vr, "data");
+                    let node = super::walk::decode_data(cx, def, version, &mut vr, def);
                     v.push(node);
-                    trailing(&mut vr, &mut v, name);
+                    trailing(&mut vr, &mut v, def);
                 }
             }
         }
@@ -1526,7 +1533,9 @@ mod tests {
         val.extend(7i32.to_be_bytes());
         let mut lc_key = 0i16.to_be_bytes().to_vec();
         lc_key.extend(2i16.to_be_bytes()); // LEADER_CHANGE
-        let lc_val = [0u8, 0, 0, 0, 0, 1, 0, 0, 0, 0];
+                                           // LeaderChangeMessage v0 (flexible): LeaderId 1, Voters [], GrantingVoters [], no
+                                           // tagged fields
+        let lc_val = [0u8, 0, 0, 0, 0, 1, 1, 1, 0];
         let recs = [
             record(0, Some(&key), Some(&val), &[]),
             record(1, Some(&lc_key), Some(&lc_val), &[]),
@@ -1545,8 +1554,10 @@ mod tests {
             assert_eq!(child(v, "coordinatorEpoch").value, Value::Int(7));
             let v = child(&rs.children[1], "value");
             assert_eq!(&*v.ty, "LeaderChangeMessage");
-            assert_eq!(child(v, "version").value, Value::Int(0));
-            assert_eq!(child(v, "data").offset, child(v, "version").end());
+            let data = child(v, "LeaderChangeMessage");
+            assert_eq!(data.offset, child(v, "length").end());
+            assert_eq!(data.find("Version").unwrap().value, Value::Int(0));
+            assert_eq!(data.find("LeaderId").unwrap().value, Value::Int(1));
         });
     }
 
