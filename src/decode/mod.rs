@@ -7,6 +7,7 @@
 //! Envelope) go to nested walks. Errors stop the walk at their offset and leave a partial
 //! tree; nothing panics and no allocation is sized from an unchecked length.
 
+pub mod compress;
 pub mod records;
 pub mod walk;
 
