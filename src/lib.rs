@@ -5,10 +5,12 @@
 //! [`tree`]) -> [`render`] (text, JSON, summaries). Inputs (captures, hex dumps) sit on
 //! the side in [`input`].
 
+pub mod cli;
 pub mod decode;
 pub mod errors;
 pub mod input;
 pub mod render;
 pub mod schema;
+pub mod session;
 pub mod tree;
 pub mod wire;
