@@ -280,10 +280,15 @@ pub fn value_json(v: &Value<'_>) -> serde_json::Value {
 /// Whether a node's bytes are record data that often hold text: a `key` or `value`
 /// inside a record.
 pub fn is_record_payload(parent: Option<&Node<'_>>, node: &Node<'_>) -> bool {
-    matches!(&*node.name, "key" | "value" | "Key" | "Value")
+    let record = matches!(&*node.name, "key" | "value" | "Key" | "Value")
         && parent.is_some_and(|p| {
-            p.name.starts_with("Record[") || p.name.starts_with("Record ") || p.name == "Record"
-        })
+            p.name.starts_with("Record[")
+                || p.name.starts_with("Record ")
+                || p.name == "Record"
+                || p.name.starts_with("Message")
+        });
+    let header = node.name == "headerValue" && parent.is_some_and(|p| p.name.starts_with("Header["));
+    record || header
 }
 
 /// RFC 3339 UTC time with nanoseconds: `2024-05-01T10:00:00.123456789Z`.
