@@ -759,3 +759,125 @@ fn control_record_key_cut_short_still_tiles() {
         ends_with_body_tags,
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// A malformed frame between two good ones: all three come out, the bad one with its
+// error, and `kwire read` counts it in its closing line.
+
+const REQ_HEX: &str =
+    "000000230014000600000000000000020100000000000000000000000000000000000000000000";
+const RESP_HEX: &str = "000000200000000000000000000201000000000000000000000000000000000000010000";
+
+/// A capture of one connection: three DeleteTopics v6 requests (correlation ids 1, 2,
+/// 3) each answered; the second request's Topics count is 300 million.
+fn capture_with_a_bad_frame() -> Vec<u8> {
+    use kwire::input::pcap_out::{PcapWriter, TcpFlow};
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    let mut w = PcapWriter::new(Vec::new()).unwrap();
+    let mut flow = TcpFlow::new(
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000),
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9092),
+        [1000, 5000],
+    );
+    let t0 = 1_714_564_800_000_000u64;
+    flow.open(&mut w, t0).unwrap();
+    for corr in 1..=3i32 {
+        let mut req = hex(REQ_HEX);
+        req[8..12].copy_from_slice(&corr.to_be_bytes());
+        if corr == 2 {
+            req[0x0f..0x14].copy_from_slice(&hex("81c6868f01")); // Topics: 300000000
+        }
+        let mut resp = hex(RESP_HEX);
+        resp[4..8].copy_from_slice(&corr.to_be_bytes());
+        let t = t0 + 1000 * corr as u64;
+        flow.send(&mut w, true, t, &req).unwrap();
+        flow.send(&mut w, false, t + 500, &resp).unwrap();
+    }
+    flow.close(&mut w, t0 + 10_000).unwrap();
+    w.into_inner()
+}
+
+#[test]
+fn malformed_frame_between_good_ones_in_a_capture() {
+    use kwire::cli::read::SchemaPlausibility;
+    use kwire::input::{read_capture, CaptureOptions, Event};
+    use kwire::session::Session;
+    use kwire::tree::Direction;
+    let pcap = capture_with_a_bad_frame();
+    let schema = Schema::embedded();
+    let opts = DecodeOptions::default();
+    let mut session = Session::new(&schema, &opts);
+    let mut seen = Vec::new();
+    let stats = read_capture(
+        &pcap[..],
+        &CaptureOptions::default(),
+        &SchemaPlausibility(&schema),
+        |ev| match ev {
+            Event::Frame(f) => {
+                let arena = Buffers::new();
+                let (m, _) = session.decode(&f, &arena);
+                fuzz::check_message(&m);
+                seen.push((
+                    m.direction,
+                    m.correlation_id,
+                    m.api_name.clone(),
+                    located(m.errors()),
+                ));
+            }
+            Event::Notice(n) => panic!("unexpected notice: {n}"),
+        },
+    )
+    .unwrap();
+    assert_eq!(stats.frames, 6);
+    let reqs: Vec<_> = seen.iter().filter(|s| s.0 == Direction::Request).collect();
+    assert_eq!(reqs.len(), 3);
+    for (i, r) in reqs.iter().enumerate() {
+        assert_eq!(r.1, Some(i as i32 + 1));
+        assert_eq!(r.2.as_deref(), Some("DeleteTopics"));
+    }
+    assert!(reqs[0].3.is_empty() && reqs[2].3.is_empty());
+    // (the size prefix is unchanged: the bad count takes five bytes where the good one
+    // took one, so the rest of the frame is four bytes shorter than its elements need)
+    assert_eq!(
+        reqs[1].3,
+        e(&[(
+            0,
+            0x14,
+            "Topics: 300000000 elements cannot fit in the 19 bytes left"
+        )])
+    );
+    // every response pairs with its request and decodes cleanly
+    for r in seen.iter().filter(|s| s.0 == Direction::Response) {
+        assert_eq!(r.2.as_deref(), Some("DeleteTopics"));
+        assert!(r.3.is_empty(), "{:?}", r.3);
+    }
+}
+
+#[test]
+fn kwire_read_counts_the_malformed_frame() {
+    let pcap = capture_with_a_bad_frame();
+    let path = std::env::temp_dir().join(format!("kwire-regressions-{}.pcap", std::process::id()));
+    std::fs::write(&path, &pcap).unwrap();
+    let out = assert_cmd::Command::cargo_bin("kwire")
+        .unwrap()
+        .args(["read", "--color", "never"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("Topics: 300000000 elements cannot fit in the 19 bytes left"),
+        "{stdout}"
+    );
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(
+            "6 messages decoded (6 shown), 1 with errors, 0 incomplete, 0 undecodable, \
+             0 SASL tokens, 0 unanswered requests; notices: none"
+        ),
+        "{stderr}"
+    );
+}
