@@ -244,7 +244,10 @@ def record(sc, tansu):
             shutil.copyfile(raw, dst)
             outs.append(dst)
         elif sc.both:
-            subprocess.run(["editcap", "-F", ext, str(raw), str(dst)], check=True, timeout=60)
+            # dumpcap's pcapng holds nanoseconds: keep them (nsecpcap) so that both files
+            # decode to the same output; tcpdump's pcap is microseconds already.
+            fmt = "nsecpcap" if ext == "pcap" else "pcapng"
+            subprocess.run(["editcap", "-F", fmt, str(raw), str(dst)], check=True, timeout=60)
             outs.append(dst)
         elif dst.exists():
             dst.unlink()
