@@ -73,12 +73,12 @@ pub const KNOWN_BAD: &[Bad] = &[
     ),
     (
         "kp_old_formats",
-        123,
+        140,
         &[(33, "Partitions: 1 element cannot fit in the 6 bytes left")],
     ),
     (
         "kp_old_formats",
-        168,
+        192,
         &[(33, "Partitions: 1 element cannot fit in the 6 bytes left")],
     ),
 ];

@@ -303,6 +303,33 @@ def old():
                 c.close()
                 return r
             step(f"fetch {topic}", fetch)
+    old_reader()
+
+
+def old_reader():
+    """A modern producer (magic 2), then a consumer that speaks api_version (0,10,1):
+    ListOffsets v1 and Fetch v3, whose answer carries the magic-2 batch as it is."""
+    from kafka import KafkaProducer, KafkaConsumer, TopicPartition
+
+    def produce():
+        p = KafkaProducer(**kp_conf(linger_ms=20, max_block_ms=5000))
+        fs = [p.send("lab-modern", key=f"k{i}".encode(), value=f"modern {i}".encode(),
+                     partition=0) for i in range(3)]
+        p.flush(5)
+        r = [f.get(5).offset for f in fs]
+        p.close(5)
+        return r
+    step("produce lab-modern (magic 2)", produce)
+
+    def fetch():
+        c = KafkaConsumer(**kp_conf(api_version=(0, 10, 1), consumer_timeout_ms=2000,
+                                    fetch_max_wait_ms=100, request_timeout_ms=3000))
+        c.assign([TopicPartition("lab-modern", 0)])
+        c.seek_to_beginning()
+        r = [(m.offset, m.key, m.value) for m in c]
+        c.close()
+        return r
+    step("fetch lab-modern api_version=(0,10,1)", fetch)
 
 
 def kp_codecs():

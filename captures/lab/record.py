@@ -86,8 +86,9 @@ class Proc:
 
 class Scenario:
     def __init__(self, name, about, client, run, host="127.0.0.1", auth=False,
-                 tool="dumpcap", iface="lo", extra=(), both=True, timeout=90):
+                 tool="dumpcap", iface="lo", extra=(), both=True, timeout=90, note=()):
         self.name, self.about, self.client, self.run = name, about, client, run
+        self.note = note
         self.host, self.auth, self.tool, self.iface = host, auth, tool, iface
         self.extra, self.both, self.timeout = list(extra), both, timeout
 
@@ -123,47 +124,78 @@ S = [
              "ListOffsets, Fetch, OffsetCommit, LeaveGroup",
              "confluent-kafka", py("group")),
     Scenario("ck_consumer_kip848", "confluent-kafka consumer with group.protocol=consumer "
-             "(KIP-848): ConsumerGroupHeartbeat", "confluent-kafka", py("kip848")),
+             "(KIP-848): ConsumerGroupHeartbeat", "confluent-kafka", py("kip848"),
+             note=("tansu advertises no ConsumerGroupHeartbeat (68) in ApiVersions, so librdkafka "
+                   "sends none and the consumer never gets an assignment: the capture shows the "
+                   "client looking for its coordinator and nothing more")),
     Scenario("ck_admin", "confluent-kafka AdminClient: CreateTopics with configs, "
-             "DescribeConfigs, IncrementalAlterConfigs, CreatePartitions, ACLs, "
-             "DescribeCluster, ListGroups, DescribeGroups, DeleteGroups, DeleteRecords, "
-             "DeleteTopics", "confluent-kafka", py("admin")),
+             "DescribeConfigs (topic and broker), IncrementalAlterConfigs, CreatePartitions, "
+             "describe_cluster and describe_topics (as Metadata), OffsetCommit, ListGroups, "
+             "describe_consumer_groups, OffsetFetch, DeleteRecords, DeleteGroups, "
+             "DeleteTopics, DescribeAcls, DeleteAcls, CreateAcls",
+             "confluent-kafka", py("admin"),
+             note=("CreatePartitions and DeleteAcls are refused by librdkafka before sending (tansu "
+                   "does not advertise keys 37 and 31); DeleteRecords gets no answer (the broker "
+                   "closes the connection); the CreateAcls answer is malformed (see known-bad "
+                   "frames) and librdkafka aborts on it, so it is the last step; "
+                   "describe_consumer_groups goes out as ConsumerGroupDescribe (69)")),
     Scenario("ck_sasl_plain", "confluent-kafka SASL/PLAIN (broker with --authentication): "
              "SaslHandshake, SaslAuthenticate", "confluent-kafka", py("sasl", "PLAIN"),
-             auth=True, timeout=40),
+             auth=True, timeout=40,
+             note=("tansu never answers SaslHandshake (it closes the connection); librdkafka retries"
+                   " until its 3 s flush ends")),
     Scenario("ck_sasl_scram256", "confluent-kafka SASL/SCRAM-SHA-256 (broker with "
              "--authentication)", "confluent-kafka", py("sasl", "SCRAM-SHA-256"),
-             auth=True, timeout=40),
+             auth=True, timeout=40,
+             note=("SaslHandshake is answered, SaslAuthenticate ends in unknown-user (memory storage"
+                   " keeps no SCRAM users); librdkafka retries")),
     Scenario("ck_ipv6", "confluent-kafka producer and consumer over ::1 (gzip)",
              "confluent-kafka", py("produce", "gzip", "--host", "::1"), host="::1",
              tool="tcpdump"),
     Scenario("kp_old_formats", "kafka-python with api_version=(0,9) and (0,10): magic 0 "
-             "and magic 1 message sets, plain and gzip (Produce v0-v2, Fetch v0-v3)",
-             "kafka-python", py("old")),
+             "and magic 1 message sets, plain and gzip (Produce v1, v2; ListOffsets v0); then a "
+             "consumer with api_version (0,10,1) reads magic-2 batches (Fetch v3)",
+             "kafka-python", py("old"),
+             note=("the broker closes the connection on the plain Produce v1/v2 (magic 0/1) and "
+                   "answers the gzip ones with UNKNOWN_PRODUCER_ID; its ListOffsets v0 answers are "
+                   "malformed (see known-bad frames), so the old consumers never fetch; the (0,10,1)"
+                   " consumer reads the magic-2 batch with Fetch v3")),
     Scenario("kp_produce_codecs", "kafka-python producers, one per codec (none, gzip, "
              "snappy, lz4, zstd), then a consumer group reads them",
              "kafka-python", py("kp_codecs")),
     Scenario("kp_admin", "kafka-python KafkaAdminClient: DescribeCluster, CreateTopics, "
              "DescribeTopicPartitions, DescribeConfigs, IncrementalAlterConfigs, "
              "ListGroups, DescribeGroups, ACLs, DeleteGroups, DeleteTopics",
-             "kafka-python", py("kp_admin")),
+             "kafka-python", py("kp_admin"),
+             note=("kafka-python fails on the DescribeGroups answer client-side (authorized "
+                   "operations value 15); the CreateAcls answer is malformed (known-bad) and the "
+                   "client times out; DeleteAcls is not advertised")),
     Scenario("kp_transactions", "kafka-python transactional producer: commit then abort",
              "kafka-python", py("kp_txn")),
     Scenario("aio_group", "aiokafka producer (lz4) and consumer group with commits",
              "aiokafka", py("aio_group")),
     Scenario("aio_transactions", "aiokafka transactional producer (send_offsets_to_"
-             "transaction, commit, abort)", "aiokafka", py("aio_txn")),
-    Scenario("kjs_admin", "kafkajs admin: CreateTopics, DescribeConfigs, AlterConfigs, "
-             "ListGroups, DescribeGroups, DeleteTopics, ACLs", "kafkajs", node("admin")),
+             "transaction, commit, abort)", "aiokafka", py("aio_txn"),
+             note=("the broker answers InitProducerId v0 with an error, and aiokafka gives up: no "
+                   "transaction follows")),
+    Scenario("kjs_admin", "kafkajs admin: CreateTopics with configs, Metadata, "
+             "DescribeConfigs, AlterConfigs, ListOffsets, ListGroups, DescribeGroups, "
+             "describeCluster (as Metadata), CreateAcls, DescribeAcls, DeleteTopics",
+             "kafkajs", node("admin"),
+             note=("AlterConfigs (33) is not advertised and kafkajs refuses it; the CreateAcls v1 "
+                   "answer is malformed (known-bad), kafkajs fails with a RangeError")),
     Scenario("kjs_group", "kafkajs producer (gzip, headers) and consumer group",
              "kafkajs", node("group")),
     Scenario("kjs_sasl_plain", "kafkajs SASL/PLAIN (broker with --authentication)",
-             "kafkajs", node("sasl"), auth=True, timeout=40),
+             "kafkajs", node("sasl"), auth=True, timeout=40,
+             note=("tansu never answers SaslHandshake; kafkajs retries once and gives up")),
     Scenario("kcat_metadata_produce_consume", "kcat 1.7.1 run on the confluent-kafka "
-             "wheel's librdkafka: -L, -P (snappy), -C", "kcat", kcat("good")),
+             "wheel's librdkafka: -L, -P (snappy), -C", "kcat+wheel", kcat("good")),
     Scenario("kcat_old_librdkafka", "kcat on Debian's librdkafka 2.0.2: ApiVersions v3 "
              "response with tagged fields is not understood, the client retries",
-             "kcat", kcat("old"), timeout=30),
+             "kcat+debian", kcat("old"), timeout=30,
+             note=("librdkafka 2.0.2 cannot parse the ApiVersions v3 answer (tagged fields: \"Read "
+                   "underflow\") and retries")),
     Scenario("var_sll2", "tcpdump -i any (LINUX_SLL2 link type): confluent-kafka "
              "producer (lz4)", "confluent-kafka", py("produce", "lz4"), tool="tcpdump",
              iface="any", both=False),
