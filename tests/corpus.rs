@@ -21,6 +21,7 @@ use kwire::session::Session;
 use kwire::tree::Buffers;
 use serde_json::Value as J;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Past this size the expected file is a digest.
 const FULL_LIMIT: usize = 1 << 20;
@@ -267,11 +268,24 @@ fn first_difference(name: &str, want: &str, got: &str) -> Option<String> {
     })
 }
 
-fn corpus() -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    find_captures(&root(), &mut files);
-    files.sort();
-    files
+/// A capture file, its messages and the input layer's notices.
+type Capture = (PathBuf, Vec<Decoded>, Vec<String>);
+
+/// Every capture under `captures/`, decoded once for all the tests here.
+fn corpus() -> &'static [Capture] {
+    static DECODED: OnceLock<Vec<Capture>> = OnceLock::new();
+    DECODED.get_or_init(|| {
+        let mut files = Vec::new();
+        find_captures(&root(), &mut files);
+        files.sort();
+        files
+            .into_iter()
+            .map(|f| {
+                let (m, n) = decode_capture(&f);
+                (f, m, n)
+            })
+            .collect()
+    })
 }
 
 #[test]
@@ -286,12 +300,11 @@ fn every_corpus_capture_matches_its_expected_output() {
     );
     let mut problems = Vec::new();
     let mut written = std::collections::BTreeSet::new();
-    for f in &files {
+    for (f, msgs, _) in files {
         let st = stem(f);
         let name = expected_name(&st).to_string();
-        let (msgs, _) = decode_capture(f);
         assert!(!msgs.is_empty(), "{}: no Kafka messages", f.display());
-        let (full, text) = render(&msgs);
+        let (full, text) = render(msgs);
         let file = exp_dir.join(if full {
             format!("{name}.ndjson")
         } else {
@@ -326,15 +339,14 @@ fn every_corpus_capture_matches_its_expected_output() {
 fn corpus_decodes_without_error_except_known_bad_frames() {
     let mut problems = Vec::new();
     let mut seen: Vec<(String, u64)> = Vec::new();
-    for f in corpus() {
-        let st = stem(&f);
+    for (f, msgs, notices) in corpus() {
+        let st = stem(f);
         let name = expected_name(&st).to_string();
-        let (msgs, notices) = decode_capture(&f);
         let snaplen = SNAPLEN.contains(&name.as_str());
         if !snaplen && !notices.is_empty() {
             problems.push(format!("{}: notices {notices:?}", f.display()));
         }
-        for d in &msgs {
+        for d in msgs {
             let known = KNOWN_BAD
                 .iter()
                 .find(|(n, fr, _)| *n == name && *fr == d.first_frame);
@@ -377,7 +389,10 @@ fn corpus_decodes_without_error_except_known_bad_frames() {
 
 #[test]
 fn snaplen_capture_marks_its_cut_messages_incomplete() {
-    let (msgs, notices) = decode_capture(&root().join("lab/var_snaplen200.pcap"));
+    let (_, msgs, notices) = corpus()
+        .iter()
+        .find(|(f, _, _)| f.ends_with("lab/var_snaplen200.pcap"))
+        .expect("captures/lab/var_snaplen200.pcap");
     let cut: Vec<&Decoded> = msgs.iter().filter(|d| d.incomplete).collect();
     assert!(
         !cut.is_empty(),

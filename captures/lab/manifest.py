@@ -119,6 +119,13 @@ def main():
                 d.append(f"- frame {m['frame'][0]}: {m['api_name']} v{m['api_version']} "
                          f"{m['kind']} ({m['size']} B{', incomplete' if m['incomplete'] else ''})"
                          f" — {errs}")
+        warned = [m for m in msgs if m["warnings"] and not m["errors"]]
+        if warned:
+            d += ["", "Frames that decode with warnings:"]
+            for m in warned:
+                ws = "; ".join(f"@{w['offset']}: {w['message']}" for w in m["warnings"])
+                d.append(f"- frame {m['frame'][0]}: {m['api_name']} v{m['api_version']} "
+                         f"{m['kind']} ({m['size']} B) — {ws}")
         details.append("\n".join(d) + "\n")
     demo = CAPS / "demo.pcap"
     text = TEMPLATE.format(
