@@ -376,7 +376,11 @@ impl<'c, 'a> Walk<'c, 'a> {
 
     fn prim_label(&self, f: &'a Field, p: Prim, flexible: bool) -> Cow<'a, str> {
         if !self.guide_style {
-            return Cow::Borrowed(f.type_name.as_str());
+            // An array element is labelled with the element type (`string`, not `[]string`).
+            return match f.ty {
+                FieldType::Array(_) => Cow::Borrowed(p.as_str()),
+                _ => Cow::Borrowed(f.type_name.as_str()),
+            };
         }
         let base = p.as_str();
         if !matches!(p, Prim::String | Prim::Bytes | Prim::Records) {
