@@ -590,6 +590,17 @@ impl<'c, 'a> Walk<'c, 'a> {
                 let mut node = self
                     .leaf(name, ty, Value::Bytes(data), start, r.pos - start, r)
                     .annotate(ann);
+                if f.name == "ClientHostAddress" {
+                    // Envelope: the original client's address as raw IPv4/IPv6 bytes.
+                    let ip: Option<std::net::IpAddr> = match data.len() {
+                        4 => <[u8; 4]>::try_from(data).ok().map(Into::into),
+                        16 => <[u8; 16]>::try_from(data).ok().map(Into::into),
+                        _ => None,
+                    };
+                    if let (Some(ip), Some(a)) = (ip, &node.annotation) {
+                        node.annotation = Some(Cow::Owned(format!("{a}, {ip}")));
+                    }
+                }
                 if p == Prim::Records {
                     node.region = Region::RecordBatch;
                 }
