@@ -237,3 +237,12 @@ fn random_frames_never_panic() {
         }
     }
 }
+
+#[test]
+fn unsupported_api_versions_request_gets_a_v0_answer() {
+    // ApiVersions v9 asked; the broker answers in v0 with UNSUPPORTED_VERSION and its range.
+    let b = sized(hex("00000000 00000003 0023 00000001 0012 0000 0004"));
+    let (errs, warns) = errors(&b, &Known::response(18, 9));
+    assert!(errs.is_empty(), "{errs:?}");
+    assert_eq!(warns, e(&[(0, "the request was ApiVersions v9; the broker answered UNSUPPORTED_VERSION with a v0 body")]));
+}

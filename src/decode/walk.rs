@@ -447,9 +447,10 @@ impl<'c, 'a> Walk<'c, 'a> {
                     });
                 }
             } else if p == Prim::Int16 && (f.name == "RequestApiKey" || f.name == "ApiKey") {
-                if let Some(a) = self.cx.schema.api_name(v as i16) {
-                    n.annotation = Some(Cow::Owned(a.to_string()));
-                }
+                n.annotation = Some(match self.cx.schema.api_name(v as i16) {
+                    Some(a) => Cow::Owned(a.to_string()),
+                    None => Cow::Borrowed("unknown API"),
+                });
             } else if v == -1 && minus_one_is_none(f) {
                 n.annotation = Some(Cow::Borrowed("none"));
             }
