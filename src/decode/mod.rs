@@ -472,7 +472,15 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
                 };
                 let mut n = Node::leaf("body", "bytes", Value::Bytes(r.rest), r.pos, r.left());
                 n.region = region;
-                n.error = Some(why);
+                if !is_req && known.api_key.is_none() {
+                    // Not a fault of the bytes: the request was not seen.
+                    n.warning = Some(
+                        "request not captured: body shown raw (pass --api-key and --api-version to decode it)"
+                            .to_string(),
+                    );
+                } else {
+                    n.error = Some(why);
+                }
                 r.split(r.left());
                 root.children.push(n);
             }

@@ -534,10 +534,8 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
             return Ok(node);
         };
-        let Some(mut sub) = r
-            .split(size.min(usize::MAX as u64) as usize)
-            .filter(|_| size <= r.left() as u64)
-        else {
+        let fits = size <= r.left() as u64;
+        let Some(mut sub) = fits.then(|| r.split(size as usize)).flatten() else {
             let m = format!(
                 "{}: length {} exceeds the {} bytes left",
                 name,

@@ -709,10 +709,16 @@ impl Field {
         o.insert("type".into(), self.type_name.clone().into());
         o.insert("versions".into(), versions_json(&self.versions));
         if !self.nullable_versions.is_empty() {
-            o.insert("nullableVersions".into(), versions_json(&self.nullable_versions));
+            o.insert(
+                "nullableVersions".into(),
+                versions_json(&self.nullable_versions),
+            );
         }
         if let Some(t) = self.tag {
-            o.insert("taggedVersions".into(), versions_json(&self.tagged_versions));
+            o.insert(
+                "taggedVersions".into(),
+                versions_json(&self.tagged_versions),
+            );
             o.insert("tag".into(), t.into());
         }
         if let Some(fv) = &self.flexible_versions {
@@ -739,7 +745,10 @@ impl Field {
             }
         }
         if !self.fields.is_empty() {
-            o.insert("fields".into(), Value::Array(self.fields.iter().map(|f| f.to_json(with_about)).collect()));
+            o.insert(
+                "fields".into(),
+                Value::Array(self.fields.iter().map(|f| f.to_json(with_about)).collect()),
+            );
         }
         Value::Object(o)
     }
@@ -760,13 +769,22 @@ impl MessageDef {
         o.insert("name".into(), self.name.clone().into());
         o.insert("validVersions".into(), versions_json(&self.valid_versions));
         if !self.deprecated_versions.is_empty() {
-            o.insert("deprecatedVersions".into(), versions_json(&self.deprecated_versions));
+            o.insert(
+                "deprecatedVersions".into(),
+                versions_json(&self.deprecated_versions),
+            );
         }
-        o.insert("flexibleVersions".into(), versions_json(&self.flexible_versions));
+        o.insert(
+            "flexibleVersions".into(),
+            versions_json(&self.flexible_versions),
+        );
         if self.latest_version_unstable {
             o.insert("latestVersionUnstable".into(), true.into());
         }
-        o.insert("fields".into(), Value::Array(self.fields.iter().map(|f| f.to_json(with_about)).collect()));
+        o.insert(
+            "fields".into(),
+            Value::Array(self.fields.iter().map(|f| f.to_json(with_about)).collect()),
+        );
         if !self.common_structs.is_empty() {
             let cs = self
                 .common_structs

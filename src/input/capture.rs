@@ -1,0 +1,516 @@
+//! Streaming capture reader (pcap and pcapng) and link/IP/TCP parsing.
+//!
+//! Formats: pcap (magic `a1b2c3d4` microseconds / `a1b23c4d` nanoseconds, both byte orders)
+//! and pcapng (Section Header, Interface Description with per-interface link type and
+//! `if_tsresol`/`if_tsoffset`, Enhanced and Simple Packet Blocks), read with
+//! `pcap_parser::create_reader` over any [`Read`], never holding more than the reader buffer.
+//!
+//! Link types (tcpdump.org link-layer header types): NULL (0, 4-byte host-endian address
+//! family), ETHERNET (1, with any number of 802.1Q / 802.1ad / QinQ tags), RAW (101, and the
+//! DLT values 12 and 14 used for raw IP by some systems), LOOP (108, big-endian family),
+//! LINUX_SLL (113), IPV4 (228), IPV6 (229), LINUX_SLL2 (276).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr};
+
+use etherparse::defrag::IpDefragPool;
+use etherparse::{IpNumber, LaxIpSlice, SlicedPacket, TcpSlice};
+use pcap_parser::{Block, PcapBlockOwned, PcapError};
+
+use super::stream::{Conn, Sink};
+use super::tcp::Segment;
+use super::{
+    CaptureError, CaptureOptions, CaptureStats, Event, FramePlausibility, Notice, NoticeKind,
+    Timestamp,
+};
+
+/// Largest reader buffer (bytes) the reader grows to for a single record.
+const MAX_READ_BUFFER: usize = 16 << 20;
+/// IP fragments older than this many records are abandoned.
+const FRAG_WINDOW: u64 = 2000;
+
+/// Extract the IP packet from a link-layer frame, or `None` if it is not IPv4/IPv6.
+fn ip_payload(linktype: i32, d: &[u8]) -> Option<&[u8]> {
+    fn ether_next(mut et: u16, mut d: &[u8]) -> Option<&[u8]> {
+        for _ in 0..8 {
+            match et {
+                0x0800 | 0x86dd => return Some(d),
+                0x8100 | 0x88a8 | 0x9100 => {
+                    if d.len() < 4 {
+                        return None;
+                    }
+                    et = u16::from_be_bytes([d[2], d[3]]);
+                    d = &d[4..];
+                }
+                _ => return None,
+            }
+        }
+        None
+    }
+    match linktype {
+        1 => {
+            if d.len() < 14 {
+                return None;
+            }
+            ether_next(u16::from_be_bytes([d[12], d[13]]), &d[14..])
+        }
+        113 => {
+            if d.len() < 16 {
+                return None;
+            }
+            ether_next(u16::from_be_bytes([d[14], d[15]]), &d[16..])
+        }
+        276 => {
+            if d.len() < 20 {
+                return None;
+            }
+            ether_next(u16::from_be_bytes([d[0], d[1]]), &d[20..])
+        }
+        0 | 108 => {
+            if d.len() < 4 {
+                return None;
+            }
+            let le = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+            let be = u32::from_be_bytes([d[0], d[1], d[2], d[3]]);
+            let known = |f: u32| matches!(f, 2 | 10 | 24 | 28 | 30);
+            if (linktype == 0 && (known(le) || known(be))) || (linktype == 108 && known(be)) {
+                Some(&d[4..])
+            } else {
+                None
+            }
+        }
+        12 | 14 | 101 | 228 | 229 => Some(d),
+        _ => None,
+    }
+}
+
+fn link_supported(linktype: i32) -> bool {
+    matches!(
+        linktype,
+        0 | 1 | 12 | 14 | 101 | 108 | 113 | 228 | 229 | 276
+    )
+}
+
+/// Turns link-layer records into Kafka frames: IP defragmentation, connection tracking, TCP
+/// reassembly, framing. Feed records with [`Extractor::packet`], then call
+/// [`Extractor::finish`].
+pub struct Extractor<'p> {
+    opts: CaptureOptions,
+    plaus: &'p dyn FramePlausibility,
+    conns: HashMap<(SocketAddr, SocketAddr), Conn>,
+    closed: HashSet<(SocketAddr, SocketAddr)>,
+    closed_order: VecDeque<(SocketAddr, SocketAddr)>,
+    next_id: u32,
+    stats: CaptureStats,
+    defrag: IpDefragPool<u64, ()>,
+    reported_links: HashSet<i32>,
+    frame_no: u64,
+}
+
+impl<'p> Extractor<'p> {
+    /// New extractor with these options and plausibility check.
+    pub fn new(opts: &CaptureOptions, plaus: &'p dyn FramePlausibility) -> Extractor<'p> {
+        Extractor {
+            opts: opts.clone(),
+            plaus,
+            conns: HashMap::new(),
+            closed: HashSet::new(),
+            closed_order: VecDeque::new(),
+            next_id: 0,
+            stats: CaptureStats::default(),
+            defrag: IpDefragPool::new(),
+            reported_links: HashSet::new(),
+            frame_no: 0,
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &CaptureStats {
+        &self.stats
+    }
+
+    fn notice(&mut self, n: Notice, out: &mut dyn FnMut(Event)) {
+        self.stats.notices += 1;
+        out(Event::Notice(n));
+    }
+
+    /// Process one captured record: `linktype` (tcpdump.org LINKTYPE_ value), captured bytes
+    /// `data`, original (wire) length `origlen` in bytes, capture time. Returns its 1-based
+    /// record number. Events are passed to `out` in order.
+    pub fn packet(
+        &mut self,
+        linktype: i32,
+        data: &[u8],
+        origlen: u32,
+        time: Timestamp,
+        out: &mut dyn FnMut(Event),
+    ) -> u64 {
+        self.frame_no += 1;
+        let frame = self.frame_no;
+        self.stats.packets += 1;
+        self.stats.bytes += data.len() as u64;
+        let truncated = (origlen as usize) > data.len();
+        if truncated {
+            let mut n = Notice::new(
+                NoticeKind::Truncated,
+                format!(
+                    "record captured {} of {} bytes (snaplen); missing TCP payload is a gap",
+                    data.len(),
+                    origlen
+                ),
+            );
+            n.frame = Some(frame);
+            n.bytes = Some(origlen as u64 - data.len() as u64);
+            self.notice(n, out);
+        }
+        if !link_supported(linktype) {
+            if self.reported_links.insert(linktype) {
+                let mut n = Notice::new(
+                    NoticeKind::UnsupportedLinkType,
+                    format!("link type {linktype} is not supported; its records are skipped"),
+                );
+                n.frame = Some(frame);
+                self.notice(n, out);
+            }
+            return frame;
+        }
+        let Some(ip) = ip_payload(linktype, data) else {
+            return frame;
+        };
+        let Ok((lax, _)) = LaxIpSlice::from_slice(ip) else {
+            return frame;
+        };
+        let src_ip = lax.source_addr();
+        let dst_ip = lax.destination_addr();
+        let payload = lax.payload();
+        if payload.ip_number != IpNumber::TCP {
+            return frame;
+        }
+        if payload.fragmented {
+            self.fragment(ip, frame, src_ip, dst_ip, time, out);
+            return frame;
+        }
+        let missing = if truncated || payload.incomplete {
+            (origlen as usize).saturating_sub(data.len()) as u32
+        } else {
+            0
+        };
+        match TcpSlice::from_slice(payload.payload) {
+            Ok(tcp) => self.tcp(src_ip, dst_ip, &tcp, missing, frame, time, out),
+            Err(e) => {
+                let mut n =
+                    Notice::new(NoticeKind::Malformed, format!("TCP header not parsed: {e}"));
+                n.frame = Some(frame);
+                self.notice(n, out);
+            }
+        }
+        frame
+    }
+
+    fn fragment(
+        &mut self,
+        ip: &[u8],
+        frame: u64,
+        src: IpAddr,
+        dst: IpAddr,
+        time: Timestamp,
+        out: &mut dyn FnMut(Event),
+    ) {
+        let cutoff = frame.saturating_sub(FRAG_WINDOW);
+        if frame % 256 == 0 {
+            self.defrag.retain(|t| *t >= cutoff);
+        }
+        let res = match SlicedPacket::from_ip(ip) {
+            Ok(sp) => self.defrag.process_sliced_packet(&sp, frame, ()),
+            Err(e) => {
+                let mut n = Notice::new(
+                    NoticeKind::Malformed,
+                    format!("IP fragment skipped (not parsed: {e})"),
+                );
+                n.frame = Some(frame);
+                self.notice(n, out);
+                return;
+            }
+        };
+        match res {
+            Ok(Some(pv)) => {
+                if let Ok(tcp) = TcpSlice::from_slice(&pv.payload) {
+                    self.tcp(src, dst, &tcp, 0, frame, time, out);
+                }
+                self.defrag.return_buf(pv);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let mut n = Notice::new(
+                    NoticeKind::Malformed,
+                    format!("IP fragment skipped (not reassembled: {e})"),
+                );
+                n.frame = Some(frame);
+                self.notice(n, out);
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn tcp(
+        &mut self,
+        src_ip: IpAddr,
+        dst_ip: IpAddr,
+        tcp: &TcpSlice<'_>,
+        missing: u32,
+        frame: u64,
+        time: Timestamp,
+        out: &mut dyn FnMut(Event),
+    ) {
+        self.stats.tcp_segments += 1;
+        let src = SocketAddr::new(src_ip, tcp.source_port());
+        let dst = SocketAddr::new(dst_ip, tcp.destination_port());
+        let key = if src <= dst { (src, dst) } else { (dst, src) };
+        let seg = Segment {
+            seq: tcp.sequence_number(),
+            data: tcp.payload(),
+            missing,
+            syn: tcp.syn(),
+            fin: tcp.fin(),
+            rst: tcp.rst(),
+            frame,
+            time,
+        };
+        if !self.conns.contains_key(&key) {
+            let candidate = self.opts.detect
+                || self.opts.ports.contains(&src.port())
+                || self.opts.ports.contains(&dst.port());
+            if !candidate {
+                return;
+            }
+            let fresh_syn = seg.syn && !tcp.ack();
+            if self.closed.contains(&key) {
+                if !fresh_syn {
+                    return; // late segment of a finished connection
+                }
+                self.closed.remove(&key);
+            }
+            if seg.data.is_empty() && !seg.syn && seg.missing == 0 {
+                return; // a bare ACK/FIN/RST tells nothing
+            }
+            self.next_id += 1;
+            self.conns
+                .insert(key, Conn::new(self.next_id, [src, dst], &self.opts));
+        }
+        let Some(conn) = self.conns.get_mut(&key) else {
+            return;
+        };
+        let side = if conn.addrs[0] == src { 0 } else { 1 };
+        let mut sink = Sink {
+            opts: &self.opts,
+            plaus: self.plaus,
+            stats: &mut self.stats,
+            out,
+        };
+        conn.segment(side, &seg, tcp.ack(), &mut sink);
+        if conn.is_closed() {
+            conn.finish(frame, &mut sink);
+            self.conns.remove(&key);
+            self.closed.insert(key);
+            self.closed_order.push_back(key);
+            while self.closed_order.len() > self.opts.max_closed {
+                if let Some(k) = self.closed_order.pop_front() {
+                    self.closed.remove(&k);
+                }
+            }
+        }
+    }
+
+    /// End of input: flush every open connection (in order of first appearance) and return
+    /// the counters.
+    pub fn finish(mut self, out: &mut dyn FnMut(Event)) -> CaptureStats {
+        let mut conns: Vec<Conn> = self.conns.drain().map(|(_, c)| c).collect();
+        conns.sort_by_key(|c| c.id);
+        let frame = self.frame_no;
+        let mut sink = Sink {
+            opts: &self.opts,
+            plaus: self.plaus,
+            stats: &mut self.stats,
+            out,
+        };
+        for mut c in conns {
+            c.finish(frame, &mut sink);
+        }
+        self.stats
+    }
+}
+
+struct Iface {
+    linktype: i32,
+    /// Timestamp units per second.
+    resol: u64,
+    offset: i64,
+}
+
+fn ts_from_units(units: u64, resol: u64, offset: i64) -> Timestamp {
+    let resol = resol.max(1);
+    let secs = (units / resol) as i64 + offset;
+    let frac = (units % resol) as u128;
+    let nanos = (frac * 1_000_000_000 / resol as u128) as u32;
+    Timestamp { secs, nanos }
+}
+
+/// Read a whole pcap or pcapng capture from `r` (a file, stdin, ...) in a streaming way and
+/// call `on_event` for every frame and notice, in capture order.
+///
+/// Errors: [`CaptureError::Empty`] / [`CaptureError::NotACapture`] when the input is not a
+/// capture at all, [`CaptureError::Read`] on I/O errors. A file that ends inside a record, or
+/// whose record claims more bytes than the file holds, is not an error: it is reported as a
+/// [`NoticeKind::FileTruncated`] notice with the record number, everything before it is
+/// processed, and [`CaptureStats::file_truncated`] is set.
+pub fn read_capture<R: Read + Send>(
+    r: R,
+    opts: &CaptureOptions,
+    plaus: &dyn FramePlausibility,
+    mut on_event: impl FnMut(Event),
+) -> Result<CaptureStats, CaptureError> {
+    let out: &mut dyn FnMut(Event) = &mut on_event;
+    let cap = opts.read_buffer.clamp(65536, MAX_READ_BUFFER);
+    let mut reader = match pcap_parser::create_reader(cap, r) {
+        Ok(rd) => rd,
+        Err(PcapError::Eof) => return Err(CaptureError::Empty),
+        Err(PcapError::ReadError) => return Err(CaptureError::Read),
+        Err(PcapError::HeaderNotRecognized) | Err(PcapError::Incomplete(_)) => {
+            return Err(CaptureError::NotACapture)
+        }
+        Err(e) => return Err(CaptureError::Parse(format!("{e:?}"))),
+    };
+    let mut ex = Extractor::new(opts, plaus);
+    let mut legacy_link = 1i32;
+    let mut legacy_nanos = false;
+    let mut legacy_be = false;
+    let mut legacy_seen = false;
+    let mut ifaces: Vec<Iface> = Vec::new();
+    let mut capacity = cap;
+    let mut stalls = 0u32;
+    loop {
+        match reader.next() {
+            Ok((offset, block)) => {
+                stalls = 0;
+                match block {
+                    PcapBlockOwned::LegacyHeader(h) => {
+                        legacy_link = h.network.0;
+                        legacy_nanos = h.is_nanosecond_precision();
+                        legacy_be = h.is_bigendian();
+                        legacy_seen = true;
+                    }
+                    PcapBlockOwned::Legacy(b) => {
+                        let nanos = if legacy_nanos {
+                            b.ts_usec
+                        } else {
+                            b.ts_usec.saturating_mul(1000)
+                        };
+                        let ts = Timestamp {
+                            secs: b.ts_sec as i64,
+                            nanos: nanos.min(999_999_999),
+                        };
+                        let data = &b.data[..(b.caplen as usize).min(b.data.len())];
+                        ex.packet(legacy_link, data, b.origlen, ts, out);
+                    }
+                    PcapBlockOwned::NG(Block::SectionHeader(_)) => ifaces.clear(),
+                    PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
+                        ifaces.push(Iface {
+                            linktype: idb.linktype.0,
+                            resol: idb.ts_resolution().unwrap_or(1_000_000),
+                            offset: idb.ts_offset(),
+                        });
+                    }
+                    PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+                        let (lt, resol, off) = match ifaces.get(epb.if_id as usize) {
+                            Some(i) => (i.linktype, i.resol, i.offset),
+                            None => (-1, 1_000_000, 0),
+                        };
+                        let units = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
+                        let ts = ts_from_units(units, resol, off);
+                        let data = &epb.data[..(epb.caplen as usize).min(epb.data.len())];
+                        ex.packet(lt, data, epb.origlen, ts, out);
+                    }
+                    PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
+                        let lt = ifaces.first().map(|i| i.linktype).unwrap_or(-1);
+                        let data = &spb.data[..(spb.origlen as usize).min(spb.data.len())];
+                        ex.packet(lt, data, spb.origlen, Timestamp::default(), out);
+                    }
+                    PcapBlockOwned::NG(_) => {}
+                }
+                reader.consume(offset);
+            }
+            Err(PcapError::Eof) => break,
+            Err(PcapError::Incomplete(_)) => {
+                stalls += 1;
+                if stalls > 1000 {
+                    truncated(&mut ex, "the reader made no progress", out);
+                    break;
+                }
+                if reader.refill().is_err() {
+                    return Err(CaptureError::Read);
+                }
+            }
+            Err(PcapError::BufferTooSmall) => {
+                // size claimed by the pending record/block, checked before growing the buffer
+                let d = reader.data();
+                let claim = if ifaces.is_empty() && d.len() >= 12 && legacy_seen {
+                    let b = [d[8], d[9], d[10], d[11]];
+                    let c = if legacy_be {
+                        u32::from_be_bytes(b)
+                    } else {
+                        u32::from_le_bytes(b)
+                    };
+                    c as usize + 16
+                } else if d.len() >= 8 {
+                    let b = [d[4], d[5], d[6], d[7]];
+                    u32::from_le_bytes(b).min(u32::from_be_bytes(b)) as usize
+                } else {
+                    usize::MAX
+                };
+                if claim <= MAX_READ_BUFFER && capacity < MAX_READ_BUFFER {
+                    capacity = (claim + 4096)
+                        .next_power_of_two()
+                        .clamp(capacity * 2, MAX_READ_BUFFER);
+                    if !reader.grow(capacity) {
+                        truncated(&mut ex, "a record is larger than the reader buffer", out);
+                        break;
+                    }
+                    if reader.refill().is_err() {
+                        return Err(CaptureError::Read);
+                    }
+                } else {
+                    truncated(
+                        &mut ex,
+                        "a record claims more than 16 MiB (corrupt length); reading stopped",
+                        out,
+                    );
+                    break;
+                }
+            }
+            Err(PcapError::UnexpectedEof) => {
+                truncated(
+                    &mut ex,
+                    "the file ends inside a record (record claims more bytes than the file holds)",
+                    out,
+                );
+                break;
+            }
+            Err(PcapError::ReadError) => return Err(CaptureError::Read),
+            Err(e) => {
+                let msg = format!("unparsable data after the last good record: {e:?}");
+                truncated(&mut ex, &msg, out);
+                break;
+            }
+        }
+    }
+    Ok(ex.finish(out))
+}
+
+fn truncated(ex: &mut Extractor<'_>, why: &str, out: &mut dyn FnMut(Event)) {
+    ex.stats.file_truncated = true;
+    let frame = ex.frame_no + 1;
+    let mut n = Notice::new(NoticeKind::FileTruncated, format!("record {frame}: {why}"));
+    n.frame = Some(frame);
+    ex.notice(n, out);
+}

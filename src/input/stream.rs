@@ -1,0 +1,955 @@
+//! Kafka framing of reassembled TCP byte streams, and per-connection logic: which side is the
+//! server, TLS detection, SASL v0 raw tokens.
+//!
+//! Kafka frames are `int32 size` (big-endian) followed by `size` bytes (Kafka protocol guide,
+//! "Common Request and Response Structure"). A stream whose start is unknown (capture started
+//! mid-stream, or after a gap) is resynchronised on the first offset where the size is sane and
+//! the header is plausible according to [`FramePlausibility`].
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use super::tcp::{Delivery, Reassembler, Segment};
+use super::{
+    CaptureOptions, CaptureStats, Direction, Event, Frame, FrameContext, FrameKind,
+    FramePlausibility, Notice, NoticeKind, Timestamp,
+};
+
+/// Bytes of header handed to the plausibility check (when the frame is at least that long).
+pub const PEEK: usize = 64;
+
+/// While resynchronising, candidate frames up to this size (bytes after the prefix) must be
+/// complete and followed by a sane size prefix (or the stream end) to be accepted.
+pub const VERIFY_LIMIT: usize = 1 << 20;
+
+/// Correlation ids of recent requests remembered per connection, to check response
+/// candidates while resynchronising.
+const RECENT_CORRS: usize = 1024;
+
+/// Response plausibility narrowed to correlation ids of requests seen on the connection.
+struct KnownCorr<'a> {
+    inner: &'a dyn FramePlausibility,
+    corrs: &'a VecDeque<i32>,
+}
+
+impl FramePlausibility for KnownCorr<'_> {
+    fn plausible_request(&self, b: &[u8]) -> bool {
+        self.inner.plausible_request(b)
+    }
+    fn plausible_response(&self, b: &[u8]) -> bool {
+        if !self.inner.plausible_response(b) {
+            return false;
+        }
+        if self.corrs.is_empty() || b.len() < 4 {
+            return true;
+        }
+        let c = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        self.corrs.contains(&c)
+    }
+}
+
+/// Output of a [`Framer`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FramerOut {
+    /// A whole (or, if `incomplete`, gap-cut) frame including its size prefix.
+    Frame {
+        /// Stream offset of the size prefix.
+        offset: u64,
+        /// Frame bytes.
+        bytes: Vec<u8>,
+        /// Record carrying the first byte.
+        first: u64,
+        /// Record carrying the last byte.
+        last: u64,
+        /// Time of `last`.
+        time: Timestamp,
+        /// Cut by a gap or by the end of the stream.
+        incomplete: bool,
+    },
+    /// Something skipped.
+    Notice {
+        /// Category.
+        kind: NoticeKind,
+        /// Record involved.
+        frame: u64,
+        /// Stream offset.
+        offset: u64,
+        /// Bytes skipped.
+        bytes: u64,
+        /// Explanation.
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Mode {
+    Sync,
+    Resync {
+        skipped: u64,
+        from: u64,
+        reason: &'static str,
+    },
+    Skip {
+        remaining: u64,
+    },
+}
+
+/// Splits one direction's byte stream into size-prefixed frames.
+#[derive(Debug)]
+pub struct Framer {
+    dir: Direction,
+    max_frame: usize,
+    buf: Vec<u8>,
+    buf_off: u64,
+    spans: VecDeque<(u64, u64, Timestamp)>,
+    mode: Mode,
+    last_frame: u64,
+}
+
+/// Is `size` (the prefix value) acceptable as a frame start while resynchronising?
+fn sane_size(size: i32, dir: Direction, max_frame: usize) -> bool {
+    let min = match dir {
+        Direction::ToServer => 8,
+        Direction::ToClient => 4,
+    };
+    size >= min && (size as u64 + 4) <= max_frame as u64
+}
+
+fn plausible(plaus: &dyn FramePlausibility, dir: Direction, body: &[u8]) -> bool {
+    match dir {
+        Direction::ToServer => plaus.plausible_request(body),
+        Direction::ToClient => plaus.plausible_response(body),
+    }
+}
+
+/// Result of scanning for a frame start.
+pub enum Scan {
+    /// A plausible frame starts at this index.
+    Found(usize),
+    /// Nothing before this index can start a frame; more bytes are needed to judge the rest.
+    NeedMore(usize),
+}
+
+/// Look for the first plausible frame start in `buf`. With `at_end`, candidates that cannot be
+/// fully checked are judged on the bytes present.
+pub fn find_frame_start(
+    buf: &[u8],
+    dir: Direction,
+    max_frame: usize,
+    plaus: &dyn FramePlausibility,
+    at_end: bool,
+) -> Scan {
+    let mut p = 0usize;
+    while p + 4 <= buf.len() {
+        let size = i32::from_be_bytes([buf[p], buf[p + 1], buf[p + 2], buf[p + 3]]);
+        if sane_size(size, dir, max_frame) {
+            let size = size as usize;
+            let need = size.min(PEEK);
+            let avail = buf.len() - (p + 4);
+            if avail < need && !at_end {
+                return Scan::NeedMore(p);
+            }
+            let body = &buf[p + 4..p + 4 + avail.min(size)];
+            let mut ok = plausible(plaus, dir, body);
+            if ok && size <= VERIFY_LIMIT {
+                // verify: the whole frame is present, and so is a sane next size prefix
+                if avail >= size + 4 {
+                    let q = p + 4 + size;
+                    let next = i32::from_be_bytes([buf[q], buf[q + 1], buf[q + 2], buf[q + 3]]);
+                    ok = next >= 0 && (next as u64 + 4) <= max_frame as u64;
+                } else if avail >= size && at_end {
+                    ok = true;
+                } else if at_end {
+                    ok = false;
+                } else {
+                    return Scan::NeedMore(p);
+                }
+            }
+            if ok {
+                return Scan::Found(p);
+            }
+        }
+        p += 1;
+    }
+    Scan::NeedMore(p)
+}
+
+impl Framer {
+    /// New framer. `synced`: the stream is known to start at a frame boundary (SYN seen).
+    pub fn new(dir: Direction, max_frame: usize, synced: bool) -> Framer {
+        Framer {
+            dir,
+            max_frame: max_frame.max(8),
+            buf: Vec::new(),
+            buf_off: 0,
+            spans: VecDeque::new(),
+            mode: if synced {
+                Mode::Sync
+            } else {
+                Mode::Resync {
+                    skipped: 0,
+                    from: 0,
+                    reason: "capture starts mid-stream",
+                }
+            },
+            last_frame: 0,
+        }
+    }
+
+    fn frame_at(&self, off: u64) -> (u64, Timestamp) {
+        for (end, f, t) in &self.spans {
+            if *end > off {
+                return (*f, *t);
+            }
+        }
+        self.spans
+            .back()
+            .map(|(_, f, t)| (*f, *t))
+            .unwrap_or((self.last_frame, Timestamp::default()))
+    }
+
+    fn consume(&mut self, n: usize) {
+        let n = n.min(self.buf.len());
+        self.buf.drain(..n);
+        self.buf_off += n as u64;
+        while let Some((end, _, _)) = self.spans.front() {
+            if *end <= self.buf_off && self.spans.len() > 1 {
+                self.spans.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn emit(&mut self, n: usize, incomplete: bool, out: &mut Vec<FramerOut>) {
+        let n = n.min(self.buf.len());
+        let (first, _) = self.frame_at(self.buf_off);
+        let (last, time) = self.frame_at(self.buf_off + n.saturating_sub(1) as u64);
+        let bytes = self.buf[..n].to_vec();
+        out.push(FramerOut::Frame {
+            offset: self.buf_off,
+            bytes,
+            first,
+            last,
+            time,
+            incomplete,
+        });
+        self.consume(n);
+    }
+
+    fn resync_notice(&self, skipped: u64, from: u64, reason: &str, out: &mut Vec<FramerOut>) {
+        if skipped > 0 {
+            out.push(FramerOut::Notice {
+                kind: NoticeKind::Resync,
+                frame: self.frame_at(from).0,
+                offset: from,
+                bytes: skipped,
+                message: format!(
+                    "skipped {skipped} bytes ({reason}) before the next plausible frame start"
+                ),
+            });
+        }
+    }
+
+    /// Append in-order bytes at stream offset `offset` carried by record `frame`.
+    pub fn data(
+        &mut self,
+        offset: u64,
+        mut bytes: &[u8],
+        frame: u64,
+        time: Timestamp,
+        plaus: &dyn FramePlausibility,
+        out: &mut Vec<FramerOut>,
+    ) {
+        self.last_frame = frame;
+        let end = self.buf_off + self.buf.len() as u64;
+        if offset != end {
+            // not contiguous (should not happen): treat as a gap
+            if offset > end {
+                self.gap(end, offset - end, frame, out);
+            } else {
+                return;
+            }
+        }
+        if let Mode::Skip { remaining } = self.mode {
+            let n = (remaining.min(bytes.len() as u64)) as usize;
+            bytes = &bytes[n..];
+            self.buf_off += n as u64;
+            let remaining = remaining - n as u64;
+            self.mode = if remaining == 0 {
+                Mode::Sync
+            } else {
+                Mode::Skip { remaining }
+            };
+        }
+        if bytes.is_empty() {
+            return;
+        }
+        self.buf.extend_from_slice(bytes);
+        self.spans
+            .push_back((self.buf_off + self.buf.len() as u64, frame, time));
+        self.process(plaus, false, out);
+    }
+
+    fn process(&mut self, plaus: &dyn FramePlausibility, at_end: bool, out: &mut Vec<FramerOut>) {
+        loop {
+            match self.mode.clone() {
+                Mode::Skip { .. } => return,
+                Mode::Sync => {
+                    if self.buf.len() < 4 {
+                        return;
+                    }
+                    let size =
+                        i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+                    if size < 0 {
+                        self.mode = Mode::Resync {
+                            skipped: 0,
+                            from: self.buf_off,
+                            reason: "negative frame size",
+                        };
+                        continue;
+                    }
+                    let total = size as u64 + 4;
+                    if total > self.max_frame as u64 {
+                        let need = (size as usize).min(PEEK);
+                        if self.buf.len() < 4 + need && !at_end {
+                            return;
+                        }
+                        let body = &self.buf[4..self.buf.len().min(4 + size as usize)];
+                        if plausible(plaus, self.dir, body) {
+                            out.push(FramerOut::Notice {
+                                kind: NoticeKind::Oversize,
+                                frame: self.frame_at(self.buf_off).0,
+                                offset: self.buf_off,
+                                bytes: total,
+                                message: format!(
+                                    "frame of {total} bytes exceeds the cap of {} bytes; skipped",
+                                    self.max_frame
+                                ),
+                            });
+                            let have = self.buf.len() as u64;
+                            if have >= total {
+                                self.consume(total as usize);
+                            } else {
+                                self.consume(have as usize);
+                                self.mode = Mode::Skip {
+                                    remaining: total - have,
+                                };
+                            }
+                        } else {
+                            self.mode = Mode::Resync {
+                                skipped: 0,
+                                from: self.buf_off,
+                                reason: "implausible frame size",
+                            };
+                        }
+                        continue;
+                    }
+                    if self.buf.len() as u64 >= total {
+                        self.emit(total as usize, false, out);
+                        continue;
+                    }
+                    return;
+                }
+                Mode::Resync {
+                    skipped,
+                    from,
+                    reason,
+                } => match find_frame_start(&self.buf, self.dir, self.max_frame, plaus, at_end) {
+                    Scan::Found(p) => {
+                        self.consume(p);
+                        self.resync_notice(skipped + p as u64, from, reason, out);
+                        self.mode = Mode::Sync;
+                    }
+                    Scan::NeedMore(p) => {
+                        self.consume(p);
+                        self.mode = Mode::Resync {
+                            skipped: skipped + p as u64,
+                            from,
+                            reason,
+                        };
+                        return;
+                    }
+                },
+            }
+        }
+    }
+
+    /// `len` bytes at `offset` are lost. The frame they hit is emitted as incomplete; framing
+    /// continues after that frame if the gap ends inside it, else resynchronises.
+    pub fn gap(&mut self, offset: u64, len: u64, frame: u64, out: &mut Vec<FramerOut>) {
+        self.last_frame = frame;
+        let gap_end = offset + len;
+        match self.mode.clone() {
+            Mode::Sync => {
+                if self.buf.len() >= 4 {
+                    let size =
+                        i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+                    let frame_end = self.buf_off + 4 + size.max(0) as u64;
+                    let n = self.buf.len();
+                    self.emit(n, true, out);
+                    self.mode = if gap_end <= frame_end {
+                        Mode::Skip {
+                            remaining: frame_end - gap_end,
+                        }
+                    } else {
+                        Mode::Resync {
+                            skipped: 0,
+                            from: gap_end,
+                            reason: "after a gap",
+                        }
+                    };
+                    if self.mode == (Mode::Skip { remaining: 0 }) {
+                        self.mode = Mode::Sync;
+                    }
+                } else {
+                    let skipped = self.buf.len() as u64;
+                    self.mode = Mode::Resync {
+                        skipped,
+                        from: self.buf_off,
+                        reason: "a gap hit a size prefix",
+                    };
+                }
+            }
+            Mode::Skip { remaining } => {
+                // the skipped frame region absorbs the gap if it fits
+                let end = offset + remaining;
+                self.mode = if gap_end <= end {
+                    if end == gap_end {
+                        Mode::Sync
+                    } else {
+                        Mode::Skip {
+                            remaining: end - gap_end,
+                        }
+                    }
+                } else {
+                    Mode::Resync {
+                        skipped: 0,
+                        from: gap_end,
+                        reason: "after a gap",
+                    }
+                };
+            }
+            Mode::Resync {
+                skipped,
+                from,
+                reason,
+            } => {
+                self.mode = Mode::Resync {
+                    skipped: skipped + self.buf.len() as u64,
+                    from,
+                    reason,
+                };
+            }
+        }
+        self.buf.clear();
+        self.spans.clear();
+        self.buf_off = gap_end;
+    }
+
+    /// End of stream: judge what is left; a partial frame is emitted as incomplete.
+    pub fn finish(&mut self, plaus: &dyn FramePlausibility, out: &mut Vec<FramerOut>) {
+        self.process(plaus, true, out);
+        match self.mode.clone() {
+            Mode::Sync => {
+                if self.buf.len() >= 4 {
+                    let size =
+                        i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+                    let have = self.buf.len();
+                    out.push(FramerOut::Notice {
+                        kind: NoticeKind::Unfinished,
+                        frame: self.frame_at(self.buf_off).0,
+                        offset: self.buf_off,
+                        bytes: (size.max(0) as u64 + 4).saturating_sub(have as u64),
+                        message: format!(
+                            "stream ended inside a frame of {} bytes ({have} present)",
+                            size as i64 + 4
+                        ),
+                    });
+                    self.emit(have, true, out);
+                } else if !self.buf.is_empty() {
+                    out.push(FramerOut::Notice {
+                        kind: NoticeKind::Unfinished,
+                        frame: self.frame_at(self.buf_off).0,
+                        offset: self.buf_off,
+                        bytes: self.buf.len() as u64,
+                        message: format!("{} trailing bytes at stream end", self.buf.len()),
+                    });
+                }
+            }
+            Mode::Resync { skipped, from, .. } => {
+                let total = skipped + self.buf.len() as u64;
+                self.resync_notice(
+                    total,
+                    from,
+                    "no plausible frame start before stream end",
+                    out,
+                );
+            }
+            Mode::Skip { .. } => {}
+        }
+        self.buf.clear();
+        self.spans.clear();
+    }
+}
+
+fn looks_tls(b: &[u8]) -> bool {
+    b.len() >= 3 && (0x14..=0x17).contains(&b[0]) && b[1] == 3 && b[2] <= 4
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Undecided,
+    Kafka,
+    Tls,
+    NotKafka,
+}
+
+/// Where connection output goes.
+pub(crate) struct Sink<'a> {
+    pub opts: &'a CaptureOptions,
+    pub plaus: &'a dyn FramePlausibility,
+    pub stats: &'a mut CaptureStats,
+    pub out: &'a mut dyn FnMut(Event),
+}
+
+impl Sink<'_> {
+    pub fn notice(&mut self, n: Notice) {
+        self.stats.notices += 1;
+        (self.out)(Event::Notice(n));
+    }
+}
+
+/// Bytes held per direction while deciding what a connection is.
+const UNDECIDED_CAP: usize = 256 * 1024;
+
+/// One TCP connection: two reassemblers, two framers, and the Kafka-level state.
+pub(crate) struct Conn {
+    pub id: u32,
+    /// `addrs[0]` is the source of the first packet seen.
+    pub addrs: [SocketAddr; 2],
+    reasm: [Reassembler; 2],
+    framers: [Option<Framer>; 2],
+    /// Side index (0/1) of the client, when known.
+    client: Option<usize>,
+    syn_sender: Option<usize>,
+    state: State,
+    pending: [Vec<Delivery>; 2],
+    pending_bytes: [usize; 2],
+    sasl_corr: Option<i32>,
+    sasl_raw: bool,
+    last_frame: u64,
+    recent_corrs: VecDeque<i32>,
+}
+
+impl Conn {
+    pub fn new(id: u32, addrs: [SocketAddr; 2], opts: &CaptureOptions) -> Conn {
+        let in0 = opts.ports.contains(&addrs[0].port());
+        let in1 = opts.ports.contains(&addrs[1].port());
+        let client = match (in0, in1) {
+            (false, true) => Some(0),
+            (true, false) => Some(1),
+            _ => None,
+        };
+        Conn {
+            id,
+            addrs,
+            reasm: [
+                Reassembler::new(opts.max_out_of_order),
+                Reassembler::new(opts.max_out_of_order),
+            ],
+            framers: [None, None],
+            client,
+            syn_sender: None,
+            state: State::Undecided,
+            pending: [Vec::new(), Vec::new()],
+            pending_bytes: [0, 0],
+            sasl_corr: None,
+            sasl_raw: false,
+            last_frame: 0,
+            recent_corrs: VecDeque::new(),
+        }
+    }
+
+    /// True when both directions are finished.
+    pub fn is_closed(&self) -> bool {
+        self.reasm[0].is_closed() && self.reasm[1].is_closed()
+    }
+
+    fn dir_of(&self, side: usize) -> Direction {
+        if Some(side) == self.client {
+            Direction::ToServer
+        } else {
+            Direction::ToClient
+        }
+    }
+
+    /// Feed a segment sent by `side` (index into `addrs`). `ack`: the ACK flag.
+    pub fn segment(&mut self, side: usize, seg: &Segment<'_>, ack: bool, sink: &mut Sink<'_>) {
+        self.last_frame = seg.frame;
+        if seg.syn && !ack && self.syn_sender.is_none() {
+            self.syn_sender = Some(side);
+        }
+        if seg.syn && ack && self.syn_sender.is_none() {
+            self.syn_sender = Some(1 - side);
+        }
+        let mut dl = Vec::new();
+        self.reasm[side].push(seg, &mut dl);
+        if seg.rst {
+            let mut other = Vec::new();
+            self.reasm[1 - side].flush(seg.frame, &mut other);
+            for d in dl {
+                self.deliver(side, d, sink);
+            }
+            for d in other {
+                self.deliver(1 - side, d, sink);
+            }
+        } else {
+            for d in dl {
+                self.deliver(side, d, sink);
+            }
+        }
+    }
+
+    fn deliver(&mut self, side: usize, d: Delivery, sink: &mut Sink<'_>) {
+        match self.state {
+            State::Tls | State::NotKafka => {
+                if self.state == State::Tls {
+                    sink.stats.bytes_skipped += match &d {
+                        Delivery::Data { bytes, .. } => bytes.len() as u64,
+                        Delivery::Gap { .. } => 0,
+                    };
+                }
+            }
+            State::Undecided => {
+                if let Delivery::Data { bytes, .. } = &d {
+                    self.pending_bytes[side] += bytes.len();
+                }
+                self.pending[side].push(d);
+                self.try_decide(false, sink);
+            }
+            State::Kafka => self.feed(side, d, sink),
+        }
+    }
+
+    /// Contiguous bytes from the start of `side`'s pending data (up to `max`).
+    fn prefix(&self, side: usize, max: usize) -> (Vec<u8>, bool) {
+        let mut v = Vec::new();
+        let mut at_start = false;
+        for (i, d) in self.pending[side].iter().enumerate() {
+            match d {
+                Delivery::Data { offset, bytes, .. } => {
+                    if i == 0 {
+                        at_start = *offset == 0;
+                    }
+                    v.extend_from_slice(&bytes[..bytes.len().min(max - v.len())]);
+                    if v.len() >= max {
+                        break;
+                    }
+                }
+                Delivery::Gap { .. } => break,
+            }
+        }
+        (v, at_start)
+    }
+
+    fn try_decide(&mut self, final_: bool, sink: &mut Sink<'_>) {
+        if self.state != State::Undecided {
+            return;
+        }
+        let plaus = sink.plaus;
+        let max_frame = sink.opts.max_frame;
+        if sink.opts.detect && self.client.is_none() {
+            self.client = self.syn_sender;
+        }
+        // TLS check on the client's (or, if unknown, either side's) first bytes
+        let sides: Vec<usize> = match self.client {
+            Some(c) => vec![c],
+            None => vec![0, 1],
+        };
+        let mut waiting = false;
+        for &s in &sides {
+            let (p, _) = self.prefix(s, 3);
+            if p.len() < 3 {
+                waiting = true;
+                continue;
+            }
+            if looks_tls(&p) {
+                self.state = State::Tls;
+                sink.stats.connections += 1;
+                let skipped: u64 = (self.pending_bytes[0] + self.pending_bytes[1]) as u64;
+                sink.stats.bytes_skipped += skipped;
+                let mut n = Notice::new(
+                    NoticeKind::Tls,
+                    format!(
+                        "connection {} -> {} carries TLS; cannot decode without keys",
+                        self.addrs[s],
+                        self.addrs[1 - s]
+                    ),
+                );
+                n.frame = Some(self.last_frame);
+                n.connection = Some(self.id);
+                sink.notice(n);
+                self.pending = [Vec::new(), Vec::new()];
+                return;
+            }
+        }
+        let over = self.pending_bytes[0] > 64 * 1024 || self.pending_bytes[1] > 64 * 1024;
+        if !sink.opts.detect {
+            if waiting && !final_ && !over && self.client.is_some() {
+                return;
+            }
+            if self.client.is_none() {
+                self.client = Some(self.syn_sender.unwrap_or(0));
+            }
+            self.start_kafka(sink);
+            return;
+        }
+        // detect mode: find a plausible request
+        let over = self.pending_bytes[0] > UNDECIDED_CAP || self.pending_bytes[1] > UNDECIDED_CAP;
+        let at_end = final_ || over;
+        let candidates: Vec<usize> = match self.client {
+            Some(c) => vec![c],
+            None => vec![0, 1],
+        };
+        for &s in &candidates {
+            let (p, at_start) = self.prefix(s, UNDECIDED_CAP);
+            if p.is_empty() {
+                continue;
+            }
+            let synced = at_start && self.reasm[s].saw_syn();
+            if synced {
+                // must start with a plausible request
+                if p.len() >= 4 + PEEK || at_end {
+                    if let Scan::Found(0) = find_frame_start(
+                        &p[..p.len().min(4 + PEEK)],
+                        Direction::ToServer,
+                        max_frame,
+                        plaus,
+                        true,
+                    ) {
+                        self.client = Some(s);
+                        self.start_kafka(sink);
+                        return;
+                    }
+                    if self.client.is_some() {
+                        self.state = State::NotKafka;
+                        self.pending = [Vec::new(), Vec::new()];
+                        return;
+                    }
+                }
+            } else if let Scan::Found(_) =
+                find_frame_start(&p, Direction::ToServer, max_frame, plaus, at_end)
+            {
+                self.client = Some(s);
+                self.start_kafka(sink);
+                return;
+            }
+        }
+        if at_end {
+            self.state = State::NotKafka;
+            self.pending = [Vec::new(), Vec::new()];
+        }
+    }
+
+    fn start_kafka(&mut self, sink: &mut Sink<'_>) {
+        self.state = State::Kafka;
+        sink.stats.connections += 1;
+        for s in 0..2 {
+            let dir = self.dir_of(s);
+            let starts_at_zero = match self.pending[s].first() {
+                Some(Delivery::Data { offset, .. }) => *offset == 0,
+                Some(Delivery::Gap { .. }) => false,
+                None => true,
+            };
+            let synced = self.reasm[s].saw_syn() && starts_at_zero;
+            self.framers[s] = Some(Framer::new(dir, sink.opts.max_frame, synced));
+        }
+        for s in 0..2 {
+            let p = std::mem::take(&mut self.pending[s]);
+            for d in p {
+                self.feed(s, d, sink);
+            }
+        }
+    }
+
+    fn feed(&mut self, side: usize, d: Delivery, sink: &mut Sink<'_>) {
+        let dir = self.dir_of(side);
+        let mut fo = Vec::new();
+        let Some(fr) = self.framers[side].as_mut() else {
+            return;
+        };
+        let kc = KnownCorr {
+            inner: sink.plaus,
+            corrs: &self.recent_corrs,
+        };
+        match d {
+            Delivery::Data {
+                offset,
+                bytes,
+                frame,
+                time,
+            } => fr.data(offset, &bytes, frame, time, &kc, &mut fo),
+            Delivery::Gap { offset, len, frame } => {
+                sink.stats.bytes_skipped += len;
+                let mut n = Notice::new(
+                    NoticeKind::Gap,
+                    format!(
+                        "{len} bytes missing from the TCP stream (lost segment or snaplen cut)"
+                    ),
+                );
+                n.frame = Some(frame);
+                n.connection = Some(self.id);
+                n.direction = Some(dir);
+                n.offset = Some(offset);
+                n.bytes = Some(len);
+                sink.notice(n);
+                fr.gap(offset, len, frame, &mut fo);
+            }
+        }
+        self.framer_out(side, fo, sink);
+    }
+
+    fn framer_out(&mut self, side: usize, fo: Vec<FramerOut>, sink: &mut Sink<'_>) {
+        let dir = self.dir_of(side);
+        for o in fo {
+            match o {
+                FramerOut::Notice {
+                    kind,
+                    frame,
+                    offset,
+                    bytes,
+                    message,
+                } => {
+                    if kind == NoticeKind::Resync || kind == NoticeKind::Oversize {
+                        sink.stats.bytes_skipped += bytes;
+                    }
+                    let mut n = Notice::new(kind, message);
+                    n.frame = Some(frame);
+                    n.connection = Some(self.id);
+                    n.direction = Some(dir);
+                    n.offset = Some(offset);
+                    n.bytes = Some(bytes);
+                    sink.notice(n);
+                }
+                FramerOut::Frame {
+                    offset,
+                    bytes,
+                    first,
+                    last,
+                    time,
+                    incomplete,
+                } => {
+                    let kind = self.classify(dir, &bytes, incomplete, last, sink);
+                    sink.stats.frames += 1;
+                    let ctx = FrameContext {
+                        first_frame: first,
+                        last_frame: last,
+                        time,
+                        src: self.addrs[side],
+                        dst: self.addrs[1 - side],
+                        connection: self.id,
+                        direction: dir,
+                        stream_offset: offset,
+                        incomplete,
+                    };
+                    (sink.out)(Event::Frame(Frame { ctx, kind, bytes }));
+                }
+            }
+        }
+    }
+
+    /// SASL v0 state machine (KIP-43): after a successful SaslHandshake v0, frames are raw
+    /// tokens until the client sends a plausible Kafka request.
+    fn classify(
+        &mut self,
+        dir: Direction,
+        b: &[u8],
+        incomplete: bool,
+        frame: u64,
+        sink: &mut Sink<'_>,
+    ) -> FrameKind {
+        let be16 = |i: usize| i16::from_be_bytes([b[i], b[i + 1]]);
+        let be32 = |i: usize| i32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        match dir {
+            Direction::ToServer => {
+                if self.sasl_raw {
+                    if b.len() >= 4 && !incomplete && sink.plaus.plausible_request(&b[4..]) {
+                        self.sasl_raw = false;
+                        let mut n = Notice::new(NoticeKind::Info, "SASL raw tokens end");
+                        n.frame = Some(frame);
+                        n.connection = Some(self.id);
+                        sink.notice(n);
+                    } else {
+                        return FrameKind::SaslToken;
+                    }
+                }
+                if b.len() >= 12 {
+                    if self.recent_corrs.len() >= RECENT_CORRS {
+                        self.recent_corrs.pop_front();
+                    }
+                    self.recent_corrs.push_back(be32(8));
+                }
+                if b.len() >= 12 && be16(4) == 17 && be16(6) == 0 {
+                    self.sasl_corr = Some(be32(8));
+                }
+                FrameKind::Kafka
+            }
+            Direction::ToClient => {
+                if self.sasl_raw {
+                    return FrameKind::SaslToken;
+                }
+                if let Some(c) = self.sasl_corr {
+                    if b.len() >= 10 && be32(4) == c {
+                        self.sasl_corr = None;
+                        if be16(8) == 0 {
+                            self.sasl_raw = true;
+                            let mut n = Notice::new(
+                                NoticeKind::Info,
+                                "SaslHandshake v0 succeeded: following frames are raw SASL tokens",
+                            );
+                            n.frame = Some(frame);
+                            n.connection = Some(self.id);
+                            sink.notice(n);
+                        }
+                    }
+                }
+                FrameKind::Kafka
+            }
+        }
+    }
+
+    /// End of the connection or of the capture: flush both directions.
+    pub fn finish(&mut self, frame: u64, sink: &mut Sink<'_>) {
+        for s in 0..2 {
+            let mut dl = Vec::new();
+            self.reasm[s].flush(frame, &mut dl);
+            for d in dl {
+                self.deliver(s, d, sink);
+            }
+        }
+        self.try_decide(true, sink);
+        for s in 0..2 {
+            let mut fo = Vec::new();
+            let kc = KnownCorr {
+                inner: sink.plaus,
+                corrs: &self.recent_corrs,
+            };
+            if let Some(fr) = self.framers[s].as_mut() {
+                fr.finish(&kc, &mut fo);
+            }
+            self.framer_out(s, fo, sink);
+        }
+        sink.stats.duplicate_bytes += self.reasm[0].duplicate_bytes + self.reasm[1].duplicate_bytes;
+        let dropped = self.reasm[0].dropped_bytes + self.reasm[1].dropped_bytes;
+        if dropped > 0 {
+            let mut n = Notice::new(
+                NoticeKind::Dropped,
+                format!("{dropped} bytes of segments far ahead of the stream were dropped"),
+            );
+            n.connection = Some(self.id);
+            n.bytes = Some(dropped);
+            sink.notice(n);
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! Printers: every output reads the same [`Message`] tree and writes to a
+//! `&mut dyn Write`.
+//!
+//! | format | module | what |
+//! |---|---|---|
+//! | text | [`text`] | title line, coloured byte grid, object tree (the reference page's layout) |
+//! | json | [`json`] | one JSON object per message, one line each (NDJSON) |
+//! | values | [`values`] | the message's fields alone, nested by name: the input of `kwire encode` |
+//! | summary | [`summary`] | one line a message, like tshark's default output |
+//! | hexdump | [`hexdump`] | the raw frame through hexyl |
+//!
+//! The value formatting (numbers, strings, bytes, uuids, counts) lives here and is
+//! shared by every printer. Every printer returns `io::Result` so that a closed pipe can
+//! end the output quietly.
+
+pub mod hexdump;
+pub mod json;
+pub mod summary;
+pub mod text;
+pub mod values;
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use owo_colors::{OwoColorize, Style};
+
+use crate::tree::{Message, Node, Region, Value};
+
+/// How a message is printed.
+#[derive(Clone, Debug)]
+pub struct RenderOptions {
+    /// Use ANSI colours (decide with [`color_enabled`]).
+    pub color: bool,
+    /// Text: leave out the byte grid.
+    pub no_bytes: bool,
+    /// Text: print the byte grid alone, without the tree.
+    pub bytes_only: bool,
+    /// Text: print tree levels down to this depth (root = 0); deeper levels fold into
+    /// one `... (N nodes)` line. `None`: no limit.
+    pub depth: Option<usize>,
+    /// Text: show at most this many elements of an array or record list, then
+    /// `... M more`.
+    pub max_elements: usize,
+    /// Text: do not cut descriptions.
+    pub wide: bool,
+    /// Text and summary: longest value text before it is elided with its length. For a
+    /// string, characters; for bytes, hex digits (so half as many bytes).
+    pub max_value_len: usize,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            color: false,
+            no_bytes: false,
+            bytes_only: false,
+            depth: None,
+            max_elements: 100,
+            wide: false,
+            max_value_len: 64,
+        }
+    }
+}
+
+/// Where a message came from, when it came from a capture.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Context {
+    /// Numbers of the first and last capture frames that carried the message (1-based,
+    /// as Wireshark counts).
+    pub frames: (u64, u64),
+    /// Capture time of the first frame: seconds and nanoseconds since the Unix epoch.
+    pub time: (i64, u32),
+    /// Source endpoint (`10.0.0.1:51234`).
+    pub src: String,
+    /// Destination endpoint (`10.0.0.2:9092`).
+    pub dst: String,
+    /// The connection's number in the capture.
+    pub connection: u32,
+    /// For a response: the time since its request.
+    pub latency: Option<Duration>,
+    /// The message was cut short (the capture ended or lost segments).
+    pub incomplete: bool,
+}
+
+/// The `--color` choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty.
+    #[default]
+    Auto,
+    /// Always colour, whatever `NO_COLOR` says.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+/// Whether to colour: `always` colours, `never` does not, `auto` colours a terminal
+/// unless the `NO_COLOR` environment variable is set to a non-empty value.
+pub fn color_enabled(choice: ColorChoice, is_tty: bool) -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    color_enabled_with(choice, is_tty, no_color)
+}
+
+/// [`color_enabled`] with the `NO_COLOR` reading given.
+pub fn color_enabled_with(choice: ColorChoice, is_tty: bool, no_color: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => is_tty && !no_color,
+    }
+}
+
+/// An output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    /// [`text`]
+    #[default]
+    Text,
+    /// [`json`]
+    Json,
+    /// [`values`]
+    Values,
+    /// [`summary`]
+    Summary,
+    /// [`hexdump`]
+    Hexdump,
+}
+
+/// Prints one message in `format`.
+///
+/// # Errors
+/// The writer's errors (a closed pipe ends the output).
+pub fn render(
+    w: &mut dyn Write,
+    format: Format,
+    msg: &Message<'_>,
+    ctx: Option<&Context>,
+    opts: &RenderOptions,
+) -> io::Result<()> {
+    match format {
+        Format::Text => text::render(w, msg, ctx, opts),
+        Format::Json => json::render(w, msg, ctx),
+        Format::Values => values::render(w, msg),
+        Format::Summary => summary::render(w, msg, ctx, opts),
+        Format::Hexdump => hexdump::render(w, msg, ctx, opts),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Shared value formatting.
+
+/// The largest integer a JSON number carries exactly (2^53).
+pub const JSON_EXACT: u64 = 1 << 53;
+
+/// `1 element` / `N elements`.
+pub fn count_text(n: u64) -> String {
+    if n == 1 {
+        "1 element".to_string()
+    } else {
+        format!("{n} elements")
+    }
+}
+
+/// A string in double quotes, with `"`, `\` and control characters escaped.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Lowercase hex, no separators.
+pub fn hex(b: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        let _ = write!(s, "{x:02x}");
+    }
+    s
+}
+
+/// Whether bytes read as text: valid UTF-8 without control characters other than
+/// tab, newline and carriage return.
+pub fn printable(b: &[u8]) -> Option<&str> {
+    let s = std::str::from_utf8(b).ok()?;
+    if s.chars()
+        .all(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r'))
+    {
+        Some(s)
+    } else {
+        None
+    }
+}
+
+/// How a value reads on a text line (and in summaries).
+///
+/// `max_len` elides long strings (characters) and bytes (hex digits) with their length
+/// in bytes: `"abc..."... (1234 B)`. `as_text` shows printable bytes as a quoted string
+/// (record keys and values). [`Value::None`] reads as an empty string.
+pub fn value_text(v: &Value<'_>, max_len: usize, as_text: bool) -> String {
+    match v {
+        Value::None => String::new(),
+        Value::Null => "null".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::UInt(u) => u.to_string(),
+        Value::Float(f) => f.to_string(),
+        Value::Str(s) => str_text(s, max_len),
+        Value::Bytes(b) => {
+            if as_text {
+                if let Some(s) = printable(b) {
+                    return str_text(s, max_len);
+                }
+            }
+            if b.is_empty() {
+                return "\"\"".to_string();
+            }
+            let keep = (max_len / 2).max(1);
+            if b.len() > keep {
+                format!("{}... ({} B)", hex(&b[..keep]), b.len())
+            } else {
+                hex(b)
+            }
+        }
+        Value::Uuid(u) => u.hyphenated().to_string(),
+        Value::Count(n) => count_text(*n),
+    }
+}
+
+fn str_text(s: &str, max_len: usize) -> String {
+    let max_len = max_len.max(1);
+    match s.char_indices().nth(max_len) {
+        Some((cut, _)) => format!("{}... ({} B)", quote(&s[..cut]), s.len()),
+        None => quote(s),
+    }
+}
+
+/// A value as JSON: integers as numbers while |v| <= 2^53 (else strings), strings as
+/// strings, bytes as lowercase hex, uuids canonical, floats as numbers (non-finite ones
+/// as strings), and `null` for no value, null and element counts.
+pub fn value_json(v: &Value<'_>) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        Value::None | Value::Null | Value::Count(_) => J::Null,
+        Value::Bool(b) => J::Bool(*b),
+        Value::Int(i) => {
+            if i.unsigned_abs() <= JSON_EXACT {
+                J::from(*i)
+            } else {
+                J::String(i.to_string())
+            }
+        }
+        Value::UInt(u) => {
+            if *u <= JSON_EXACT {
+                J::from(*u)
+            } else {
+                J::String(u.to_string())
+            }
+        }
+        Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(J::Number)
+            .unwrap_or_else(|| J::String(f.to_string())),
+        Value::Str(s) => J::String((*s).to_string()),
+        Value::Bytes(b) => J::String(hex(b)),
+        Value::Uuid(u) => J::String(u.hyphenated().to_string()),
+    }
+}
+
+/// Whether a node's bytes are record data that often hold text: a `key` or `value`
+/// inside a record.
+pub fn is_record_payload(parent: Option<&Node<'_>>, node: &Node<'_>) -> bool {
+    matches!(&*node.name, "key" | "value" | "Key" | "Value")
+        && parent.is_some_and(|p| {
+            p.name.starts_with("Record[") || p.name.starts_with("Record ") || p.name == "Record"
+        })
+}
+
+/// RFC 3339 UTC time with nanoseconds: `2024-05-01T10:00:00.123456789Z`.
+pub fn rfc3339(secs: i64, nanos: u32) -> String {
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z",
+        sod / 3600,
+        (sod / 60) % 60,
+        sod % 60,
+        nanos.min(999_999_999)
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// A latency in milliseconds with microsecond precision (`1.234 ms`).
+pub fn latency_text(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// The API's name, or `api_key N` when the key is unknown.
+pub fn api_label(msg: &Message<'_>) -> String {
+    match &msg.api_name {
+        Some(n) => n.clone(),
+        None => format!("api_key {}", msg.api_key),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Colours.
+
+/// The colour of a region's bytes and legend entry.
+pub fn region_style(r: Region) -> Style {
+    match r {
+        Region::Frame => Style::new().bright_black(),
+        Region::Header => Style::new().cyan(),
+        Region::RequestBody => Style::new().green(),
+        Region::ResponseBody => Style::new().blue(),
+        Region::RecordBatch => Style::new().yellow(),
+        Region::Record => Style::new().magenta(),
+        Region::TaggedFields => Style::new().bright_black().italic(),
+    }
+}
+
+/// The style of errors: bold red.
+pub fn error_style() -> Style {
+    Style::new().red().bold()
+}
+
+/// The style of warnings: yellow.
+pub fn warning_style() -> Style {
+    Style::new().yellow()
+}
+
+/// `s` in `style` when `on`, else `s` as it is.
+pub fn paint(on: bool, s: &str, style: Style) -> String {
+    if on {
+        s.style(style).to_string()
+    } else {
+        s.to_string()
+    }
+}

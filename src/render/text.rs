@@ -1,0 +1,448 @@
+//! The text printer: a title line, the byte grid coloured by region, and the object
+//! tree laid out as on the reference page:
+//!
+//! ```text
+//! DeleteTopicsRequest message v6 [0x0000, 39B]
+//! +-- Frame [0x0000, 4B] length-delimited framing
+//! |   +-- size int32 = 35 [0x0000, 4B] number of bytes that follow, patched after encoding
+//! ```
+//!
+//! Each tree line is `name type = value (annotation) [0xOFFSET, NB] description`.
+
+use std::io::{self, Write};
+
+use owo_colors::Style;
+
+use super::{
+    api_label, count_text, error_style, is_record_payload, latency_text, paint, region_style,
+    rfc3339, value_text, warning_style, Context, RenderOptions,
+};
+use crate::tree::{Message, Node, NodeKind, Region, Value};
+
+/// Descriptions longer than this many characters are cut (unless `wide`).
+pub const DESCRIPTION_MAX: usize = 75;
+
+/// Prints a message: title line, byte grids (unless `no_bytes`), tree (unless
+/// `bytes_only`), then an empty line.
+///
+/// # Errors
+/// The writer's errors.
+pub fn render(
+    w: &mut dyn Write,
+    msg: &Message<'_>,
+    ctx: Option<&Context>,
+    opts: &RenderOptions,
+) -> io::Result<()> {
+    writeln!(w, "{}", title(msg, ctx, opts.color))?;
+    if !opts.no_bytes {
+        grid(w, msg, 0, opts.color)?;
+        for id in 1..=msg.buffers.len() as u32 {
+            grid(w, msg, id, opts.color)?;
+        }
+    }
+    if !opts.bytes_only {
+        if !opts.no_bytes {
+            writeln!(w)?;
+        }
+        tree(w, msg, opts)?;
+    }
+    writeln!(w)
+}
+
+/// The title line: `DeleteTopics v6 request, correlation_id 0, header v2, 39 bytes`,
+/// preceded by the capture context (`#3-4 TIME SRC -> DST conn N:`) and followed by the
+/// latency, an `incomplete` mark and the error and warning counts when there are any.
+pub fn title(msg: &Message<'_>, ctx: Option<&Context>, color: bool) -> String {
+    let mut s = String::new();
+    if let Some(c) = ctx {
+        s.push_str(&frames_text(c));
+        s.push_str(&format!(
+            " {} {} -> {} conn {}: ",
+            rfc3339(c.time.0, c.time.1),
+            c.src,
+            c.dst,
+            c.connection
+        ));
+    }
+    let head = format!(
+        "{} v{} {}",
+        api_label(msg),
+        msg.api_version,
+        msg.direction.as_str()
+    );
+    s.push_str(&paint(color, &head, Style::new().bold()));
+    match msg.correlation_id {
+        Some(id) => s.push_str(&format!(", correlation_id {id}")),
+        None => s.push_str(", correlation_id ?"),
+    }
+    s.push_str(&format!(
+        ", header v{}, {} bytes",
+        msg.header_version, msg.size
+    ));
+    if let Some(c) = ctx {
+        if let Some(l) = c.latency {
+            s.push_str(&format!(", latency {}", latency_text(l)));
+        }
+        if c.incomplete {
+            s.push_str(&format!(
+                ", {}",
+                paint(color, "incomplete", warning_style())
+            ));
+        }
+    }
+    let errors = msg.errors().len();
+    if errors > 0 {
+        let e = format!("!! {errors} error{}", if errors == 1 { "" } else { "s" });
+        s.push_str(&format!(", {}", paint(color, &e, error_style())));
+    }
+    let warnings = msg.warnings().len();
+    if warnings > 0 {
+        let e = format!(
+            "! {warnings} warning{}",
+            if warnings == 1 { "" } else { "s" }
+        );
+        s.push_str(&format!(", {}", paint(color, &e, warning_style())));
+    }
+    s
+}
+
+/// `#3` or `#3-4`.
+pub(crate) fn frames_text(c: &Context) -> String {
+    if c.frames.0 == c.frames.1 {
+        format!("#{}", c.frames.0)
+    } else {
+        format!("#{}-{}", c.frames.0, c.frames.1)
+    }
+}
+
+/// Hex digits of offsets in a buffer of `len` bytes: 4, more past 64 KiB.
+pub fn offset_width(len: usize) -> usize {
+    let mut width = 4;
+    while width < 16 && (len.saturating_sub(1) >> (4 * width)) > 0 {
+        width += 1;
+    }
+    width
+}
+
+/// The colour class of each byte of buffer `id`: the region of the deepest node
+/// covering it (`None` where no node does), and whether a node with an error covers it.
+pub fn byte_regions(msg: &Message<'_>, id: u32) -> (Vec<Option<Region>>, Vec<bool>) {
+    let len = msg.buffer(id).len();
+    let mut regions = vec![None; len];
+    let mut errors = vec![false; len];
+    msg.tree.walk(&mut |n, _| {
+        if n.buffer != id || n.offset >= len {
+            return;
+        }
+        let end = n.end().min(len);
+        regions[n.offset..end].fill(Some(n.region));
+        if n.error.is_some() {
+            errors[n.offset..end].fill(true);
+        }
+    });
+    (regions, errors)
+}
+
+/// Prints the byte grid of buffer `id` (0 = the frame): a title, a header row of columns
+/// `0`..`F`, rows of 16 bytes labelled by offset with an ASCII column, each byte in the
+/// colour of its region; then, with colour, a legend of the regions present.
+///
+/// # Errors
+/// The writer's errors.
+pub fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, color: bool) -> io::Result<()> {
+    let buf = msg.buffer(id);
+    let width = offset_width(buf.len());
+    if id == 0 {
+        writeln!(w, "byte layout ({} bytes, 16 bytes per row)", buf.len())?;
+    } else {
+        writeln!(
+            w,
+            "decompressed buffer {id} ({} bytes, 16 bytes per row)",
+            buf.len()
+        )?;
+    }
+    let (regions, errors) = byte_regions(msg, id);
+    let mut head = " ".repeat(width + 1);
+    for c in 0..16 {
+        head.push_str(&format!(" {c:X} "));
+    }
+    writeln!(w, "{}", head.trim_end())?;
+    let err_style = Style::new().white().on_red().bold();
+    let style_of = |i: usize| -> Option<Style> {
+        if !color {
+            None
+        } else if errors[i] {
+            Some(err_style)
+        } else {
+            regions[i].map(region_style)
+        }
+    };
+    for (row, chunk) in buf.chunks(16).enumerate() {
+        let base = row * 16;
+        let mut line = format!("{:0width$x} ", base);
+        let mut ascii = String::with_capacity(16);
+        for (j, b) in chunk.iter().enumerate() {
+            let h = format!("{b:02x}");
+            let c = if b.is_ascii_graphic() || *b == b' ' {
+                (*b as char).to_string()
+            } else {
+                ".".to_string()
+            };
+            match style_of(base + j) {
+                Some(st) => {
+                    line.push(' ');
+                    line.push_str(&paint(true, &h, st));
+                    ascii.push_str(&paint(true, &c, st));
+                }
+                None => {
+                    line.push(' ');
+                    line.push_str(&h);
+                    ascii.push_str(&c);
+                }
+            }
+        }
+        for _ in chunk.len()..16 {
+            line.push_str("   ");
+        }
+        writeln!(w, "{line}  {ascii}")?;
+    }
+    if color {
+        let mut present: Vec<Region> = Region::ALL
+            .iter()
+            .copied()
+            .filter(|r| regions.contains(&Some(*r)))
+            .collect();
+        present.dedup();
+        let mut legend = String::from("legend:");
+        for r in present {
+            legend.push_str("  ");
+            legend.push_str(&paint(true, r.label(), region_style(r)));
+        }
+        if errors.contains(&true) {
+            legend.push_str("  ");
+            legend.push_str(&paint(true, "error", err_style));
+        }
+        writeln!(w, "{legend}")?;
+    }
+    Ok(())
+}
+
+/// Prints the tree of `msg` (see the module documentation).
+///
+/// # Errors
+/// The writer's errors.
+pub fn tree(w: &mut dyn Write, msg: &Message<'_>, opts: &RenderOptions) -> io::Result<()> {
+    let widths: Vec<usize> = (0..=msg.buffers.len() as u32)
+        .map(|id| offset_width(msg.buffer(id).len()))
+        .collect();
+    let p = TreePrinter { opts, widths };
+    p.node(w, &msg.tree, None, "", "", 0)
+}
+
+/// Prints a tree rooted at any node (offsets 4 hex digits wide).
+///
+/// # Errors
+/// The writer's errors.
+pub fn node_tree(w: &mut dyn Write, root: &Node<'_>, opts: &RenderOptions) -> io::Result<()> {
+    let p = TreePrinter {
+        opts,
+        widths: Vec::new(),
+    };
+    p.node(w, root, None, "", "", 0)
+}
+
+/// The text of one node's line, without the connectors and without colour.
+pub fn node_line(n: &Node<'_>, parent: Option<&Node<'_>>, opts: &RenderOptions) -> String {
+    let opts = RenderOptions {
+        color: false,
+        ..opts.clone()
+    };
+    TreePrinter {
+        opts: &opts,
+        widths: Vec::new(),
+    }
+    .line(n, parent)
+}
+
+/// What stands on one line under a parent.
+enum Item<'n, 'a> {
+    Node(&'n Node<'a>),
+    /// `... M more` elements hidden by `max_elements`.
+    More(usize),
+    /// `... (N nodes)` hidden by `depth`.
+    Fold(usize),
+}
+
+struct TreePrinter<'o> {
+    opts: &'o RenderOptions,
+    widths: Vec<usize>,
+}
+
+/// Whether `child` is an element of a list under `parent` (for `max_elements`).
+fn is_element(parent: &Node<'_>, child: &Node<'_>) -> bool {
+    if parent.kind == NodeKind::Array {
+        return child.name != "length" && child.name != "tagged_fields";
+    }
+    child.name.ends_with(']')
+}
+
+fn count_nodes(n: &Node<'_>) -> usize {
+    let mut k = 0;
+    n.walk(&mut |_, _| k += 1);
+    k
+}
+
+impl TreePrinter<'_> {
+    fn color(&self) -> bool {
+        self.opts.color
+    }
+
+    fn node(
+        &self,
+        w: &mut dyn Write,
+        n: &Node<'_>,
+        parent: Option<&Node<'_>>,
+        lead: &str,
+        cont: &str,
+        depth: usize,
+    ) -> io::Result<()> {
+        writeln!(w, "{lead}{}", self.line(n, parent))?;
+        if let Some(e) = &n.error {
+            let t = format!("!! error: {e}");
+            writeln!(w, "{cont}{}", paint(self.color(), &t, super::error_style()))?;
+        }
+        if let Some(e) = &n.warning {
+            let t = format!("! warning: {e}");
+            writeln!(
+                w,
+                "{cont}{}",
+                paint(self.color(), &t, super::warning_style())
+            )?;
+        }
+        if n.children.is_empty() {
+            return Ok(());
+        }
+        let items = self.items(n, depth);
+        let last = items.len().saturating_sub(1);
+        for (i, item) in items.iter().enumerate() {
+            let (conn, next) = if i == last {
+                ("+-- ", "    ")
+            } else {
+                ("+-- ", "|   ")
+            };
+            let lead = format!("{cont}{conn}");
+            match item {
+                Item::Node(c) => {
+                    self.node(w, c, Some(n), &lead, &format!("{cont}{next}"), depth + 1)?
+                }
+                Item::More(m) => {
+                    let t = format!("... {m} more");
+                    writeln!(
+                        w,
+                        "{lead}{}",
+                        paint(self.color(), &t, Style::new().dimmed())
+                    )?
+                }
+                Item::Fold(k) => {
+                    let t = format!("... ({k} node{})", if *k == 1 { "" } else { "s" });
+                    writeln!(
+                        w,
+                        "{lead}{}",
+                        paint(self.color(), &t, Style::new().dimmed())
+                    )?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn items<'n, 'a>(&self, n: &'n Node<'a>, depth: usize) -> Vec<Item<'n, 'a>> {
+        if self.opts.depth.is_some_and(|d| depth >= d) {
+            return vec![Item::Fold(count_nodes(n) - 1)];
+        }
+        let total = n.children.iter().filter(|c| is_element(n, c)).count();
+        let mut seen = 0;
+        let mut items = Vec::with_capacity(n.children.len().min(self.opts.max_elements + 8));
+        for c in &n.children {
+            if is_element(n, c) {
+                seen += 1;
+                if seen > self.opts.max_elements {
+                    if seen == self.opts.max_elements + 1 {
+                        items.push(Item::More(total - self.opts.max_elements));
+                    }
+                    continue;
+                }
+            }
+            items.push(Item::Node(c));
+        }
+        items
+    }
+
+    fn width(&self, buffer: u32) -> usize {
+        self.widths.get(buffer as usize).copied().unwrap_or(4)
+    }
+
+    /// `name type = value (annotation) [0xOFFSET, NB] description`.
+    fn line(&self, n: &Node<'_>, parent: Option<&Node<'_>>) -> String {
+        let color = self.color();
+        let mut s = paint(color, &n.name, Style::new().bold());
+        let ty: &str = match n.kind {
+            NodeKind::Frame => "",
+            NodeKind::Header => n.ty.strip_prefix("header ").unwrap_or(&n.ty),
+            _ => &n.ty,
+        };
+        if !ty.is_empty() {
+            s.push(' ');
+            s.push_str(&paint(color, ty, Style::new().cyan()));
+        }
+        let value = match (n.kind, &n.value) {
+            (NodeKind::Frame, _) => None,
+            (NodeKind::Struct, Value::None) => Some("struct".to_string()),
+            (NodeKind::Array, Value::None) => Some(count_text(
+                n.children.iter().filter(|c| is_element(n, c)).count() as u64,
+            )),
+            (_, Value::None) => None,
+            (_, v) => Some(value_text(
+                v,
+                self.opts.max_value_len,
+                is_record_payload(parent, n),
+            )),
+        };
+        if let Some(v) = value {
+            s.push_str(" = ");
+            s.push_str(&paint(color, &v, Style::new().green()));
+        }
+        if let Some(a) = &n.annotation {
+            s.push_str(&paint(
+                color,
+                &format!(" ({a})"),
+                Style::new().bright_black(),
+            ));
+        }
+        let width = self.width(n.buffer);
+        let span = if n.buffer == 0 {
+            format!(" [0x{:0width$x}, {}B]", n.offset, n.length)
+        } else {
+            format!(" [buf{} 0x{:0width$x}, {}B]", n.buffer, n.offset, n.length)
+        };
+        s.push_str(&paint(color, &span, Style::new().bright_black()));
+        if let Some(d) = &n.description {
+            s.push(' ');
+            s.push_str(&cut_description(d, self.opts.wide));
+        }
+        s
+    }
+}
+
+/// A description cut to [`DESCRIPTION_MAX`] characters plus `...` (unless `wide`); line
+/// breaks become spaces.
+pub fn cut_description(d: &str, wide: bool) -> String {
+    let d: String = d.split_whitespace().collect::<Vec<_>>().join(" ");
+    if wide {
+        return d;
+    }
+    match d.char_indices().nth(DESCRIPTION_MAX) {
+        Some((cut, _)) => format!("{}...", &d[..cut]),
+        None => d,
+    }
+}

@@ -1,0 +1,257 @@
+//! Hand-built trees of the seed page's two DeleteTopics v6 frames (facts only: names,
+//! types, values, offsets), with descriptions read at run time from
+//! `../shared/reference/delete-topics-v6.md` when it is there.
+#![allow(dead_code)]
+
+use std::borrow::Cow;
+
+use kwire::tree::{Direction, Message, Node, NodeKind, Region, Value};
+
+pub const REQ_HEX: &str =
+    "000000230014000600000000000000020100000000000000000000000000000000000000000000";
+pub const RESP_HEX: &str =
+    "000000200000000000000000000201000000000000000000000000000000000000010000";
+
+pub fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+pub fn leaf<'a>(name: &'a str, ty: &'a str, v: Value<'a>, off: usize, len: usize) -> Node<'a> {
+    Node::leaf(name, ty, v, off, len)
+}
+
+pub fn group<'a>(
+    kind: NodeKind,
+    name: &'a str,
+    ty: &'a str,
+    off: usize,
+    len: usize,
+    children: Vec<Node<'a>>,
+) -> Node<'a> {
+    let mut n = Node::new(name, ty, kind, off);
+    n.length = len;
+    n.children = children;
+    n
+}
+
+fn tagged(off: usize) -> Node<'static> {
+    let mut n = leaf("tagged_fields", "uvarint", Value::UInt(0), off, 1);
+    n.region = Region::TaggedFields;
+    n
+}
+
+fn frame_node(size: i64) -> Node<'static> {
+    let mut f = group(
+        NodeKind::Frame,
+        "Frame",
+        "frame",
+        0,
+        4,
+        vec![leaf("size", "int32", Value::Int(size), 0, 4)],
+    );
+    f.set_region(Region::Frame);
+    f
+}
+
+pub fn request(frame: &[u8]) -> Message<'_> {
+    let mut header = group(
+        NodeKind::Header,
+        "RequestHeader",
+        "header v2",
+        4,
+        11,
+        vec![
+            leaf("request_api_key", "int16", Value::Int(20), 4, 2).annotate("DeleteTopics"),
+            leaf("request_api_version", "int16", Value::Int(6), 6, 2),
+            leaf("correlation_id", "int32", Value::Int(0), 8, 4),
+            leaf("client_id", "nullable_string", Value::Str(""), 0x0c, 2).annotate("int16 len=0"),
+            leaf("tagged_fields", "uvarint", Value::UInt(0), 0x0e, 1),
+        ],
+    );
+    header.set_region(Region::Header);
+    let mut topics = group(
+        NodeKind::Array,
+        "Topics",
+        "[]DeleteTopicState",
+        0x0f,
+        19,
+        vec![
+            leaf("length", "uvarint", Value::UInt(2), 0x0f, 1).annotate("compact, n+1"),
+            group(
+                NodeKind::Struct,
+                "DeleteTopicState[0]",
+                "DeleteTopicState",
+                0x10,
+                18,
+                vec![
+                    leaf("Name", "string", Value::Str(""), 0x10, 1).annotate("compact, len+1=1"),
+                    leaf("TopicId", "uuid", Value::Uuid(uuid::Uuid::nil()), 0x11, 16),
+                    tagged(0x21),
+                ],
+            ),
+        ],
+    );
+    topics.value = Value::Count(1);
+    let mut body = group(
+        NodeKind::Body,
+        "DeleteTopicsRequest",
+        "struct",
+        0x0f,
+        24,
+        vec![
+            topics,
+            leaf("TimeoutMs", "int32", Value::Int(0), 0x22, 4),
+            tagged(0x26),
+        ],
+    );
+    body.set_region(Region::RequestBody);
+    let root = group(
+        NodeKind::Message,
+        "DeleteTopicsRequest",
+        "message v6",
+        0,
+        39,
+        vec![frame_node(35), header, body],
+    );
+    let mut m = Message {
+        direction: Direction::Request,
+        api_key: 20,
+        api_name: Some("DeleteTopics".into()),
+        api_version: 6,
+        correlation_id: Some(0),
+        header_version: 2,
+        size: frame.len(),
+        schema_release: Some("4.3".into()),
+        frame,
+        buffers: Vec::new(),
+        tree: root,
+    };
+    describe(&mut m.tree, "## Request");
+    m
+}
+
+pub fn response(frame: &[u8]) -> Message<'_> {
+    let mut header = group(
+        NodeKind::Header,
+        "ResponseHeader",
+        "header v1",
+        4,
+        5,
+        vec![
+            leaf("correlation_id", "int32", Value::Int(0), 4, 4),
+            leaf("tagged_fields", "uvarint", Value::UInt(0), 8, 1),
+        ],
+    );
+    header.set_region(Region::Header);
+    let mut responses = group(
+        NodeKind::Array,
+        "Responses",
+        "[]DeletableTopicResult",
+        0x0d,
+        22,
+        vec![
+            leaf("length", "uvarint", Value::UInt(2), 0x0d, 1).annotate("compact, n+1"),
+            group(
+                NodeKind::Struct,
+                "DeletableTopicResult[0]",
+                "DeletableTopicResult",
+                0x0e,
+                21,
+                vec![
+                    leaf("Name", "string", Value::Str(""), 0x0e, 1).annotate("compact, len+1=1"),
+                    leaf("TopicId", "uuid", Value::Uuid(uuid::Uuid::nil()), 0x0f, 16),
+                    leaf("ErrorCode", "int16", Value::Int(0), 0x1f, 2),
+                    leaf("ErrorMessage", "string", Value::Str(""), 0x21, 1)
+                        .annotate("compact, len+1=1"),
+                    tagged(0x22),
+                ],
+            ),
+        ],
+    );
+    responses.value = Value::Count(1);
+    let mut body = group(
+        NodeKind::Body,
+        "DeleteTopicsResponse",
+        "struct",
+        0x09,
+        27,
+        vec![
+            leaf("ThrottleTimeMs", "int32", Value::Int(0), 0x09, 4),
+            responses,
+            tagged(0x23),
+        ],
+    );
+    body.set_region(Region::ResponseBody);
+    let root = group(
+        NodeKind::Message,
+        "DeleteTopicsResponse",
+        "message v6",
+        0,
+        36,
+        vec![frame_node(32), header, body],
+    );
+    let mut m = Message {
+        direction: Direction::Response,
+        api_key: 20,
+        api_name: Some("DeleteTopics".into()),
+        api_version: 6,
+        correlation_id: Some(0),
+        header_version: 1,
+        size: frame.len(),
+        schema_release: Some("4.3".into()),
+        frame,
+        buffers: Vec::new(),
+        tree: root,
+    };
+    describe(&mut m.tree, "## Response");
+    m
+}
+
+/// The reference page, when `../shared` is beside the checkout.
+pub fn reference() -> Option<String> {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/reference/delete-topics-v6.md"
+    ))
+    .ok()
+}
+
+/// The tree lines of the reference's request (`## Request`) or response section.
+pub fn reference_tree(section: &str) -> Option<Vec<String>> {
+    let r = reference()?;
+    let part = r.split(section).nth(1)?;
+    let block = part.split("```").nth(3)?;
+    Some(block.trim().lines().map(str::to_string).collect())
+}
+
+/// The prefix of a tree line up to and including the `]` of its `[0x...]` span.
+pub fn prefix(line: &str) -> &str {
+    let open = line.find("[0x").or_else(|| line.find("[buf")).unwrap();
+    let close = open + line[open..].find(']').unwrap();
+    &line[..=close]
+}
+
+/// Sets each node's description from the reference line with the same prefix, in order.
+fn describe(root: &mut Node<'_>, section: &str) {
+    let Some(lines) = reference_tree(section) else {
+        return;
+    };
+    let mut descs = lines.iter().map(|l| {
+        let p = prefix(l);
+        l[p.len()..].trim().to_string()
+    });
+    fn go(n: &mut Node<'_>, descs: &mut dyn Iterator<Item = String>) {
+        if let Some(d) = descs.next() {
+            if !d.is_empty() {
+                n.description = Some(Cow::Owned(d));
+            }
+        }
+        for c in &mut n.children {
+            go(c, descs);
+        }
+    }
+    go(root, &mut descs);
+}
