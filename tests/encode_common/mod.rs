@@ -2,6 +2,8 @@
 //! tile it, and the values round trip.
 #![allow(dead_code)]
 
+pub mod gen;
+
 use kwire::decode::{decode, DecodeOptions, Known};
 use kwire::schema::Schema;
 use kwire::tree::{Buffers, Message, Node};
