@@ -71,7 +71,8 @@ impl Dbg<'_> {
                             self.i += 2;
                         }
                         b'u' => {
-                            let end = self.i + self.s[self.i..].iter().position(|&x| x == b'}').unwrap();
+                            let end =
+                                self.i + self.s[self.i..].iter().position(|&x| x == b'}').unwrap();
                             let h = std::str::from_utf8(&self.s[self.i + 1..end]).unwrap();
                             let ch = char::from_u32(u32::from_str_radix(h, 16).unwrap()).unwrap();
                             out.extend_from_slice(ch.to_string().as_bytes());
@@ -125,7 +126,9 @@ impl Dbg<'_> {
                 {
                     self.i += 1;
                 }
-                let tok = std::str::from_utf8(&self.s[st..self.i]).unwrap().to_string();
+                let tok = std::str::from_utf8(&self.s[st..self.i])
+                    .unwrap()
+                    .to_string();
                 self.ws();
                 match self.s.get(self.i) {
                     Some(b'{') => {
@@ -137,7 +140,10 @@ impl Dbg<'_> {
                             while self.s[self.i] != b':' {
                                 self.i += 1;
                             }
-                            let k = std::str::from_utf8(&self.s[ks..self.i]).unwrap().trim().to_string();
+                            let k = std::str::from_utf8(&self.s[ks..self.i])
+                                .unwrap()
+                                .trim()
+                                .to_string();
                             self.i += 1;
                             let v = self.value();
                             m.insert(k, v);
@@ -167,7 +173,10 @@ impl Dbg<'_> {
 
 fn debug_tree(x: &impl Debug) -> Value {
     let s = format!("{x:?}");
-    let mut d = Dbg { s: s.as_bytes(), i: 0 };
+    let mut d = Dbg {
+        s: s.as_bytes(),
+        i: 0,
+    };
     d.value()
 }
 
@@ -184,7 +193,12 @@ fn compare(kw: &Value, kp: &Value, path: &str, errs: &mut Vec<String>) {
                     continue;
                 }
                 let s = snake(k);
-                let cand = [s.clone(), format!("{s}_"), format!("_{s}"), format!("r#{s}")];
+                let cand = [
+                    s.clone(),
+                    format!("{s}_"),
+                    format!("_{s}"),
+                    format!("r#{s}"),
+                ];
                 match cand.iter().find_map(|c| b.get(c)) {
                     Some(x) => compare(v, x, &format!("{path}.{k}"), errs),
                     None => errs.push(format!("{path}.{k}: kafka-protocol has no field {s}")),
@@ -256,19 +270,28 @@ fn check_request<T: Encodable + HeaderVersion + Debug>(
         .with_correlation_id(correlation_id)
         .with_client_id(client_id.map(|c| StrBytes::from_string(c.to_string())));
     let hv = T::header_version(version);
-    assert_eq!(hv, schema.request_header_version(key, version), "header version of {key} v{version}");
+    assert_eq!(
+        hv,
+        schema.request_header_version(key, version),
+        "header version of {key} v{version}"
+    );
     let mut hb = BytesMut::new();
     header.encode(&mut hb, hv).unwrap();
     let mut bb = BytesMut::new();
     msg.encode(&mut bb, version).unwrap();
     let f = frame(&hb, &bb);
     let what = format!("api {key} v{version} request");
-    let values = decode_check(schema, &f, true, key, version).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let values =
+        decode_check(schema, &f, true, key, version).unwrap_or_else(|e| panic!("{what}: {e}"));
     let mut errs = Vec::new();
     compare(&values["header"], &debug_tree(&header), "header", &mut errs);
     compare(&values["body"], &debug_tree(msg), "body", &mut errs);
     assert!(errs.is_empty(), "{what}:\n{}", errs.join("\n"));
-    assert_eq!(to_hex(&encode(schema, &values).unwrap()), to_hex(&f), "{what}: kwire re-encode");
+    assert_eq!(
+        to_hex(&encode(schema, &values).unwrap()),
+        to_hex(&f),
+        "{what}: kwire re-encode"
+    );
 }
 
 /// As [`check_request`], for a response.
@@ -281,25 +304,40 @@ fn check_response<T: Encodable + HeaderVersion + Debug>(
 ) {
     let header = ResponseHeader::default().with_correlation_id(correlation_id);
     let hv = T::header_version(version);
-    assert_eq!(hv, schema.response_header_version(key, version), "header version of {key} v{version}");
+    assert_eq!(
+        hv,
+        schema.response_header_version(key, version),
+        "header version of {key} v{version}"
+    );
     let mut hb = BytesMut::new();
     header.encode(&mut hb, hv).unwrap();
     let mut bb = BytesMut::new();
     msg.encode(&mut bb, version).unwrap();
     let f = frame(&hb, &bb);
     let what = format!("api {key} v{version} response");
-    let values = decode_check(schema, &f, false, key, version).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let values =
+        decode_check(schema, &f, false, key, version).unwrap_or_else(|e| panic!("{what}: {e}"));
     let mut errs = Vec::new();
     compare(&values["header"], &debug_tree(&header), "header", &mut errs);
     compare(&values["body"], &debug_tree(msg), "body", &mut errs);
     assert!(errs.is_empty(), "{what}:\n{}", errs.join("\n"));
-    assert_eq!(to_hex(&encode(schema, &values).unwrap()), to_hex(&f), "{what}: kwire re-encode");
+    assert_eq!(
+        to_hex(&encode(schema, &values).unwrap()),
+        to_hex(&f),
+        "{what}: kwire re-encode"
+    );
 }
 
 /// A kafka-protocol message with non-trivial values: a random kwire instance of the
 /// same (api_key, version) encoded by kwire and decoded by kafka-protocol (which must
 /// accept it).
-fn kp_from_kwire<T: Decodable>(schema: &Schema, key: i16, version: i16, request: bool, seed: u64) -> T {
+fn kp_from_kwire<T: Decodable>(
+    schema: &Schema,
+    key: i16,
+    version: i16,
+    request: bool,
+    seed: u64,
+) -> T {
     let inst = instance(schema, key, version, request, seed);
     let f = encode(schema, &inst).unwrap();
     let mut b = Bytes::copy_from_slice(&f[4..]);
@@ -308,9 +346,14 @@ fn kp_from_kwire<T: Decodable>(schema: &Schema, key: i16, version: i16, request:
     } else {
         ResponseHeader::decode(&mut b, schema.response_header_version(key, version)).unwrap();
     }
-    let m = T::decode(&mut b, version)
-        .unwrap_or_else(|e| panic!("kafka-protocol rejects kwire's api {key} v{version}: {e}\n{inst}"));
-    assert!(b.is_empty(), "api {key} v{version}: kafka-protocol left {} bytes", b.len());
+    let m = T::decode(&mut b, version).unwrap_or_else(|e| {
+        panic!("kafka-protocol rejects kwire's api {key} v{version}: {e}\n{inst}")
+    });
+    assert!(
+        b.is_empty(),
+        "api {key} v{version}: kafka-protocol left {} bytes",
+        b.len()
+    );
     m
 }
 
@@ -331,15 +374,63 @@ macro_rules! api {
     };
 }
 
-api!(produce, ProduceRequest, ProduceResponse, 0, [0, 2, 3, 7, 9, 11]);
+api!(
+    produce,
+    ProduceRequest,
+    ProduceResponse,
+    0,
+    [0, 2, 3, 7, 9, 11]
+);
 api!(fetch, FetchRequest, FetchResponse, 1, [0, 3, 4, 11, 12, 17]);
-api!(metadata, MetadataRequest, MetadataResponse, 3, [0, 4, 9, 12]);
-api!(api_versions, ApiVersionsRequest, ApiVersionsResponse, 18, [0, 2, 3, 4]);
-api!(join_group, JoinGroupRequest, JoinGroupResponse, 11, [0, 5, 6, 9]);
-api!(sync_group, SyncGroupRequest, SyncGroupResponse, 14, [0, 3, 4, 5]);
-api!(offset_commit, OffsetCommitRequest, OffsetCommitResponse, 8, [2, 5, 8, 9]);
-api!(create_topics, CreateTopicsRequest, CreateTopicsResponse, 19, [2, 4, 5, 7]);
-api!(delete_topics, DeleteTopicsRequest, DeleteTopicsResponse, 20, [1, 3, 4, 6]);
+api!(
+    metadata,
+    MetadataRequest,
+    MetadataResponse,
+    3,
+    [0, 4, 9, 12]
+);
+api!(
+    api_versions,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    18,
+    [0, 2, 3, 4]
+);
+api!(
+    join_group,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    11,
+    [0, 5, 6, 9]
+);
+api!(
+    sync_group,
+    SyncGroupRequest,
+    SyncGroupResponse,
+    14,
+    [0, 3, 4, 5]
+);
+api!(
+    offset_commit,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    8,
+    [2, 5, 8, 9]
+);
+api!(
+    create_topics,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    19,
+    [2, 4, 5, 7]
+);
+api!(
+    delete_topics,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    20,
+    [1, 3, 4, 6]
+);
 
 /// The comparison is real: a changed int, string, array length or null is caught.
 #[test]
@@ -357,7 +448,8 @@ fn comparison_catches_mismatches() {
     compare(&bad, &kp, "body", &mut errs);
     assert_eq!(errs.len(), 1, "{errs:?}");
     let mut bad = inst["body"].clone();
-    bad["Topics"] = serde_json::json!([{"Name": "x", "TopicId": "00000000-0000-0000-0000-000000000001"}]);
+    bad["Topics"] =
+        serde_json::json!([{"Name": "x", "TopicId": "00000000-0000-0000-0000-000000000001"}]);
     let mut errs = Vec::new();
     compare(&bad, &kp, "body", &mut errs);
     assert!(!errs.is_empty());
@@ -365,7 +457,10 @@ fn comparison_catches_mismatches() {
     bad["Nope"] = 1.into();
     let mut errs = Vec::new();
     compare(&bad, &kp, "body", &mut errs);
-    assert_eq!(errs, vec!["body.Nope: kafka-protocol has no field nope".to_string()]);
+    assert_eq!(
+        errs,
+        vec!["body.Nope: kafka-protocol has no field nope".to_string()]
+    );
 }
 
 fn s(x: &str) -> StrBytes {
@@ -408,12 +503,14 @@ fn hand_built_messages() {
         .with_topics(vec![metadata_response::MetadataResponseTopic::default()
             .with_error_code(3)
             .with_name(Some(TopicName(s("t"))))
-            .with_partitions(vec![metadata_response::MetadataResponsePartition::default()
-                .with_partition_index(7)
-                .with_leader_id(BrokerId(1))
-                .with_leader_epoch(9)
-                .with_replica_nodes(vec![BrokerId(1), BrokerId(2)])
-                .with_isr_nodes(vec![BrokerId(1)])])]);
+            .with_partitions(vec![
+                metadata_response::MetadataResponsePartition::default()
+                    .with_partition_index(7)
+                    .with_leader_id(BrokerId(1))
+                    .with_leader_epoch(9)
+                    .with_replica_nodes(vec![BrokerId(1), BrokerId(2)])
+                    .with_isr_nodes(vec![BrokerId(1)]),
+            ])]);
     for v in [1, 7, 9, 12] {
         let mut m = md.clone();
         if v < 8 {

@@ -39,7 +39,10 @@ fn every_api_version_round_trips() {
             for v in schema.versions(kind, key) {
                 let inst = minimal(&schema, key, v, request);
                 assert!(!inst.is_null(), "{key} v{v}");
-                let what = format!("api {key} v{v} {}", if request { "request" } else { "response" });
+                let what = format!(
+                    "api {key} v{v} {}",
+                    if request { "request" } else { "response" }
+                );
                 let frame = match encode(&schema, &inst) {
                     Ok(f) => f,
                     Err(e) => {
@@ -56,7 +59,12 @@ fn every_api_version_round_trips() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert!(n > 500, "only {n} instances");
 }
 

@@ -22,7 +22,8 @@ fn check(schema: &Schema, key: i16, v: i16, request: bool, seed: u64) -> Result<
         if request { "request" } else { "response" }
     );
     let frame = encode(schema, &inst).map_err(|e| format!("{what}: encode: {e}\n{inst}"))?;
-    let back = decode_check(schema, &frame, request, key, v).map_err(|e| format!("{what}: {e}\n{inst}"))?;
+    let back = decode_check(schema, &frame, request, key, v)
+        .map_err(|e| format!("{what}: {e}\n{inst}"))?;
     if back != inst {
         return Err(format!("{what}: values differ\n want {inst}\n got  {back}"));
     }
@@ -36,12 +37,23 @@ fn every_api_version_random_instances() {
     let mut failures = Vec::new();
     for (key, v, request) in all_pairs(&schema) {
         for seed in [1u64, 2, 3] {
-            if let Err(e) = check(&schema, key, v, request, seed * 7919 + key as u64 * 131 + v as u64) {
+            if let Err(e) = check(
+                &schema,
+                key,
+                v,
+                request,
+                seed * 7919 + key as u64 * 131 + v as u64,
+            ) {
                 failures.push(e);
             }
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures[..failures.len().min(5)].join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures[..failures.len().min(5)].join("\n")
+    );
 }
 
 proptest! {
@@ -75,12 +87,18 @@ mod errors {
 
     #[test]
     fn unknown_field() {
-        let e = err(&delete_topics(6, json!({"Topics": [{"Name": "a", "Nme": "b"}]})));
+        let e = err(&delete_topics(
+            6,
+            json!({"Topics": [{"Name": "a", "Nme": "b"}]}),
+        ));
         assert_eq!(e.path, "body.Topics[0].Nme");
         assert_eq!(e.kind, EncodeErrorKind::UnknownField);
         assert_eq!(e.to_string(), "body.Topics[0].Nme: unknown field");
         let e = err(&json!({"kind": "request", "api_key": 20, "api_version": 6, "bdy": {}}));
-        assert_eq!((e.path.as_str(), e.kind), ("bdy", EncodeErrorKind::UnknownField));
+        assert_eq!(
+            (e.path.as_str(), e.kind),
+            ("bdy", EncodeErrorKind::UnknownField)
+        );
         let e = err(&json!({"kind": "request", "api_key": 20, "api_version": 6,
                             "header": {"client_idd": ""}}));
         assert_eq!(e.path, "header.client_idd");
@@ -90,13 +108,25 @@ mod errors {
     fn wrong_type() {
         let e = err(&delete_topics(6, json!({"Topics": [{"Name": 5}]})));
         assert_eq!(e.path, "body.Topics[0].Name");
-        assert!(matches!(e.kind, EncodeErrorKind::WrongType { found: "number", .. }), "{e}");
+        assert!(
+            matches!(
+                e.kind,
+                EncodeErrorKind::WrongType {
+                    found: "number",
+                    ..
+                }
+            ),
+            "{e}"
+        );
         let e = err(&delete_topics(6, json!({"TimeoutMs": "soon"})));
         assert_eq!(e.path, "body.TimeoutMs");
         assert!(matches!(e.kind, EncodeErrorKind::WrongType { .. }));
         let e = err(&delete_topics(6, json!({"Topics": {"Name": "a"}})));
         assert_eq!(e.path, "body.Topics");
-        let e = err(&delete_topics(6, json!({"Topics": [{"TopicId": "not-a-uuid"}]})));
+        let e = err(&delete_topics(
+            6,
+            json!({"Topics": [{"TopicId": "not-a-uuid"}]}),
+        ));
         assert_eq!(e.path, "body.Topics[0].TopicId");
         assert!(matches!(e.kind, EncodeErrorKind::BadValue(_)));
     }
@@ -107,7 +137,10 @@ mod errors {
         let e = err(&delete_topics(5, json!({"Topics": []})));
         assert_eq!(e.path, "body.Topics");
         assert_eq!(e.kind, EncodeErrorKind::AbsentInVersion { version: 5 });
-        assert_eq!(e.to_string(), "body.Topics: field is not present in version 5");
+        assert_eq!(
+            e.to_string(),
+            "body.Topics: field is not present in version 5"
+        );
         // Metadata v0 partitions have no LeaderEpoch (v7+): a nested path.
         let e = err(&json!({"kind": "response", "api_key": 3, "api_version": 0,
             "body": {"Topics": [{"Name": "t", "Partitions": [{"PartitionIndex": 0, "LeaderEpoch": 1}]}]}}));
@@ -121,7 +154,10 @@ mod errors {
     #[test]
     fn null_and_range() {
         let e = err(&delete_topics(6, json!({"Topics": null})));
-        assert_eq!((e.path.as_str(), e.kind), ("body.Topics", EncodeErrorKind::NotNullable { version: 6 }));
+        assert_eq!(
+            (e.path.as_str(), e.kind),
+            ("body.Topics", EncodeErrorKind::NotNullable { version: 6 })
+        );
         let e = err(&delete_topics(6, json!({"TimeoutMs": 2147483648i64})));
         assert_eq!(e.path, "body.TimeoutMs");
         assert!(matches!(e.kind, EncodeErrorKind::OutOfRange { .. }));
@@ -129,20 +165,33 @@ mod errors {
         assert_eq!(e.path, "api_version");
         let e = err(&json!({"kind": "request", "api_name": "NoSuchApi", "api_version": 1}));
         assert_eq!(e.path, "api_name");
-        let e = err(&json!({"kind": "request", "api_key": 0, "api_version": 9, "body": {
+        let e = err(
+            &json!({"kind": "request", "api_key": 0, "api_version": 9, "body": {
             "TopicData": [{"Name": "t", "PartitionData": [{"Index": 0, "Records": [{"magic": 2,
-            "attributes": {"compression": "brotli"}}]}]}]}}));
-        assert_eq!(e.path, "body.TopicData[0].PartitionData[0].Records[0].attributes.compression");
+            "attributes": {"compression": "brotli"}}]}]}]}}),
+        );
+        assert_eq!(
+            e.path,
+            "body.TopicData[0].PartitionData[0].Records[0].attributes.compression"
+        );
     }
 
     #[test]
     fn defaults_fill_missing_fields() {
         let schema = Schema::embedded();
-        let a = encode(&schema, &json!({"kind": "request", "api_key": 20, "api_version": 6,
-                                         "header": {"correlation_id": 0, "client_id": ""}})).unwrap();
-        let b = encode(&schema, &json!({"kind": "request", "api_key": 20, "api_version": 6,
+        let a = encode(
+            &schema,
+            &json!({"kind": "request", "api_key": 20, "api_version": 6,
+                                         "header": {"correlation_id": 0, "client_id": ""}}),
+        )
+        .unwrap();
+        let b = encode(
+            &schema,
+            &json!({"kind": "request", "api_key": 20, "api_version": 6,
                                          "header": {"correlation_id": 0, "client_id": ""},
-                                         "body": {"Topics": [], "TimeoutMs": 0}})).unwrap();
+                                         "body": {"Topics": [], "TimeoutMs": 0}}),
+        )
+        .unwrap();
         assert_eq!(a, b);
     }
 }

@@ -117,7 +117,10 @@ pub fn minimal(schema: &Schema, api_key: i16, version: i16, request: bool) -> Va
         h.shift_remove("request_api_version");
     }
     let mut o = Map::new();
-    o.insert("kind".into(), if request { "request" } else { "response" }.into());
+    o.insert(
+        "kind".into(),
+        if request { "request" } else { "response" }.into(),
+    );
     o.insert("api_key".into(), api_key.into());
     if let Some(n) = schema.api_name(api_key) {
         o.insert("api_name".into(), n.into());

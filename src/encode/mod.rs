@@ -312,7 +312,12 @@ impl<'s> Enc<'s> {
                 continue;
             }
             match fields.iter().find(|f| self.key(f) == *k) {
-                None => return Err(EncodeError::new(join(path, k), EncodeErrorKind::UnknownField)),
+                None => {
+                    return Err(EncodeError::new(
+                        join(path, k),
+                        EncodeErrorKind::UnknownField,
+                    ))
+                }
                 Some(f) if !f.versions.contains(self.version) => {
                     return Err(EncodeError::new(
                         join(path, k),
@@ -719,10 +724,11 @@ pub fn api_key_by_name(schema: &Schema, name: &str) -> Option<i16> {
         .strip_suffix("Request")
         .or_else(|| n.strip_suffix("Response"))
         .unwrap_or(n);
-    schema
-        .api_keys()
-        .into_iter()
-        .find(|k| schema.api_name(*k).is_some_and(|a| a.eq_ignore_ascii_case(n)))
+    schema.api_keys().into_iter().find(|k| {
+        schema
+            .api_name(*k)
+            .is_some_and(|a| a.eq_ignore_ascii_case(n))
+    })
 }
 
 /// Builds a whole frame (4-byte size prefix, header, body) from the values shape.
@@ -754,13 +760,14 @@ pub fn encode(schema: &Schema, v: &Value) -> Result<Vec<u8>, EncodeError> {
         Some(x) => Some(get_int(x, "int16", i16::MIN as i128, i16::MAX as i128, "api_key")? as i16),
         None => None,
     };
-    let by_name = match top.get("api_name") {
-        None => None,
-        Some(Value::String(s)) => Some(api_key_by_name(schema, s).ok_or_else(|| {
-            EncodeError::new("api_name", EncodeErrorKind::UnknownApi(s.clone()))
-        })?),
-        Some(x) => return Err(wrong("api_name", "string", x)),
-    };
+    let by_name =
+        match top.get("api_name") {
+            None => None,
+            Some(Value::String(s)) => Some(api_key_by_name(schema, s).ok_or_else(|| {
+                EncodeError::new("api_name", EncodeErrorKind::UnknownApi(s.clone()))
+            })?),
+            Some(x) => return Err(wrong("api_name", "string", x)),
+        };
     let api_key = match (by_key, by_name) {
         (Some(a), Some(b)) if a != b => {
             return Err(EncodeError::new(

@@ -149,7 +149,10 @@ pub fn encode_records(v: &Value, path: &str) -> Res<Vec<u8>> {
 fn check_keys(o: &Map<String, Value>, keys: &[&str], path: &str) -> Res<()> {
     for k in o.keys() {
         if !keys.contains(&k.as_str()) {
-            return Err(EncodeError::new(join(path, k), EncodeErrorKind::UnknownField));
+            return Err(EncodeError::new(
+                join(path, k),
+                EncodeErrorKind::UnknownField,
+            ));
         }
     }
     Ok(())
@@ -290,7 +293,10 @@ fn batch_v2(out: &mut Vec<u8>, o: &Map<String, Value>, p: &str) -> Res<()> {
     }
     let codec = (attrs & 7) as u8;
     let payload = compress(codec, &body).map_err(|m| {
-        EncodeError::new(join(p, "attributes.compression"), EncodeErrorKind::BadValue(m))
+        EncodeError::new(
+            join(p, "attributes.compression"),
+            EncodeErrorKind::BadValue(m),
+        )
     })?;
     // From attributes on: what the CRC covers.
     let mut tail = Vec::with_capacity(40 + payload.len());
@@ -589,10 +595,14 @@ fn parse_record(c: &mut Cur<'_>) -> Option<Value> {
     }
     // Non-minimal varints would not come back byte for byte.
     let mut again = Vec::new();
-    record(&mut again, &json!({
-        "attributes": attributes, "timestampDelta": int_json(ts), "offsetDelta": od,
-        "key": opt_hex(key), "value": opt_hex(value), "headers": headers.clone(),
-    }), "")
+    record(
+        &mut again,
+        &json!({
+            "attributes": attributes, "timestampDelta": int_json(ts), "offsetDelta": od,
+            "key": opt_hex(key), "value": opt_hex(value), "headers": headers.clone(),
+        }),
+        "",
+    )
     .ok()?;
     let mut orig = Vec::new();
     put_varlong(&mut orig, len as i64);

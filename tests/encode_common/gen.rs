@@ -102,7 +102,11 @@ impl<'s> Gen<'s> {
             FieldType::Prim(p) => self.prim(f, *p),
             FieldType::Array(inner) => {
                 let n = if depth > 4 { 0 } else { self.rng.below(4) };
-                Value::Array((0..n).map(|_| self.value(f, inner, depth + 1, true)).collect())
+                Value::Array(
+                    (0..n)
+                        .map(|_| self.value(f, inner, depth + 1, true))
+                        .collect(),
+                )
             }
             FieldType::Struct(s) => {
                 let fs = if f.fields.is_empty() {
@@ -168,12 +172,19 @@ impl<'s> Gen<'s> {
                 o.insert("magic".into(), magic.into());
                 o.insert("offset".into(), int_json(offset));
                 offset += 1;
-                o.insert("attributes".into(), (if magic == 1 && r.chance(2) { 8 } else { 0 }).into());
+                o.insert(
+                    "attributes".into(),
+                    (if magic == 1 && r.chance(2) { 8 } else { 0 }).into(),
+                );
                 if magic == 1 {
                     o.insert("timestamp".into(), int_json(r.int(0, 1 << 42)));
                 }
                 for k in ["key", "value"] {
-                    let v = if r.chance(3) { Value::Null } else { to_hex(&r.bytes(6)).into() };
+                    let v = if r.chance(3) {
+                        Value::Null
+                    } else {
+                        to_hex(&r.bytes(6)).into()
+                    };
                     o.insert(k.into(), v);
                 }
                 out.push(Value::Object(o));
@@ -183,7 +194,11 @@ impl<'s> Gen<'s> {
                 let recs: Vec<Value> = (0..count)
                     .map(|i| {
                         let opt = |r: &mut Rng| -> Value {
-                            if r.chance(3) { Value::Null } else { to_hex(&r.bytes(6)).into() }
+                            if r.chance(3) {
+                                Value::Null
+                            } else {
+                                to_hex(&r.bytes(6)).into()
+                            }
                         };
                         let headers: Vec<Value> = (0..r.below(3))
                             .map(|_| json!({"key": r.string(), "value": opt(r)}))
@@ -225,7 +240,11 @@ impl<'s> Gen<'s> {
 
 /// A random instance of `(key, version)` from `seed`; `unknown_tags` adds unknown tags.
 pub fn instance(schema: &Schema, key: i16, version: i16, request: bool, seed: u64) -> Value {
-    let kind = if request { MessageKind::Request } else { MessageKind::Response };
+    let kind = if request {
+        MessageKind::Request
+    } else {
+        MessageKind::Response
+    };
     let d = schema.resolve(kind, key, version).unwrap();
     let mut g = Gen {
         schema,
@@ -237,18 +256,28 @@ pub fn instance(schema: &Schema, key: i16, version: i16, request: bool, seed: u6
     };
     let body = g.fields(&d.def.fields, 0);
     let mut header = Map::new();
-    header.insert("correlation_id".into(), int_json(g.rng.int(i32::MIN as i64, i32::MAX as i64)));
+    header.insert(
+        "correlation_id".into(),
+        int_json(g.rng.int(i32::MIN as i64, i32::MAX as i64)),
+    );
     let hv = if request {
         schema.request_header_version(key, version)
     } else {
         schema.response_header_version(key, version)
     };
     if request && hv >= 1 {
-        let c = if g.rng.chance(4) { Value::Null } else { g.rng.string().into() };
+        let c = if g.rng.chance(4) {
+            Value::Null
+        } else {
+            g.rng.string().into()
+        };
         header.insert("client_id".into(), c);
     }
     if (request && hv >= 2 || !request && hv >= 1) && g.rng.chance(5) {
-        header.insert("_unknown_tags".into(), json!({"7": to_hex(&g.rng.bytes(3))}));
+        header.insert(
+            "_unknown_tags".into(),
+            json!({"7": to_hex(&g.rng.bytes(3))}),
+        );
     }
     json!({
         "kind": if request { "request" } else { "response" },
@@ -271,4 +300,3 @@ pub fn all_pairs(schema: &Schema) -> Vec<(i16, i16, bool)> {
     }
     out
 }
-

@@ -58,7 +58,13 @@ pub fn decode_check(
 ) -> Result<Value, String> {
     let opts = DecodeOptions::default();
     let arena = Buffers::new();
-    let m = decode(schema, &opts, &arena, frame, &known(request, api_key, version));
+    let m = decode(
+        schema,
+        &opts,
+        &arena,
+        frame,
+        &known(request, api_key, version),
+    );
     if !m.errors().is_empty() {
         return Err(format!("errors: {:?}", m.errors()));
     }
