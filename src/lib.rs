@@ -6,12 +6,15 @@
 //! the side in [`input`]; [`values`] and [`encode`] turn a decoded message into plain
 //! JSON values and back into bytes.
 
+pub mod cli;
 pub mod decode;
 pub mod encode;
 pub mod errors;
 pub mod input;
 pub mod render;
 pub mod schema;
+pub mod session;
+pub mod stats;
 pub mod tree;
 pub mod values;
 pub mod wire;

@@ -319,6 +319,15 @@ fn errors_and_warnings_get_their_own_lines() {
     assert_eq!(lines[1], "! warning: odd thing");
     assert_eq!(lines[3], "+-- Partitions[0] int32 = 0 [0x0001, 4B]");
     assert_eq!(lines[4], "|   !! error: bad thing");
+    // a leaf where a walk stopped, with nothing read, shows no value
+    let cut = Node {
+        error: Some("varint cut by the end of input".into()),
+        ..Node::leaf("tagged_fields", "uvarint", Value::Bytes(&[]), 9, 0)
+    };
+    assert_eq!(
+        text::node_line(&cut, None, &plain()),
+        "tagged_fields uvarint [0x0009, 0B]"
+    );
     let mut v = Vec::new();
     text::node_tree(
         &mut v,

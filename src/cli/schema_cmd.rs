@@ -1,6 +1,8 @@
 //! `kwire apis` and `kwire schema`: what the schema stack knows, without any bytes.
 
-use crate::schema::{Definition, Field, FieldType, MessageDef, MessageKind, Prim, Schema, Source, Versions};
+use crate::schema::{
+    Definition, Field, FieldType, MessageDef, MessageKind, Prim, Schema, Source, Versions,
+};
 use serde_json::{json, Value};
 use std::io::Write;
 
@@ -34,7 +36,11 @@ pub struct ApiInfo {
 }
 
 fn serving(schema: &Schema, kind: MessageKind, key: i16) -> Vec<&Definition> {
-    schema.by_api(kind, key).into_iter().filter(|d| !d.def.valid_versions.is_empty()).collect()
+    schema
+        .by_api(kind, key)
+        .into_iter()
+        .filter(|d| !d.def.valid_versions.is_empty())
+        .collect()
 }
 
 /// Builds the `apis` table from the schema stack.
@@ -58,25 +64,28 @@ pub fn api_infos(schema: &Schema) -> Vec<ApiInfo> {
         let mut sources: Vec<String> = Vec::new();
         for d in &reqs {
             let s = d.source.to_string();
-            let serves = schema.versions(MessageKind::Request, key).iter().any(|v| {
-                schema.request(key, *v).is_some_and(|x| std::ptr::eq(x, *d))
-            });
+            let serves = schema
+                .versions(MessageKind::Request, key)
+                .iter()
+                .any(|v| schema.request(key, *v).is_some_and(|x| std::ptr::eq(x, *d)));
             if serves && !sources.contains(&s) {
                 sources.push(s);
             }
         }
         let removed_in = match all.first() {
-            Some(newest) if newest.def.valid_versions.is_empty() => schema.history(&newest.def.name).and_then(|h| {
-                let mut had = false;
-                h.iter().find_map(|(r, v)| {
-                    if v.is_empty() && had {
-                        Some(r.clone())
-                    } else {
-                        had |= !v.is_empty();
-                        None
-                    }
+            Some(newest) if newest.def.valid_versions.is_empty() => {
+                schema.history(&newest.def.name).and_then(|h| {
+                    let mut had = false;
+                    h.iter().find_map(|(r, v)| {
+                        if v.is_empty() && had {
+                            Some(r.clone())
+                        } else {
+                            had |= !v.is_empty();
+                            None
+                        }
+                    })
                 })
-            }),
+            }
             _ => None,
         };
         let resp_v = primary
@@ -89,8 +98,12 @@ pub fn api_infos(schema: &Schema) -> Vec<ApiInfo> {
             max_version: max,
             legacy_versions: legacy,
             response_versions: resp_v,
-            flexible_min_version: primary.and_then(|p| (!p.def.flexible_versions.is_empty()).then_some(p.def.flexible_versions.lo)),
-            deprecated_versions: primary.and_then(|p| (!p.def.deprecated_versions.is_empty()).then_some(p.def.deprecated_versions)),
+            flexible_min_version: primary.and_then(|p| {
+                (!p.def.flexible_versions.is_empty()).then_some(p.def.flexible_versions.lo)
+            }),
+            deprecated_versions: primary.and_then(|p| {
+                (!p.def.deprecated_versions.is_empty()).then_some(p.def.deprecated_versions)
+            }),
             listeners: primary.map(|p| p.def.listeners.clone()).unwrap_or_default(),
             source_releases: sources,
             removed_in,
@@ -126,7 +139,11 @@ pub fn apis_json(infos: &[ApiInfo]) -> Value {
 
 /// Prints the `apis` table as text, like `kafka-broker-api-versions` but for the schema.
 pub fn apis_text(infos: &[ApiInfo], w: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(w, "{:>3}  {:<34} {:<9} {:<9} {:<9} {:<10} {:<27} {:<12} notes", "key", "api", "request", "response", "flexible", "deprecated", "listeners", "from")?;
+    writeln!(
+        w,
+        "{:>3}  {:<34} {:<9} {:<9} {:<9} {:<10} {:<27} {:<12} notes",
+        "key", "api", "request", "response", "flexible", "deprecated", "listeners", "from"
+    )?;
     for a in infos {
         let req = match (a.min_version, a.max_version) {
             (Some(lo), Some(hi)) if lo == hi => format!("{lo}"),
@@ -147,9 +164,15 @@ pub fn apis_text(infos: &[ApiInfo], w: &mut dyn Write) -> std::io::Result<()> {
             a.api_key,
             a.api_name,
             req,
-            a.response_versions.map(|v| v.to_string()).unwrap_or_else(|| "none".into()),
-            a.flexible_min_version.map(|v| format!("{v}+")).unwrap_or_else(|| "none".into()),
-            a.deprecated_versions.map(|v| v.to_string()).unwrap_or_else(|| "-".into()),
+            a.response_versions
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "none".into()),
+            a.flexible_min_version
+                .map(|v| format!("{v}+"))
+                .unwrap_or_else(|| "none".into()),
+            a.deprecated_versions
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "-".into()),
             a.listeners.join(","),
             a.source_releases.join(","),
             notes.join("; ")
@@ -163,20 +186,37 @@ pub fn apis_text(infos: &[ApiInfo], w: &mut dyn Write) -> std::io::Result<()> {
 /// response (or one data definition) names.
 pub fn lookup(schema: &Schema, name: &str) -> Option<Vec<String>> {
     let key = name.parse::<i16>().ok().or_else(|| {
-        schema.api_keys().into_iter().find(|k| schema.api_name(*k).is_some_and(|n| n.eq_ignore_ascii_case(name)))
+        schema.api_keys().into_iter().find(|k| {
+            schema
+                .api_name(*k)
+                .is_some_and(|n| n.eq_ignore_ascii_case(name))
+        })
     });
     if let Some(k) = key {
-        let req = schema.by_api(MessageKind::Request, k).first().map(|d| d.def.name.clone())?;
-        let resp = schema.by_api(MessageKind::Response, k).first().map(|d| d.def.name.clone());
+        let req = schema
+            .by_api(MessageKind::Request, k)
+            .first()
+            .map(|d| d.def.name.clone())?;
+        let resp = schema
+            .by_api(MessageKind::Response, k)
+            .first()
+            .map(|d| d.def.name.clone());
         return Some(std::iter::once(req).chain(resp).collect());
     }
-    schema.by_name(name).first().map(|d| vec![d.def.name.clone()])
+    schema
+        .by_name(name)
+        .first()
+        .map(|d| vec![d.def.name.clone()])
 }
 
 /// The newest version of a message name: the highest version of the newest source with
 /// versions.
 pub fn default_version(schema: &Schema, name: &str) -> Option<i16> {
-    schema.by_name(name).into_iter().find(|d| !d.def.valid_versions.is_empty()).map(|d| d.def.valid_versions.hi)
+    schema
+        .by_name(name)
+        .into_iter()
+        .find(|d| !d.def.valid_versions.is_empty())
+        .map(|d| d.def.valid_versions.hi)
 }
 
 fn guide_type(t: &FieldType, flexible: bool, nullable: bool) -> String {
@@ -197,12 +237,21 @@ fn guide_type(t: &FieldType, flexible: bool, nullable: bool) -> String {
                 Prim::Records => "RECORDS",
             };
             if matches!(p, Prim::String | Prim::Bytes | Prim::Records) {
-                format!("{}{}{}", if flexible { "COMPACT_" } else { "" }, if nullable { "NULLABLE_" } else { "" }, base)
+                format!(
+                    "{}{}{}",
+                    if flexible { "COMPACT_" } else { "" },
+                    if nullable { "NULLABLE_" } else { "" },
+                    base
+                )
             } else {
                 base.to_string()
             }
         }
-        FieldType::Array(inner) => format!("{}ARRAY[{}]", if flexible { "COMPACT_" } else { "" }, guide_type(inner, flexible, false)),
+        FieldType::Array(inner) => format!(
+            "{}ARRAY[{}]",
+            if flexible { "COMPACT_" } else { "" },
+            guide_type(inner, flexible, false)
+        ),
         FieldType::Struct(s) => s.clone(),
     }
 }
@@ -222,7 +271,11 @@ pub fn bnf(def: &MessageDef, version: i16, w: &mut dyn Write) -> std::io::Result
                 continue;
             }
             let n = crate::decode::walk::snake_case(&f.name);
-            parts.push(if matches!(f.ty, FieldType::Array(_)) { format!("[{n}]") } else { n });
+            parts.push(if matches!(f.ty, FieldType::Array(_)) {
+                format!("[{n}]")
+            } else {
+                n
+            });
         }
         if flexible {
             parts.push("_tagged_fields".into());
@@ -230,21 +283,47 @@ pub fn bnf(def: &MessageDef, version: i16, w: &mut dyn Write) -> std::io::Result
         let _ = def;
         parts.join(" ")
     }
-    fn body(def: &MessageDef, fs: &[Field], version: i16, flexible: bool, indent: usize, w: &mut dyn Write) -> std::io::Result<()> {
+    fn body(
+        def: &MessageDef,
+        fs: &[Field],
+        version: i16,
+        flexible: bool,
+        indent: usize,
+        w: &mut dyn Write,
+    ) -> std::io::Result<()> {
         let pad = "  ".repeat(indent);
         for f in fs {
             if !f.versions.contains(version) {
                 continue;
             }
             let n = crate::decode::walk::snake_case(&f.name);
-            let ff = f.flexible_versions.map(|v| v.contains(version)).unwrap_or(flexible);
+            let ff = f
+                .flexible_versions
+                .map(|v| v.contains(version))
+                .unwrap_or(flexible);
             let tagged = flexible && f.is_tagged(version);
-            let mark = if tagged { format!(" (tagged, tag {})", f.tag.unwrap_or(0)) } else { String::new() };
+            let mark = if tagged {
+                format!(" (tagged, tag {})", f.tag.unwrap_or(0))
+            } else {
+                String::new()
+            };
             match f.struct_name() {
                 Some(s) => {
-                    let sub = if f.fields.is_empty() { def.struct_fields(s).unwrap_or(&[]) } else { &f.fields };
-                    let nullable = if f.nullable_versions.contains(version) { " (nullable)" } else { "" };
-                    writeln!(w, "{pad}{n} => {}{nullable}{mark}", names(def, sub, version, flexible))?;
+                    let sub = if f.fields.is_empty() {
+                        def.struct_fields(s).unwrap_or(&[])
+                    } else {
+                        &f.fields
+                    };
+                    let nullable = if f.nullable_versions.contains(version) {
+                        " (nullable)"
+                    } else {
+                        ""
+                    };
+                    writeln!(
+                        w,
+                        "{pad}{n} => {}{nullable}{mark}",
+                        names(def, sub, version, flexible)
+                    )?;
                     body(def, sub, version, flexible, indent + 1, w)?;
                 }
                 None => {
@@ -259,29 +338,53 @@ pub fn bnf(def: &MessageDef, version: i16, w: &mut dyn Write) -> std::io::Result
         }
         Ok(())
     }
-    writeln!(w, "{title} (Version: {version}) => {}", names(def, &def.fields, version, flexible))?;
+    writeln!(
+        w,
+        "{title} (Version: {version}) => {}",
+        names(def, &def.fields, version, flexible)
+    )?;
     body(def, &def.fields, version, flexible, 1, w)
 }
 
 /// `kwire schema NAME`: grammar of request and response (or one data definition), the
 /// header versions, and with `json` the definition (raw file with a run-time schema, the
 /// facts otherwise).
-pub fn schema_command(schema: &Schema, name: &str, version: Option<i16>, as_json: bool, w: &mut dyn Write) -> Result<(), String> {
-    let names = lookup(schema, name).ok_or_else(|| format!("no API or message named {name:?} (try `kwire apis`)"))?;
+pub fn schema_command(
+    schema: &Schema,
+    name: &str,
+    version: Option<i16>,
+    as_json: bool,
+    w: &mut dyn Write,
+) -> Result<(), String> {
+    let names = lookup(schema, name)
+        .ok_or_else(|| format!("no API or message named {name:?} (try `kwire apis`)"))?;
     let v = match version {
         Some(v) => v,
-        None => default_version(schema, &names[0]).ok_or_else(|| format!("{} has no versions in any release", names[0]))?,
+        None => default_version(schema, &names[0])
+            .ok_or_else(|| format!("{} has no versions in any release", names[0]))?,
     };
     let io = |e: std::io::Error| e.to_string();
     for n in &names {
         let Some(d) = schema.resolve_name(n, v) else {
-            let vs: Vec<String> = schema.by_name(n).iter().map(|d| format!("{} in {}", d.def.valid_versions, d.source)).collect();
-            return Err(format!("{n} has no version {v} (versions: {})", vs.join(", ")));
+            let vs: Vec<String> = schema
+                .by_name(n)
+                .iter()
+                .map(|d| format!("{} in {}", d.def.valid_versions, d.source))
+                .collect();
+            return Err(format!(
+                "{n} has no version {v} (versions: {})",
+                vs.join(", ")
+            ));
         };
         if as_json {
             match &d.raw {
                 Some(raw) => writeln!(w, "{raw}").map_err(io)?,
-                None => writeln!(w, "{}", serde_json::to_string_pretty(&d.def.to_json(false)).unwrap_or_default()).map_err(io)?,
+                None => writeln!(
+                    w,
+                    "{}",
+                    serde_json::to_string_pretty(&d.def.to_json(false)).unwrap_or_default()
+                )
+                .map_err(io)?,
             }
             continue;
         }
@@ -291,12 +394,26 @@ pub fn schema_command(schema: &Schema, name: &str, version: Option<i16>, as_json
             Source::Release(r) => format!("Kafka {r}"),
         };
         let header = match (d.def.kind, d.def.api_key) {
-            (MessageKind::Request, Some(k)) => format!(", request header v{}", schema.request_header_version(k, v)),
-            (MessageKind::Response, Some(k)) => format!(", response header v{}", schema.response_header_version(k, v)),
+            (MessageKind::Request, Some(k)) => {
+                format!(", request header v{}", schema.request_header_version(k, v))
+            }
+            (MessageKind::Response, Some(k)) => format!(
+                ", response header v{}",
+                schema.response_header_version(k, v)
+            ),
             _ => String::new(),
         };
-        let flex = if d.def.is_flexible(v) { "flexible" } else { "not flexible" };
-        writeln!(w, "  -- {} v{v}: {flex}{header}; valid {} in {src} ({})\n", d.def.name, d.def.valid_versions, d.file).map_err(io)?;
+        let flex = if d.def.is_flexible(v) {
+            "flexible"
+        } else {
+            "not flexible"
+        };
+        writeln!(
+            w,
+            "  -- {} v{v}: {flex}{header}; valid {} in {src} ({})\n",
+            d.def.name, d.def.valid_versions, d.file
+        )
+        .map_err(io)?;
     }
     Ok(())
 }

@@ -7,6 +7,7 @@
 //! Envelope) go to nested walks. Errors stop the walk at their offset and leave a partial
 //! tree; nothing panics and no allocation is sized from an unchecked length.
 
+pub mod compress;
 pub mod records;
 pub mod walk;
 
@@ -531,7 +532,54 @@ pub fn nested_request<'a>(cx: &mut Cx<'a>, sub: &mut Reader<'a>) -> Node<'a> {
         None => sub.error_leaf(
             "RequestData",
             "bytes",
-            format!("nesting deeper than {} levels", cx.opts.max_depth),
+            format!(
+                "nesting deeper than the cap of {} levels",
+                cx.opts.max_depth
+            ),
         ),
+    }
+}
+
+/// A raw SASL token (sent after a SaslHandshake v0, KIP-43): a size prefix and opaque
+/// bytes, no Kafka header.
+pub fn sasl_token(frame: &[u8], direction: Direction) -> Message<'_> {
+    let mut r = Reader::new(frame, 0, 0);
+    let mut root = Node::new("SaslToken", "raw SASL token", NodeKind::Message, 0);
+    root.length = frame.len();
+    root.description = Some("opaque authentication bytes after SaslHandshake v0".into());
+    let mut fnode =
+        Node::new("Frame", "frame", NodeKind::Frame, 0).describe("length-delimited framing");
+    match r.read(crate::wire::int32) {
+        Ok((size, off, len)) => fnode.children.push(
+            Node::leaf("size", "int32", Value::Int(size as i64), off, len)
+                .describe("number of bytes that follow"),
+        ),
+        Err(e) => fnode
+            .children
+            .push(r.error_leaf("size", "int32", e.kind.to_string())),
+    }
+    fnode.length = r.pos;
+    root.children.push(fnode);
+    if r.left() > 0 {
+        let mut t = Node::leaf("token", "bytes", Value::Bytes(r.rest), r.pos, r.left());
+        t.region = if direction == Direction::Request {
+            Region::RequestBody
+        } else {
+            Region::ResponseBody
+        };
+        root.children.push(t);
+    }
+    Message {
+        direction,
+        api_key: -1,
+        api_name: Some("SaslToken".into()),
+        api_version: -1,
+        correlation_id: None,
+        header_version: -1,
+        size: frame.len(),
+        schema_release: None,
+        frame,
+        buffers: Vec::new(),
+        tree: root,
     }
 }

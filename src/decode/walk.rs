@@ -5,6 +5,10 @@
 //! against the bytes left before anything is sized from them. The walk stops at the
 //! first error it cannot step over, attaching the error to a leaf that covers the unread
 //! bytes, so the tree stays partial but still tiles the input.
+//!
+//! On error the walk hands back the partial node by value (`Err(node)`): it goes
+//! straight into the tree, so boxing it would only add an allocation per error.
+#![allow(clippy::result_large_err)]
 
 use super::{records, Cx, Reader};
 use crate::errors::error_name;
@@ -169,7 +173,10 @@ impl<'c, 'a> Walk<'c, 'a> {
         tag_desc: &'static str,
     ) -> Result<(), Stop> {
         if self.cx.depth > self.cx.opts.max_depth {
-            let m = format!("nesting deeper than {} levels", self.cx.opts.max_depth);
+            let m = format!(
+                "nesting deeper than the cap of {} levels",
+                self.cx.opts.max_depth
+            );
             out.push(self.err_leaf(r, "unread", "bytes", m));
             return Err(Stop);
         }
@@ -852,9 +859,9 @@ impl<'c, 'a> Walk<'c, 'a> {
         let min = self.min_size(inner, f, 0) as u64;
         if count.saturating_mul(min.max(1)) > r.left() as u64 && min > 0 {
             let m = format!(
-                "{}: {} elements cannot fit in the {} bytes left",
+                "{}: {} cannot fit in the {} bytes left",
                 name,
-                count,
+                plural(count, "element"),
                 r.left()
             );
             node.children.push(self.err_leaf(r, "unread", "bytes", m));

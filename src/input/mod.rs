@@ -19,6 +19,7 @@
 pub mod capture;
 pub mod hex;
 pub mod pair;
+pub mod pcap_out;
 pub mod stream;
 pub mod tcp;
 

@@ -340,7 +340,7 @@ pub fn region_style(r: Region) -> Style {
         Region::ResponseBody => Style::new().blue(),
         Region::RecordBatch => Style::new().yellow(),
         Region::Record => Style::new().magenta(),
-        Region::TaggedFields => Style::new().bright_black().italic(),
+        Region::TaggedFields => Style::new().bright_black().underline(),
     }
 }
 

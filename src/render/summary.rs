@@ -155,16 +155,18 @@ fn int_value(v: &Value<'_>) -> Option<i64> {
 }
 
 const TOPIC_NAMES: [&str; 3] = ["Name", "Topic", "TopicName"];
-const PARTITION_NAMES: [&str; 3] = ["PartitionIndex", "Partition", "PartitionId"];
+const PARTITION_NAMES: [&str; 4] = ["PartitionIndex", "Partition", "PartitionId", "Index"];
 
 impl Facts {
     fn gather(root: &Node<'_>, max: usize) -> Facts {
         let mut f = Facts::default();
-        f.visit(root, max);
+        f.visit(root, max, false);
         f
     }
 
-    fn visit(&mut self, n: &Node<'_>, max: usize) {
+    /// Visits `n`; `in_topic` is set under a topic struct, where no other topic is
+    /// looked for (its configs and partitions are not topics).
+    fn visit(&mut self, n: &Node<'_>, max: usize, in_topic: bool) {
         match &*n.name {
             "GroupId" if self.group.is_none() => self.group = str_value(n, max),
             "TransactionalId" if self.transactional.is_none() => {
@@ -183,7 +185,7 @@ impl Facts {
                     }
                 }
             }
-            "TopicNames" | "Topics" if n.kind == NodeKind::Array => {
+            "TopicNames" | "Topics" if n.kind == NodeKind::Array && !in_topic => {
                 for c in &n.children {
                     if let Some(s) = str_value(c, max) {
                         self.topics.push(Topic {
@@ -197,13 +199,12 @@ impl Facts {
             name if name.starts_with("Record[") => self.records += 1,
             _ => {}
         }
-        if n.kind == NodeKind::Struct && is_topic_struct(n) {
-            if let Some(t) = topic_of(n, max) {
-                self.topics.push(t);
-            }
+        let topic = !in_topic && n.kind == NodeKind::Struct && is_topic_struct(n);
+        if topic {
+            self.topics.push(topic_of(n, max));
         }
         for c in &n.children {
-            self.visit(c, max);
+            self.visit(c, max, in_topic || topic);
         }
     }
 }
@@ -220,7 +221,7 @@ fn is_topic_struct(n: &Node<'_>) -> bool {
     })
 }
 
-fn topic_of(n: &Node<'_>, max: usize) -> Option<Topic> {
+fn topic_of(n: &Node<'_>, max: usize) -> Topic {
     let name = n
         .children
         .iter()
@@ -240,7 +241,7 @@ fn topic_of(n: &Node<'_>, max: usize) -> Option<Topic> {
     let mut partitions = Vec::new();
     for c in &n.children {
         if c.kind == NodeKind::Array {
-            for e in &c.children {
+            for e in c.children.iter().filter(|e| e.name != "length") {
                 if let Some(p) = e
                     .children
                     .iter()
@@ -258,5 +259,5 @@ fn topic_of(n: &Node<'_>, max: usize) -> Option<Topic> {
             }
         }
     }
-    Some(Topic { name, partitions })
+    Topic { name, partitions }
 }

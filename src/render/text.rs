@@ -402,6 +402,8 @@ impl TreePrinter<'_> {
                 n.children.iter().filter(|c| is_element(n, c)).count() as u64,
             )),
             (_, Value::None) => None,
+            // a leaf where the walk stopped, with nothing read: the error says it all
+            (_, Value::Bytes([])) if n.error.is_some() => None,
             (_, v) => Some(value_text(
                 v,
                 self.opts.max_value_len,

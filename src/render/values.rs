@@ -80,16 +80,26 @@ pub fn node_values(n: &Node<'_>) -> J {
                 .collect(),
         ),
         NodeKind::Struct | NodeKind::Body | NodeKind::Message => J::Object(fields(n)),
-        NodeKind::Field if n.ty == "records" && !n.children.is_empty() => J::Array(
-            n.children
-                .iter()
-                .filter(|c| !is_structural(c))
-                .map(node_values)
-                .collect(),
-        ),
+        _ if n.ty == "records" && !n.children.is_empty() => records(n),
         _ if n.value == Value::None && !n.children.is_empty() => J::Object(fields(n)),
         _ => value_json(&n.value),
     }
+}
+
+/// A decoded `records` field: an array of batches; record data left undecoded (no
+/// batch under it) stays one hex string.
+fn records(n: &Node<'_>) -> J {
+    let parts: Vec<&Node<'_>> = n.children.iter().filter(|c| !is_structural(c)).collect();
+    if parts.iter().any(|c| !c.children.is_empty()) {
+        return J::Array(parts.into_iter().map(node_values).collect());
+    }
+    let mut hex = String::new();
+    for c in parts {
+        if let Value::Bytes(b) = c.value {
+            hex.push_str(&super::hex(b));
+        }
+    }
+    J::String(hex)
 }
 
 fn is_structural(n: &Node<'_>) -> bool {

@@ -432,7 +432,7 @@ impl Field {
             ),
             Some(t) => return Err(err(&path, format!("bad \"tag\" {t}"))),
         };
-        if tag.is_some() != !tagged_versions.is_empty() {
+        if tag.is_some() == tagged_versions.is_empty() {
             return Err(err(
                 &path,
                 "\"tag\" and \"taggedVersions\" must be given together",
@@ -666,37 +666,6 @@ impl MessageDef {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn version_ranges() {
-        assert_eq!(Versions::parse("0+").unwrap(), Versions::ALL);
-        assert_eq!(Versions::parse("1-6").unwrap(), Versions { lo: 1, hi: 6 });
-        assert_eq!(Versions::parse("3").unwrap(), Versions { lo: 3, hi: 3 });
-        assert!(Versions::parse("none").unwrap().is_empty());
-        assert!(Versions::parse("6-1").is_err());
-        assert!(Versions::parse("x+").is_err());
-        assert_eq!(Versions::parse("4+").unwrap().to_string(), "4+");
-        assert_eq!(Versions::parse("1-6").unwrap().to_string(), "1-6");
-    }
-
-    #[test]
-    fn field_types() {
-        assert_eq!(
-            FieldType::parse("[]int32").unwrap(),
-            FieldType::Array(Box::new(FieldType::Prim(Prim::Int32)))
-        );
-        assert_eq!(
-            FieldType::parse("Foo").unwrap(),
-            FieldType::Struct("Foo".into())
-        );
-        assert!(FieldType::parse("strnig").is_err());
-        assert!(FieldType::parse("[][]int8").is_err());
-    }
-}
-
 fn versions_json(v: &Versions) -> Value {
     Value::String(v.to_string())
 }
@@ -800,5 +769,36 @@ impl MessageDef {
             o.insert("commonStructs".into(), Value::Array(cs));
         }
         Value::Object(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_ranges() {
+        assert_eq!(Versions::parse("0+").unwrap(), Versions::ALL);
+        assert_eq!(Versions::parse("1-6").unwrap(), Versions { lo: 1, hi: 6 });
+        assert_eq!(Versions::parse("3").unwrap(), Versions { lo: 3, hi: 3 });
+        assert!(Versions::parse("none").unwrap().is_empty());
+        assert!(Versions::parse("6-1").is_err());
+        assert!(Versions::parse("x+").is_err());
+        assert_eq!(Versions::parse("4+").unwrap().to_string(), "4+");
+        assert_eq!(Versions::parse("1-6").unwrap().to_string(), "1-6");
+    }
+
+    #[test]
+    fn field_types() {
+        assert_eq!(
+            FieldType::parse("[]int32").unwrap(),
+            FieldType::Array(Box::new(FieldType::Prim(Prim::Int32)))
+        );
+        assert_eq!(
+            FieldType::parse("Foo").unwrap(),
+            FieldType::Struct("Foo".into())
+        );
+        assert!(FieldType::parse("strnig").is_err());
+        assert!(FieldType::parse("[][]int8").is_err());
     }
 }

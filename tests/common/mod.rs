@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use std::borrow::Cow;
+use std::path::PathBuf;
 
 use kwire::tree::{Direction, Message, Node, NodeKind, Region, Value};
 
@@ -254,4 +255,33 @@ fn describe(root: &mut Node<'_>, section: &str) {
         }
     }
     go(root, &mut descs);
+}
+
+/// `../shared` from `KWIRE_SHARED`, or `None` after printing that the test skips (a
+/// panic instead when `KWIRE_NO_SKIP=1`, as CI sets it).
+pub fn shared(test: &str) -> Option<PathBuf> {
+    match std::env::var_os("KWIRE_SHARED") {
+        Some(p) => Some(PathBuf::from(p)),
+        None => {
+            if std::env::var("KWIRE_NO_SKIP").as_deref() == Ok("1") {
+                panic!("{test}: KWIRE_SHARED is not set and KWIRE_NO_SKIP=1 forbids skipping");
+            }
+            eprintln!("{test}: skipped: KWIRE_SHARED not set");
+            None
+        }
+    }
+}
+
+/// Hex text to bytes.
+pub fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// The fixtures folder.
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }

@@ -1,0 +1,482 @@
+//! The command line: clap definitions and wiring only.
+
+pub mod output;
+pub mod read;
+pub mod schema_cmd;
+
+use output::{print_message, render_options};
+
+use crate::decode::{self, DecodeOptions, Known, Layout};
+use crate::input::hex;
+use crate::schema::{load, Schema};
+use crate::tree::{Buffers, Direction};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+
+/// kwire: a Kafka wire-protocol inspector.
+#[derive(Parser, Debug)]
+#[command(name = "kwire", version, about, long_about = None)]
+pub struct Cli {
+    /// Kafka message definitions to decode with first: a folder of JSON definitions, a
+    /// kafka-clients-*.jar, or a Kafka installation folder.
+    #[arg(long, global = true, env = "KWIRE_SCHEMA", value_name = "PATH")]
+    pub schema: Option<PathBuf>,
+    /// When to colour the output.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal and NO_COLOR is unset.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+/// `--format` for messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Title, byte grid and object tree.
+    Text,
+    /// One JSON object per message (NDJSON).
+    Json,
+    /// The fields alone, as `kwire encode` takes them.
+    Values,
+    /// One line a message.
+    Summary,
+    /// The raw frame as a hex dump.
+    Hexdump,
+}
+
+/// Options wherever messages are printed.
+#[derive(Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Print the tree only, no byte grid.
+    #[arg(long)]
+    pub no_bytes: bool,
+    /// Print the byte grid only, no tree.
+    #[arg(long, conflicts_with = "no_bytes")]
+    pub bytes_only: bool,
+    /// Fold tree levels deeper than N into one line.
+    #[arg(long, value_name = "N")]
+    pub depth: Option<usize>,
+    /// Show at most N elements of an array or record list.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_elements: usize,
+    /// Do not cut descriptions and long values.
+    #[arg(long)]
+    pub wide: bool,
+}
+
+/// `--kind`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KindArg {
+    /// Requests (client to broker).
+    Request,
+    /// Responses (broker to client).
+    Response,
+}
+
+/// Where `kwire decode` reads its bytes.
+#[derive(Args, Debug, Clone)]
+pub struct DecodeArgs {
+    /// Hex text (any common dump style).
+    #[arg(long, value_name = "HEX", group = "src")]
+    pub hex: Option<String>,
+    /// A file of hex text (xxd, hexdump -C, od, tshark/Wireshark, plain, c>s/s>c lines).
+    #[arg(long, value_name = "FILE", group = "src")]
+    pub hex_file: Option<PathBuf>,
+    /// Base64 text.
+    #[arg(long, value_name = "B64", group = "src")]
+    pub base64: Option<String>,
+    /// A file of raw bytes (`-` for stdin).
+    #[arg(long, value_name = "FILE", group = "src")]
+    pub raw: Option<PathBuf>,
+    /// The api_key of the request (for a lone response or a bare body).
+    #[arg(long)]
+    pub api_key: Option<i16>,
+    /// The api_version of the request (for a lone response or a bare body).
+    #[arg(long)]
+    pub api_version: Option<i16>,
+    /// Take frames as requests or responses (default: request, unless --api-key is given
+    /// or a line says c>s / s>c).
+    #[arg(long, value_enum)]
+    pub kind: Option<KindArg>,
+    /// The bytes have no 4-byte size prefix.
+    #[arg(long)]
+    pub no_size_prefix: bool,
+    /// The bytes are a bare body: no size prefix, no header (needs --api-key, --api-version, --kind).
+    #[arg(long)]
+    pub body_only: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// The commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Decode every Kafka message of a pcap/pcapng capture.
+    Read(read::ReadArgs),
+    /// Decode frames from hex, base64 or raw bytes.
+    Decode(DecodeArgs),
+    /// Per-API counts, error names, latencies and bytes; per-connection client ids.
+    Stats(read::StatsArgs),
+    /// Every API key with its versions.
+    Apis {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Text)]
+        format: ListFormat,
+    },
+    /// The grammar of a message, or `schema import` to rebuild the embedded facts.
+    Schema {
+        /// API name, message name or api_key (or `import`).
+        name: String,
+        /// The version (default: the newest).
+        #[arg(long)]
+        version: Option<i16>,
+        /// Print the definition as JSON.
+        #[arg(long)]
+        json: bool,
+        /// With `import`: release folders (named like 4.3) or one folder holding them.
+        #[arg(value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// With `import`: where to write the facts (default: stdout).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+/// `--format` for lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// A table.
+    Text,
+    /// JSON.
+    Json,
+}
+
+/// Runs kwire; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let res = run(&cli, &mut out).and_then(|()| out.flush().map_err(|e| e.into()));
+    match res {
+        Ok(()) => 0,
+        Err(CliError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            let _ = out.flush();
+            eprintln!("kwire: {e}");
+            2
+        }
+    }
+}
+
+/// An error that ends the command.
+#[derive(Debug)]
+pub enum CliError {
+    /// Writing output or reading input failed.
+    Io(io::Error),
+    /// Anything else, as text.
+    Msg(String),
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CliError::Io(e) => write!(f, "{e}"),
+            CliError::Msg(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<io::Error> for CliError {
+    fn from(e: io::Error) -> Self {
+        CliError::Io(e)
+    }
+}
+
+impl From<String> for CliError {
+    fn from(e: String) -> Self {
+        CliError::Msg(e)
+    }
+}
+
+/// The embedded schema with the user's `--schema` on top.
+pub fn load_schema(path: Option<&std::path::Path>) -> Result<Schema, CliError> {
+    let mut s = Schema::embedded();
+    if let Some(p) = path {
+        let user = load::load_user(p).map_err(|e| CliError::Msg(e.to_string()))?;
+        s.overlay(user);
+        s.user_paths.push(p.display().to_string());
+    }
+    Ok(s)
+}
+
+fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
+    match &cli.command {
+        Command::Schema {
+            name,
+            dirs,
+            out: dest,
+            ..
+        } if name == "import" => {
+            let mut rel = Vec::new();
+            for d in dirs {
+                let is_release = d
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit()));
+                if is_release {
+                    rel.push(d.clone());
+                } else {
+                    for e in std::fs::read_dir(d)? {
+                        let p = e?.path();
+                        if p.is_dir()
+                            && p.file_name()
+                                .and_then(|n| n.to_str())
+                                .is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit()))
+                        {
+                            rel.push(p);
+                        }
+                    }
+                }
+            }
+            if rel.is_empty() {
+                return Err(CliError::Msg(
+                    "schema import: give release folders (named like 4.3) or a folder holding them"
+                        .into(),
+                ));
+            }
+            let text = load::export_embedded(&rel).map_err(|e| CliError::Msg(e.to_string()))?;
+            match dest {
+                Some(p) => std::fs::write(p, text)?,
+                None => out.write_all(text.as_bytes())?,
+            }
+            Ok(())
+        }
+        Command::Schema {
+            name,
+            version,
+            json,
+            ..
+        } => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            schema_cmd::schema_command(&schema, name, *version, *json, out).map_err(CliError::Msg)
+        }
+        Command::Apis { format } => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            let infos = schema_cmd::api_infos(&schema);
+            match format {
+                ListFormat::Json => writeln!(
+                    out,
+                    "{}",
+                    serde_json::to_string_pretty(&schema_cmd::apis_json(&infos))
+                        .unwrap_or_default()
+                )?,
+                ListFormat::Text => schema_cmd::apis_text(&infos, out)?,
+            }
+            Ok(())
+        }
+        Command::Read(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            read::read_command(&schema, cli, a, out)
+        }
+        Command::Stats(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            read::stats_command(&schema, a, out)
+        }
+        Command::Decode(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            decode_command(&schema, cli, a, out)
+        }
+    }
+}
+
+/// One frame to decode, with what its source line said.
+struct Frame {
+    bytes: Vec<u8>,
+    direction: Option<hex::Direction>,
+    stream: u64,
+}
+
+fn read_decode_input(a: &DecodeArgs) -> Result<Vec<hex::HexChunk>, CliError> {
+    let text_chunks =
+        |t: &str| hex::parse_hex(t).map_err(|e| CliError::Msg(format!("hex input: {e}")));
+    let raw = |b: Vec<u8>| {
+        vec![hex::HexChunk {
+            direction: None,
+            stream: None,
+            bytes: b,
+            line: 1,
+        }]
+    };
+    if let Some(h) = &a.hex {
+        return text_chunks(h);
+    }
+    if let Some(f) = &a.hex_file {
+        let t = std::fs::read_to_string(f)
+            .map_err(|e| CliError::Msg(format!("{}: {e}", f.display())))?;
+        return text_chunks(&t);
+    }
+    if let Some(b) = &a.base64 {
+        let bytes =
+            hex::parse_base64(b).map_err(|e| CliError::Msg(format!("base64 input: {e}")))?;
+        return Ok(raw(bytes));
+    }
+    if let Some(f) = &a.raw {
+        let mut v = Vec::new();
+        if f.as_os_str() == "-" {
+            io::stdin().lock().read_to_end(&mut v)?;
+        } else {
+            v = std::fs::read(f).map_err(|e| CliError::Msg(format!("{}: {e}", f.display())))?;
+        }
+        return Ok(raw(v));
+    }
+    let mut t = String::new();
+    io::stdin().lock().read_to_string(&mut t)?;
+    text_chunks(&t)
+}
+
+/// Splits a chunk into frames by their size prefixes; what does not split is reported.
+fn split_frames(c: &hex::HexChunk, size_prefix: bool, notes: &mut Vec<String>) -> Vec<Frame> {
+    let stream = c.stream.unwrap_or(0);
+    if !size_prefix {
+        return vec![Frame {
+            bytes: c.bytes.clone(),
+            direction: c.direction,
+            stream,
+        }];
+    }
+    let mut out = Vec::new();
+    let mut rest = &c.bytes[..];
+    while !rest.is_empty() {
+        let size = if rest.len() >= 4 {
+            i32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]])
+        } else {
+            -1
+        };
+        let whole = size >= 0 && (size as usize) <= rest.len() - 4;
+        let take = if whole { size as usize + 4 } else { rest.len() };
+        if !whole {
+            notes.push(format!(
+                "line {}: {} bytes do not hold a whole frame (size prefix {}): decoded as they are",
+                c.line,
+                rest.len(),
+                size
+            ));
+        }
+        out.push(Frame {
+            bytes: rest[..take].to_vec(),
+            direction: c.direction,
+            stream,
+        });
+        rest = &rest[take..];
+    }
+    out
+}
+
+fn decode_command(
+    schema: &Schema,
+    cli: &Cli,
+    a: &DecodeArgs,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    if a.body_only && (a.api_key.is_none() || a.api_version.is_none() || a.kind.is_none()) {
+        return Err(CliError::Msg(
+            "--body-only needs --api-key, --api-version and --kind".into(),
+        ));
+    }
+    if a.api_key.is_some() != a.api_version.is_some() {
+        return Err(CliError::Msg(
+            "--api-key and --api-version go together".into(),
+        ));
+    }
+    let chunks = read_decode_input(a)?;
+    if chunks.is_empty() {
+        return Err(CliError::Msg("no bytes in the input".into()));
+    }
+    let layout = Layout {
+        size_prefix: !(a.no_size_prefix || a.body_only),
+        header: !a.body_only,
+    };
+    let mut notes = Vec::new();
+    let frames: Vec<Frame> = chunks
+        .iter()
+        .flat_map(|c| split_frames(c, layout.size_prefix, &mut notes))
+        .collect();
+    for n in &notes {
+        eprintln!("kwire: {n}");
+    }
+    let opts = DecodeOptions::default();
+    let ropts = render_options(cli, &a.out);
+    let mut pending: HashMap<(u64, i32), (i16, i16, Option<String>)> = HashMap::new();
+    let mut errors = 0usize;
+    for (i, f) in frames.iter().enumerate() {
+        let dir = match (f.direction, a.kind) {
+            (Some(hex::Direction::ClientToServer), _) => Direction::Request,
+            (Some(hex::Direction::ServerToClient), _) => Direction::Response,
+            (None, Some(KindArg::Request)) => Direction::Request,
+            (None, Some(KindArg::Response)) => Direction::Response,
+            (None, None) if a.api_key.is_some() => Direction::Response,
+            (None, None) => Direction::Request,
+        };
+        let mut known = Known {
+            direction: dir,
+            api_key: a.api_key,
+            api_version: a.api_version,
+            hints: Default::default(),
+            layout,
+        };
+        if dir == Direction::Response && a.api_key.is_none() && layout.header {
+            let o = if layout.size_prefix { 4 } else { 0 };
+            if f.bytes.len() >= o + 4 {
+                let corr = i32::from_be_bytes([
+                    f.bytes[o],
+                    f.bytes[o + 1],
+                    f.bytes[o + 2],
+                    f.bytes[o + 3],
+                ]);
+                if let Some((k, v, pt)) = pending.get(&(f.stream, corr)) {
+                    known.api_key = Some(*k);
+                    known.api_version = Some(*v);
+                    known.hints.protocol_type = pt.clone();
+                }
+            }
+        }
+        let arena = Buffers::new();
+        let m = decode::decode(schema, &opts, &arena, &f.bytes, &known);
+        if dir == Direction::Request {
+            if let Some(c) = m.correlation_id {
+                let pt = m.tree.find("ProtocolType").and_then(|n| match n.value {
+                    crate::tree::Value::Str(s) => Some(s.to_string()),
+                    _ => None,
+                });
+                pending.insert((f.stream, c), (m.api_key, m.api_version, pt));
+            }
+        }
+        errors += m.errors().len();
+        let _ = i;
+        print_message(&m, None, &ropts, a.out.format, out)?;
+    }
+    if errors > 0 {
+        eprintln!(
+            "kwire: {} frame(s), {errors} error(s) (shown in the tree at their offsets)",
+            frames.len()
+        );
+    }
+    Ok(())
+}

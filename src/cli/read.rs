@@ -1,0 +1,326 @@
+//! `kwire read`: decode every Kafka message of a pcap/pcapng capture.
+
+use super::output::{print_message, render_options};
+use super::{Cli, CliError, OutputArgs};
+use crate::decode::DecodeOptions;
+use crate::input::{self, CaptureOptions, Event, FrameKind, FramePlausibility};
+use crate::schema::Schema;
+use crate::session::Session;
+use crate::tree::{Buffers, Direction, Message, Value};
+use clap::Args;
+use std::collections::HashMap;
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+
+/// Which capture to read and how to find Kafka in it.
+#[derive(Args, Debug, Clone)]
+pub struct CaptureArgs {
+    /// The capture (pcap or pcapng); `-` for stdin.
+    pub file: PathBuf,
+    /// A broker port (repeatable; default 9092).
+    #[arg(long = "port", value_name = "P")]
+    pub ports: Vec<u16>,
+    /// Recognise Kafka on any port from its first frames.
+    #[arg(long)]
+    pub detect: bool,
+    /// Largest frame accepted, in bytes (like the broker's socket.request.max.bytes).
+    #[arg(long, default_value_t = 100 << 20)]
+    pub max_frame: usize,
+}
+
+/// `kwire read` options.
+#[derive(Args, Debug, Clone)]
+pub struct ReadArgs {
+    /// The capture and where Kafka is in it.
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    /// Only these APIs (name or api_key; repeatable).
+    #[arg(long = "api", value_name = "NAME|KEY")]
+    pub apis: Vec<String>,
+    /// Only messages with this correlation_id.
+    #[arg(long)]
+    pub correlation_id: Option<i32>,
+    /// Only messages that mention this topic.
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// Only responses with a non-zero error code anywhere.
+    #[arg(long)]
+    pub errors: bool,
+    /// Only requests.
+    #[arg(long, conflicts_with = "responses")]
+    pub requests: bool,
+    /// Only responses.
+    #[arg(long)]
+    pub responses: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Files at least this large get a progress bar (when stderr is a terminal).
+const PROGRESS_MIN_BYTES: u64 = 32 << 20;
+
+/// Frame-start plausibility from the schema: a known api_key at a version some release
+/// defines, a sane correlation_id and client_id.
+pub struct SchemaPlausibility<'s>(pub &'s Schema);
+
+impl FramePlausibility for SchemaPlausibility<'_> {
+    fn plausible_request(&self, b: &[u8]) -> bool {
+        if b.len() < 10 {
+            return false;
+        }
+        let key = i16::from_be_bytes([b[0], b[1]]);
+        let ver = i16::from_be_bytes([b[2], b[3]]);
+        let corr = i32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+        let cid = i16::from_be_bytes([b[8], b[9]]);
+        self.0.request(key, ver).is_some()
+            && corr >= 0
+            && (-1..=4096).contains(&cid)
+            && (cid < 0 || b.len() >= 10 + cid as usize || b.len() >= 64)
+    }
+    fn plausible_response(&self, b: &[u8]) -> bool {
+        b.len() >= 4 && i32::from_be_bytes([b[0], b[1], b[2], b[3]]) >= 0
+    }
+}
+
+/// Counts for the closing line on stderr.
+#[derive(Default, Debug)]
+struct Tally {
+    messages: u64,
+    shown: u64,
+    with_errors: u64,
+    incomplete: u64,
+    undecodable: u64,
+    sasl_tokens: u64,
+    notices: HashMap<String, (u64, u64)>,
+}
+
+fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
+    if a.requests && m.direction != Direction::Request
+        || a.responses && m.direction != Direction::Response
+    {
+        return false;
+    }
+    if let Some(c) = a.correlation_id {
+        if m.correlation_id != Some(c) {
+            return false;
+        }
+    }
+    if !a.apis.is_empty() {
+        let ok = a.apis.iter().any(|x| match x.parse::<i16>() {
+            Ok(k) => k == m.api_key,
+            Err(_) => schema
+                .api_name(m.api_key)
+                .is_some_and(|n| n.eq_ignore_ascii_case(x)),
+        });
+        if !ok {
+            return false;
+        }
+    }
+    if let Some(t) = &a.topic {
+        let mut hit = false;
+        m.tree.walk(&mut |n, _| {
+            if let Value::Str(s) = n.value {
+                let nm = n.name.as_ref();
+                if s == t && (nm == "Name" || nm.contains("Topic")) {
+                    hit = true;
+                }
+            }
+        });
+        if !hit {
+            return false;
+        }
+    }
+    if a.errors {
+        let mut hit = false;
+        m.tree.walk(&mut |n, _| {
+            if n.name.ends_with("ErrorCode") {
+                if let Value::Int(v) = n.value {
+                    hit |= v != 0;
+                }
+            }
+        });
+        if !hit || m.direction != Direction::Response {
+            return false;
+        }
+    }
+    true
+}
+
+/// Reads a capture, decodes every Kafka message (pairing responses with requests) and
+/// hands each to `on_message`; notices go to stderr as they come, and a closing line
+/// counts packets, connections, messages, errors and what was skipped.
+///
+/// # Errors
+/// A file that cannot be opened or is not a capture; the first error `on_message` returns.
+pub fn run_capture(
+    schema: &Schema,
+    a: &CaptureArgs,
+    mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
+) -> Result<(), CliError> {
+    // A progress bar on stderr for large files, when stderr is a terminal.
+    let mut bar = indicatif::ProgressBar::hidden();
+    let input: Box<dyn Read + Send> = if a.file.as_os_str() == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        let f = std::fs::File::open(&a.file)
+            .map_err(|e| CliError::Msg(format!("{}: {e}", a.file.display())))?;
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal() {
+            bar = indicatif::ProgressBar::new(len);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            ) {
+                bar.set_style(style);
+            }
+        }
+        Box::new(bar.wrap_read(f))
+    };
+    let say = |line: String| bar.suspend(|| eprintln!("{line}"));
+    let copts = CaptureOptions {
+        ports: if a.ports.is_empty() {
+            vec![9092]
+        } else {
+            a.ports.clone()
+        },
+        detect: a.detect,
+        max_frame: a.max_frame,
+        ..CaptureOptions::default()
+    };
+    let plaus = SchemaPlausibility(schema);
+    let dopts = DecodeOptions::default();
+    let mut session = Session::new(schema, &dopts);
+    let mut tally = Tally::default();
+    let mut io_err: Option<std::io::Error> = None;
+    let stats = input::read_capture(input, &copts, &plaus, |ev| {
+        if io_err.is_some() {
+            return;
+        }
+        match ev {
+            Event::Notice(n) => {
+                let e = tally.notices.entry(format!("{:?}", n.kind)).or_default();
+                e.0 += 1;
+                e.1 += n.bytes.unwrap_or(0);
+                say(format!("kwire: {n}"));
+            }
+            Event::Frame(f) => {
+                let arena = Buffers::new();
+                if f.kind == FrameKind::SaslToken {
+                    tally.sasl_tokens += 1;
+                }
+                let (m, ctx) = session.decode(&f, &arena);
+                for n in session.notices.drain(..) {
+                    say(format!("kwire: {n}"));
+                }
+                tally.messages += 1;
+                if f.ctx.incomplete {
+                    tally.incomplete += 1;
+                }
+                if !m.errors().is_empty() {
+                    tally.with_errors += 1;
+                }
+                if m.tree
+                    .children
+                    .iter()
+                    .any(|n| n.name == "body" && n.error.is_some())
+                {
+                    tally.undecodable += 1;
+                }
+                match on_message(&m, &ctx) {
+                    Ok(shown) => tally.shown += u64::from(shown),
+                    Err(e) => io_err = Some(e),
+                }
+            }
+        }
+    })
+    .map_err(|e| CliError::Msg(format!("{}: {e}", a.file.display())))?;
+    bar.finish_and_clear();
+    if let Some(e) = io_err {
+        return Err(CliError::Io(e));
+    }
+    let waiting = session.pairer.unanswered();
+    for p in &waiting {
+        eprintln!(
+            "kwire: connection {}: request correlation_id {} ({} v{}, frame {}) got no response in the capture",
+            p.connection,
+            p.correlation_id,
+            schema.api_name(p.request.api_key).unwrap_or("?"),
+            p.request.api_version,
+            p.request.frame
+        );
+    }
+    let skipped: Vec<String> = tally
+        .notices
+        .iter()
+        .map(|(k, (n, b))| format!("{k} x{n} ({b} bytes)"))
+        .collect();
+    eprintln!(
+        "kwire: {} packets, {} connections, {} messages decoded ({} shown), {} with errors, {} incomplete, {} undecodable, {} SASL tokens, {} unanswered requests; notices: {}",
+        stats.packets,
+        stats.connections,
+        tally.messages,
+        tally.shown,
+        tally.with_errors,
+        tally.incomplete,
+        tally.undecodable,
+        tally.sasl_tokens,
+        waiting.len(),
+        if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
+    );
+    Ok(())
+}
+
+/// Runs `kwire read`.
+///
+/// # Errors
+/// A file that cannot be opened or is not a capture; output errors.
+pub fn read_command(
+    schema: &Schema,
+    cli: &Cli,
+    a: &ReadArgs,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let ropts = render_options(cli, &a.out);
+    run_capture(schema, &a.capture, |m, ctx| {
+        if matches_filters(a, schema, m) {
+            print_message(m, Some(ctx), &ropts, a.out.format, out)?;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    })?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `kwire stats` options.
+#[derive(Args, Debug, Clone)]
+pub struct StatsArgs {
+    /// The capture and where Kafka is in it.
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = super::ListFormat::Text)]
+    pub format: super::ListFormat,
+}
+
+/// Runs `kwire stats`.
+///
+/// # Errors
+/// A file that cannot be opened or is not a capture; output errors.
+pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let mut st = crate::stats::Stats::default();
+    run_capture(schema, &a.capture, |m, ctx| {
+        st.add(m, ctx);
+        Ok(true)
+    })?;
+    match a.format {
+        super::ListFormat::Json => writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&st.to_json()).unwrap_or_default()
+        )?,
+        super::ListFormat::Text => st.write_text(out)?,
+    }
+    Ok(())
+}

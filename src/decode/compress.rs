@@ -1,0 +1,334 @@
+//! Decompression of record data, with a cap on the output.
+//!
+//! Kafka's codecs (attributes bits 0-2 of a RecordBatch or legacy message): gzip
+//! (multi-member), snappy (raw, or the xerial/snappy-java framing Java clients write),
+//! LZ4 frames (with the broken header checksum of Kafka 0.8-0.10 magic-0 messages) and
+//! zstd. No codec writes more than `cap` bytes: each output goes through
+//! `Read::take(cap + 1)`, and snappy's declared lengths are checked before allocating.
+
+use std::io::Read;
+
+/// A compression codec, from attributes bits 0-2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Codec {
+    /// 0: no compression.
+    None,
+    /// 1: gzip.
+    Gzip,
+    /// 2: snappy.
+    Snappy,
+    /// 3: LZ4 frame.
+    Lz4,
+    /// 4: zstd.
+    Zstd,
+    /// 5-7: not defined by Kafka.
+    Unknown(u8),
+}
+
+impl Codec {
+    /// The codec of attributes bits 0-2.
+    pub fn from_attributes(attributes: i64) -> Codec {
+        match attributes & 0x07 {
+            0 => Codec::None,
+            1 => Codec::Gzip,
+            2 => Codec::Snappy,
+            3 => Codec::Lz4,
+            4 => Codec::Zstd,
+            n => Codec::Unknown(n as u8),
+        }
+    }
+
+    /// The codec's name as Kafka spells it (`none`, `gzip`, ...).
+    pub fn name(&self) -> String {
+        match self {
+            Codec::None => "none".into(),
+            Codec::Gzip => "gzip".into(),
+            Codec::Snappy => "snappy".into(),
+            Codec::Lz4 => "lz4".into(),
+            Codec::Zstd => "zstd".into(),
+            Codec::Unknown(n) => format!("unknown codec {n}"),
+        }
+    }
+}
+
+/// The magic of snappy-java's framing (`SnappyOutputStream`).
+const XERIAL_MAGIC: &[u8] = b"\x82SNAPPY\x00";
+
+/// What a decompression produced: the bytes and the framing it found.
+#[derive(Debug)]
+pub struct Decompressed {
+    /// The decompressed bytes (at most the cap).
+    pub data: Vec<u8>,
+    /// A note on the framing (`xerial framing, 3 chunks`; `LZ4 header checksum of Kafka
+    /// 0.8-0.10 ignored`), if any.
+    pub note: Option<String>,
+}
+
+fn cap_error(cap: usize) -> String {
+    format!("decompressed size exceeds the cap of {cap} bytes")
+}
+
+/// Reads `r` to its end, keeping at most `cap` bytes.
+fn read_capped(r: impl Read, cap: usize, what: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let limit = (cap as u64).saturating_add(1);
+    r.take(limit)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("{what} data is corrupt: {e}"))?;
+    if out.len() > cap {
+        return Err(cap_error(cap));
+    }
+    Ok(out)
+}
+
+/// Decompresses `data` with `codec`, writing at most `cap` bytes.
+///
+/// `legacy_lz4` allows the LZ4 header checksum that Kafka's magic-0 messages computed
+/// over the wrong bytes.
+///
+/// # Errors
+/// Corrupt data, an unknown codec, or output over `cap` ("decompressed size exceeds the
+/// cap of N bytes").
+pub fn decompress(
+    codec: Codec,
+    data: &[u8],
+    cap: usize,
+    legacy_lz4: bool,
+) -> Result<Decompressed, String> {
+    // Defence in depth: a codec crate that panics on hostile input must not take the
+    // inspector down.
+    match std::panic::catch_unwind(|| decompress_inner(codec, data, cap, legacy_lz4)) {
+        Ok(r) => r,
+        Err(_) => Err(format!("{} decoder failed on this data", codec.name())),
+    }
+}
+
+fn decompress_inner(
+    codec: Codec,
+    data: &[u8],
+    cap: usize,
+    legacy_lz4: bool,
+) -> Result<Decompressed, String> {
+    let plain = |data| Ok(Decompressed { data, note: None });
+    match codec {
+        Codec::None => {
+            if data.len() > cap {
+                return Err(cap_error(cap));
+            }
+            plain(data.to_vec())
+        }
+        Codec::Gzip => plain(read_capped(
+            flate2::read::MultiGzDecoder::new(data),
+            cap,
+            "gzip",
+        )?),
+        Codec::Snappy => snappy(data, cap),
+        Codec::Lz4 => lz4(data, cap, legacy_lz4),
+        Codec::Zstd => {
+            let d = zstd::stream::read::Decoder::with_buffer(data)
+                .map_err(|e| format!("zstd decoder: {e}"))?;
+            plain(read_capped(d, cap, "zstd")?)
+        }
+        Codec::Unknown(n) => Err(format!("unknown compression codec {n}")),
+    }
+}
+
+fn snappy_raw(data: &[u8], cap: usize) -> Result<Vec<u8>, String> {
+    let n = snap::raw::decompress_len(data).map_err(|e| format!("snappy data is corrupt: {e}"))?;
+    if n > cap {
+        return Err(cap_error(cap));
+    }
+    snap::raw::Decoder::new()
+        .decompress_vec(data)
+        .map_err(|e| format!("snappy data is corrupt: {e}"))
+}
+
+fn snappy(data: &[u8], cap: usize) -> Result<Decompressed, String> {
+    if data.starts_with(XERIAL_MAGIC) {
+        // magic (8), version int32, compatible version int32, then [int32 length, raw
+        // snappy block]...
+        if data.len() < 16 {
+            return Err("snappy (xerial framing): header cut short".into());
+        }
+        let mut rest = &data[16..];
+        let mut out: Vec<u8> = Vec::new();
+        let mut chunks = 0usize;
+        while !rest.is_empty() {
+            if rest.len() < 4 {
+                return Err(format!(
+                    "snappy (xerial framing): chunk {chunks} length cut short"
+                ));
+            }
+            let n = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+            rest = &rest[4..];
+            if n > rest.len() {
+                return Err(format!(
+                    "snappy (xerial framing): chunk {chunks} says {n} bytes, {} left",
+                    rest.len()
+                ));
+            }
+            let chunk = snappy_raw(&rest[..n], cap - out.len()).map_err(|e| {
+                if e.starts_with("decompressed") {
+                    cap_error(cap)
+                } else {
+                    format!("chunk {chunks}: {e}")
+                }
+            })?;
+            out.extend_from_slice(&chunk);
+            rest = &rest[n..];
+            chunks += 1;
+        }
+        return Ok(Decompressed {
+            data: out,
+            note: Some(format!("xerial framing, {chunks} chunks")),
+        });
+    }
+    if data.starts_with(b"\xff\x06\x00\x00sNaPpY") {
+        let out = read_capped(snap::read::FrameDecoder::new(data), cap, "snappy")?;
+        return Ok(Decompressed {
+            data: out,
+            note: Some("snappy framing format".into()),
+        });
+    }
+    Ok(Decompressed {
+        data: snappy_raw(data, cap)?,
+        note: None,
+    })
+}
+
+/// The offset of the header checksum byte of an LZ4 frame, when the frame descriptor is
+/// there to read.
+fn lz4_hc_offset(data: &[u8]) -> Option<usize> {
+    if data.len() < 7 || data[..4] != [0x04, 0x22, 0x4d, 0x18] {
+        return None;
+    }
+    let flg = data[4];
+    let mut hc = 6;
+    if flg & 0x08 != 0 {
+        hc += 8; // content size
+    }
+    if flg & 0x01 != 0 {
+        hc += 4; // dictionary id
+    }
+    (hc < data.len()).then_some(hc)
+}
+
+fn lz4(data: &[u8], cap: usize, legacy: bool) -> Result<Decompressed, String> {
+    if legacy {
+        // Kafka before 0.10 (KafkaLZ4BlockOutputStream, magic 0) hashed the magic number
+        // into the header checksum. When the stored byte is that one, put the right one in.
+        if let Some(hc) = lz4_hc_offset(data) {
+            let right = (twox_hash::XxHash32::oneshot(0, &data[4..hc]) >> 8) as u8;
+            let kafka08 = (twox_hash::XxHash32::oneshot(0, &data[..hc]) >> 8) as u8;
+            if data[hc] != right && data[hc] == kafka08 {
+                let mut fixed = data.to_vec();
+                fixed[hc] = right;
+                let out = read_capped(lz4_flex::frame::FrameDecoder::new(&fixed[..]), cap, "lz4")?;
+                return Ok(Decompressed {
+                    data: out,
+                    note: Some("header checksum of Kafka 0.8-0.10 (magic 0) accepted".into()),
+                });
+            }
+        }
+    }
+    Ok(Decompressed {
+        data: read_capped(lz4_flex::frame::FrameDecoder::new(data), cap, "lz4")?,
+        note: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn gzip_multi_member_and_cap() {
+        let mut all = Vec::new();
+        for part in [&b"hello "[..], b"world"] {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(part).unwrap();
+            all.extend(e.finish().unwrap());
+        }
+        assert_eq!(
+            decompress(Codec::Gzip, &all, 100, false).unwrap().data,
+            b"hello world"
+        );
+        assert_eq!(
+            decompress(Codec::Gzip, &all, 11, false).unwrap().data,
+            b"hello world"
+        );
+        let e = decompress(Codec::Gzip, &all, 10, false).unwrap_err();
+        assert!(e.contains("cap of 10 bytes"), "{e}");
+    }
+
+    #[test]
+    fn snappy_raw_and_xerial() {
+        let text = b"abcabcabcabcabcabc the quick brown fox".repeat(10);
+        let raw = snap::raw::Encoder::new().compress_vec(&text).unwrap();
+        assert_eq!(
+            decompress(Codec::Snappy, &raw, 1 << 20, false)
+                .unwrap()
+                .data,
+            text
+        );
+        assert!(decompress(Codec::Snappy, &raw, 10, false)
+            .unwrap_err()
+            .contains("cap of 10"));
+        let mut x = XERIAL_MAGIC.to_vec();
+        x.extend(1i32.to_be_bytes());
+        x.extend(1i32.to_be_bytes());
+        for chunk in text.chunks(100) {
+            let c = snap::raw::Encoder::new().compress_vec(chunk).unwrap();
+            x.extend((c.len() as i32).to_be_bytes());
+            x.extend(c);
+        }
+        let d = decompress(Codec::Snappy, &x, 1 << 20, false).unwrap();
+        assert_eq!(d.data, text);
+        assert_eq!(d.note.as_deref(), Some("xerial framing, 4 chunks"));
+        assert!(decompress(Codec::Snappy, &x, 150, false)
+            .unwrap_err()
+            .contains("cap of 150"));
+        // cut chunk
+        assert!(decompress(Codec::Snappy, &x[..x.len() - 3], 1 << 20, false).is_err());
+    }
+
+    #[test]
+    fn lz4_legacy_checksum() {
+        let text = b"legacy lz4 legacy lz4 legacy lz4".to_vec();
+        let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        e.write_all(&text).unwrap();
+        let good = e.finish().unwrap();
+        assert_eq!(
+            decompress(Codec::Lz4, &good, 1000, false).unwrap().data,
+            text
+        );
+        // Kafka 0.8's checksum: over magic and descriptor
+        let hc = lz4_hc_offset(&good).unwrap();
+        let mut broken = good.clone();
+        broken[hc] = (twox_hash::XxHash32::oneshot(0, &good[..hc]) >> 8) as u8;
+        assert_ne!(broken[hc], good[hc]);
+        assert!(decompress(Codec::Lz4, &broken, 1000, false).is_err());
+        let d = decompress(Codec::Lz4, &broken, 1000, true).unwrap();
+        assert_eq!(d.data, text);
+        assert!(d.note.is_some());
+    }
+
+    #[test]
+    fn zstd_cap() {
+        let big = vec![0u8; 100_000];
+        let z = zstd::encode_all(&big[..], 3).unwrap();
+        assert_eq!(
+            decompress(Codec::Zstd, &z, 100_000, false)
+                .unwrap()
+                .data
+                .len(),
+            100_000
+        );
+        assert!(decompress(Codec::Zstd, &z, 99_999, false)
+            .unwrap_err()
+            .contains("cap of 99999 bytes"));
+        assert!(decompress(Codec::Zstd, &z[..z.len() / 2], 1 << 20, false).is_err());
+        assert!(decompress(Codec::Unknown(6), &z, 10, false).is_err());
+    }
+}

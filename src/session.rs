@@ -1,0 +1,117 @@
+//! A capture session: turns the input layer's frames into decoded messages, pairing each
+//! response with its request (by connection and correlation_id) so it decodes with the
+//! request's api_key and api_version, and carrying the group protocol type from
+//! JoinGroup/SyncGroup requests to their responses.
+//!
+//! Memory for pairing is bounded by [`Pairer`]'s cap per connection.
+
+use crate::decode::{self, DecodeOptions, Known};
+use crate::input::{self, Frame, FrameKind, Pairer};
+use crate::render::Context;
+use crate::schema::Schema;
+use crate::tree::{Buffers, Direction, Message, Value};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Pairing state over one capture.
+pub struct Session<'s> {
+    /// The schema stack.
+    pub schema: &'s Schema,
+    /// Decoder limits.
+    pub opts: &'s DecodeOptions,
+    /// Requests waiting for their responses.
+    pub pairer: Pairer,
+    protocol_types: HashMap<(u32, i32), String>,
+    /// Notices raised while pairing (oldest pending request dropped).
+    pub notices: Vec<input::Notice>,
+}
+
+fn acks_zero(m: &Message<'_>) -> bool {
+    m.api_key == 0
+        && m.tree
+            .find("Acks")
+            .is_some_and(|n| n.value == Value::Int(0))
+}
+
+impl<'s> Session<'s> {
+    /// A new session over `schema` with decoder limits `opts`.
+    pub fn new(schema: &'s Schema, opts: &'s DecodeOptions) -> Session<'s> {
+        Session {
+            schema,
+            opts,
+            pairer: Pairer::default(),
+            protocol_types: HashMap::new(),
+            notices: Vec::new(),
+        }
+    }
+
+    /// Decodes one frame from the input layer. The message borrows from `f` and `arena`;
+    /// the context carries frame numbers, time, endpoints, connection and, for a paired
+    /// response, the latency since its request.
+    pub fn decode<'a>(&mut self, f: &'a Frame, arena: &'a Buffers) -> (Message<'a>, Context)
+    where
+        's: 'a,
+    {
+        let c = &f.ctx;
+        let mut ctx = Context {
+            frames: (c.first_frame, c.last_frame),
+            time: (c.time.secs, c.time.nanos),
+            src: c.src.to_string(),
+            dst: c.dst.to_string(),
+            connection: c.connection,
+            latency: None,
+            incomplete: c.incomplete,
+        };
+        let dir = if c.direction == input::Direction::ToServer {
+            Direction::Request
+        } else {
+            Direction::Response
+        };
+        if f.kind == FrameKind::SaslToken {
+            return (decode::sasl_token(&f.bytes, dir), ctx);
+        }
+        let known = if dir == Direction::Request {
+            Known::request()
+        } else {
+            let corr = Pairer::response_correlation(&f.bytes);
+            match corr.and_then(|x| self.pairer.response(c.connection, x)) {
+                Some(p) => {
+                    let ns = c.time.nanos_since(&p.time).max(0) as u64;
+                    ctx.latency = Some(Duration::from_nanos(ns));
+                    let mut k = Known::response(p.api_key, p.api_version);
+                    k.hints.protocol_type =
+                        corr.and_then(|x| self.protocol_types.remove(&(c.connection, x)));
+                    k
+                }
+                None => Known {
+                    direction: Direction::Response,
+                    ..Known::request()
+                },
+            }
+        };
+        let m = decode::decode(self.schema, self.opts, arena, &f.bytes, &known);
+        if dir == Direction::Request {
+            if let Some(corr) = m.correlation_id {
+                if let Some(Value::Str(pt)) = m.tree.find("ProtocolType").map(|n| n.value.clone()) {
+                    if self.protocol_types.len() < 100_000 {
+                        self.protocol_types
+                            .insert((c.connection, corr), pt.to_string());
+                    }
+                }
+                let expects = !acks_zero(&m);
+                if let Some(n) = self.pairer.request(
+                    c.connection,
+                    corr,
+                    m.api_key,
+                    m.api_version,
+                    expects,
+                    c.last_frame,
+                    c.time,
+                ) {
+                    self.notices.push(n);
+                }
+            }
+        }
+        (m, ctx)
+    }
+}

@@ -1,0 +1,221 @@
+//! Capture statistics: per API and version the requests, responses, error names,
+//! latencies and bytes; per connection the endpoints and client_id. What `kwire stats`
+//! prints.
+
+use crate::render::Context;
+use crate::tree::{Direction, Message, Value};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// Counts for one (api_key, api_version).
+#[derive(Debug, Default, Clone)]
+pub struct ApiStats {
+    /// The API name.
+    pub api_name: String,
+    /// Requests seen.
+    pub requests: u64,
+    /// Responses seen.
+    pub responses: u64,
+    /// Bytes of requests and responses, size prefixes included.
+    pub bytes: u64,
+    /// Error names found in responses (every non-zero error code field), with counts.
+    pub errors: BTreeMap<String, u64>,
+    /// Latencies of paired responses, in nanoseconds.
+    pub latencies: Vec<u64>,
+    /// Messages with decode errors.
+    pub malformed: u64,
+}
+
+/// Counts for one connection.
+#[derive(Debug, Default, Clone)]
+pub struct ConnStats {
+    /// Client endpoint.
+    pub client: String,
+    /// Server endpoint.
+    pub server: String,
+    /// The client_id of its requests (the first one seen).
+    pub client_id: Option<String>,
+    /// Messages seen.
+    pub messages: u64,
+}
+
+/// Statistics over a capture.
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    /// Per (api_key, api_version).
+    pub apis: BTreeMap<(i16, i16), ApiStats>,
+    /// Per connection id.
+    pub connections: BTreeMap<u32, ConnStats>,
+    /// SASL tokens seen.
+    pub sasl_tokens: u64,
+}
+
+/// The `q`-quantile (0..=1) of sorted values, nearest rank.
+fn quantile(sorted: &[u64], q: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+fn ms(ns: u64) -> f64 {
+    (ns as f64 / 1000.0).round() / 1000.0
+}
+
+impl Stats {
+    /// Adds one decoded message with its capture context.
+    pub fn add(&mut self, m: &Message<'_>, ctx: &Context) {
+        let conn = self.connections.entry(ctx.connection).or_default();
+        conn.messages += 1;
+        if m.direction == Direction::Request {
+            conn.client = ctx.src.clone();
+            conn.server = ctx.dst.clone();
+            if conn.client_id.is_none() {
+                if let Some(Value::Str(s)) = m.tree.find("client_id").map(|n| n.value.clone()) {
+                    conn.client_id = Some(s.to_string());
+                }
+            }
+        } else if conn.client.is_empty() {
+            conn.client = ctx.dst.clone();
+            conn.server = ctx.src.clone();
+        }
+        if m.api_key < 0 {
+            self.sasl_tokens += u64::from(m.api_name.as_deref() == Some("SaslToken"));
+            return;
+        }
+        let a = self.apis.entry((m.api_key, m.api_version)).or_default();
+        a.api_name = m
+            .api_name
+            .clone()
+            .unwrap_or_else(|| format!("api_key {}", m.api_key));
+        a.bytes += m.size as u64;
+        if !m.errors().is_empty() {
+            a.malformed += 1;
+        }
+        match m.direction {
+            Direction::Request => a.requests += 1,
+            Direction::Response => {
+                a.responses += 1;
+                if let Some(l) = ctx.latency {
+                    a.latencies.push(l.as_nanos() as u64);
+                }
+                m.tree.walk(&mut |n, _| {
+                    if n.name.ends_with("ErrorCode") || n.name == "error_code" {
+                        if let (Value::Int(v), Some(name)) = (&n.value, &n.annotation) {
+                            if *v != 0 {
+                                *a.errors.entry(name.to_string()).or_default() += 1;
+                            }
+                        }
+                    }
+                });
+            }
+        }
+    }
+
+    /// The statistics as JSON: `{"apis":[...],"connections":[...]}` with latencies in
+    /// milliseconds.
+    pub fn to_json(&self) -> serde_json::Value {
+        let apis: Vec<_> = self
+            .apis
+            .iter()
+            .map(|((k, v), a)| {
+                let mut l = a.latencies.clone();
+                l.sort_unstable();
+                json!({
+                    "api_key": k, "api_name": a.api_name, "api_version": v,
+                    "requests": a.requests, "responses": a.responses, "bytes": a.bytes,
+                    "malformed": a.malformed, "errors": a.errors,
+                    "latency_ms": if l.is_empty() { serde_json::Value::Null } else { json!({
+                        "count": l.len(),
+                        "min": ms(l[0]), "median": ms(quantile(&l, 0.5)),
+                        "p99": ms(quantile(&l, 0.99)), "max": ms(l[l.len() - 1]),
+                    })},
+                })
+            })
+            .collect();
+        let conns: Vec<_> = self
+            .connections
+            .iter()
+            .map(|(id, c)| json!({"connection": id, "client": c.client, "server": c.server, "client_id": c.client_id, "messages": c.messages}))
+            .collect();
+        json!({"apis": apis, "connections": conns, "sasl_tokens": self.sasl_tokens})
+    }
+
+    /// The statistics as a text table.
+    ///
+    /// # Errors
+    /// The writer's errors.
+    pub fn write_text(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(
+            w,
+            "{:<32} {:>4} {:>6} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9}  errors",
+            "api", "ver", "reqs", "resps", "bytes", "min ms", "median", "p99", "max"
+        )?;
+        for ((_, v), a) in &self.apis {
+            let mut l = a.latencies.clone();
+            l.sort_unstable();
+            let lat = |q: f64| {
+                if l.is_empty() {
+                    "-".to_string()
+                } else {
+                    format!("{:.3}", ms(quantile(&l, q)))
+                }
+            };
+            let mut errs: Vec<String> = a.errors.iter().map(|(n, c)| format!("{n} x{c}")).collect();
+            if a.malformed > 0 {
+                errs.push(format!("malformed x{}", a.malformed));
+            }
+            writeln!(
+                w,
+                "{:<32} {:>4} {:>6} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9}  {}",
+                a.api_name,
+                v,
+                a.requests,
+                a.responses,
+                a.bytes,
+                lat(0.0),
+                lat(0.5),
+                lat(0.99),
+                lat(1.0),
+                errs.join(", ")
+            )?;
+        }
+        writeln!(w)?;
+        writeln!(
+            w,
+            "{:>4}  {:<24} {:<24} {:>8}  client_id",
+            "conn", "client", "server", "messages"
+        )?;
+        for (id, c) in &self.connections {
+            writeln!(
+                w,
+                "{:>4}  {:<24} {:<24} {:>8}  {}",
+                id,
+                c.client,
+                c.server,
+                c.messages,
+                c.client_id.as_deref().unwrap_or("-")
+            )?;
+        }
+        if self.sasl_tokens > 0 {
+            writeln!(w, "\n{} raw SASL tokens", self.sasl_tokens)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quantile;
+
+    #[test]
+    fn nearest_rank_quantiles() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(quantile(&v, 0.5), 50);
+        assert_eq!(quantile(&v, 0.99), 99);
+        assert_eq!(quantile(&v, 1.0), 100);
+        assert_eq!(quantile(&v, 0.0), 1);
+        assert_eq!(quantile(&[7], 0.99), 7);
+    }
+}

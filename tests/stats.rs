@@ -1,0 +1,111 @@
+//! `stats` counts and latencies on a capture with known answers, built here with
+//! kwire's own pcap writer.
+
+mod common;
+
+use common::hex as unhex;
+use kwire::cli::read::SchemaPlausibility;
+use kwire::decode::DecodeOptions;
+use kwire::input::pcap_out::{PcapWriter, TcpFlow};
+use kwire::input::{read_capture, CaptureOptions, Event};
+use kwire::schema::Schema;
+use kwire::session::Session;
+use kwire::stats::Stats;
+use kwire::tree::Buffers;
+use std::net::SocketAddrV4;
+
+fn sized(mut b: Vec<u8>) -> Vec<u8> {
+    let n = (b.len() - 4) as u32;
+    b[..4].copy_from_slice(&n.to_be_bytes());
+    b
+}
+
+/// DeleteTopics v6 request with client_id "demo".
+fn request(corr: i32) -> Vec<u8> {
+    let mut b = unhex("00000000 0014 0006");
+    b.extend_from_slice(&corr.to_be_bytes());
+    b.extend(unhex(
+        "0004 64656d6f 00 02 01 00000000000000000000000000000000 00 00000000 00",
+    ));
+    sized(b)
+}
+
+/// DeleteTopics v6 response with one result carrying `error`.
+fn response(corr: i32, error: i16) -> Vec<u8> {
+    let mut b = unhex("00000000");
+    b.extend_from_slice(&corr.to_be_bytes());
+    b.extend(unhex("00 00000000 02 01 00000000000000000000000000000000"));
+    b.extend_from_slice(&error.to_be_bytes());
+    b.extend(unhex("01 00 00"));
+    sized(b)
+}
+
+#[test]
+fn stats_on_a_capture_with_known_answers() {
+    let mut w = PcapWriter::new(Vec::new()).unwrap();
+    let mut flow = TcpFlow::new(
+        SocketAddrV4::new([10, 0, 0, 1].into(), 50000),
+        SocketAddrV4::new([10, 0, 0, 2].into(), 9092),
+        [1000, 5000],
+    );
+    let t0 = 1_700_000_000_000_000u64;
+    flow.open(&mut w, t0).unwrap();
+    // latencies 1 ms, 2 ms, 10 ms; the third answer carries error 3
+    for (i, (lat, err)) in [(1000u64, 0i16), (2000, 0), (10_000, 3)].iter().enumerate() {
+        let t = t0 + 100_000 * (i as u64 + 1);
+        flow.send(&mut w, true, t, &request(i as i32)).unwrap();
+        flow.send(&mut w, false, t + lat, &response(i as i32, *err))
+            .unwrap();
+    }
+    // one request left without an answer
+    flow.send(&mut w, true, t0 + 900_000, &request(7)).unwrap();
+    flow.close(&mut w, t0 + 1_000_000).unwrap();
+    let pcap = w.into_inner();
+
+    let schema = Schema::embedded();
+    let dopts = DecodeOptions::default();
+    let mut session = Session::new(&schema, &dopts);
+    let mut st = Stats::default();
+    let plaus = SchemaPlausibility(&schema);
+    read_capture(&pcap[..], &CaptureOptions::default(), &plaus, |ev| {
+        if let Event::Frame(f) = ev {
+            let arena = Buffers::new();
+            let (m, ctx) = session.decode(&f, &arena);
+            assert!(m.errors().is_empty(), "{:?}", m.errors());
+            st.add(&m, &ctx);
+        }
+    })
+    .unwrap();
+    let j = st.to_json();
+    let api = &j["apis"][0];
+    assert_eq!(api["api_name"], "DeleteTopics");
+    assert_eq!(api["api_version"], 6);
+    assert_eq!(api["requests"], 4);
+    assert_eq!(api["responses"], 3);
+    assert_eq!(
+        api["bytes"],
+        (4 * request(0).len() + 3 * response(0, 0).len()) as u64
+    );
+    assert_eq!(api["errors"]["UNKNOWN_TOPIC_OR_PARTITION"], 1);
+    let l = &api["latency_ms"];
+    assert_eq!(
+        (l["count"].as_u64(), l["min"].as_f64(), l["median"].as_f64()),
+        (Some(3), Some(1.0), Some(2.0))
+    );
+    assert_eq!(
+        (l["p99"].as_f64(), l["max"].as_f64()),
+        (Some(10.0), Some(10.0))
+    );
+    let c = &j["connections"][0];
+    assert_eq!(
+        (c["client"].as_str(), c["server"].as_str()),
+        (Some("10.0.0.1:50000"), Some("10.0.0.2:9092"))
+    );
+    assert_eq!(c["client_id"], "demo");
+    assert_eq!(c["messages"], 7);
+    assert_eq!(session.pairer.unanswered().len(), 1);
+    let mut text = Vec::new();
+    st.write_text(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("UNKNOWN_TOPIC_OR_PARTITION x1"), "{text}");
+}
