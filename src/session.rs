@@ -6,7 +6,7 @@
 //! Memory for pairing is bounded by [`Pairer`]'s cap per connection.
 
 use crate::decode::{self, DecodeOptions, Known};
-use crate::input::{self, Frame, FrameKind, Pairer};
+use crate::input::{self, DefaultPlausibility, Frame, FrameKind, FramePlausibility, Pairer};
 use crate::render::Context;
 use crate::schema::Schema;
 use crate::tree::{Buffers, Direction, Message, Node, Value};
@@ -35,6 +35,19 @@ fn acks_zero(m: &Message<'_>) -> bool {
         && m.tree
             .find("Acks")
             .is_some_and(|n| n.value == Value::Int(0))
+}
+
+/// Frame-start plausibility from the schema: a known api_key at a version some release
+/// defines, a sane correlation_id and client_id.
+pub struct SchemaPlausibility<'s>(pub &'s Schema);
+
+impl FramePlausibility for SchemaPlausibility<'_> {
+    fn plausible_request(&self, b: &[u8]) -> bool {
+        input::plausible_request_header(b, |key, ver| self.0.request(key, ver).is_some(), 4096)
+    }
+    fn plausible_response(&self, b: &[u8]) -> bool {
+        DefaultPlausibility.plausible_response(b)
+    }
 }
 
 /// Most topic ids remembered at once.
