@@ -147,6 +147,8 @@ pub struct KMsg {
     /// Record batches (v2) and legacy wrapper-less message sets seen.
     pub batches: usize,
     pub errors: Vec<String>,
+    /// Bytes after the body (kwire's "trailing bytes" warning).
+    pub trailing: usize,
     /// `--format values` of the message.
     pub values: serde_json::Value,
     /// The frame, size prefix included.
@@ -247,6 +249,13 @@ pub fn decode_capture(path: &Path) -> Decoded {
             records: Vec::new(),
             batches: 0,
             errors: m.errors().into_iter().map(|e| e.message).collect(),
+            trailing: m
+                .tree
+                .children
+                .iter()
+                .filter(|c| c.name == "trailing bytes")
+                .map(|c| c.length)
+                .sum(),
             values: kwire::render::values::message_values(&m),
             frame: fr.bytes.clone(),
         };
