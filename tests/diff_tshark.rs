@@ -17,7 +17,8 @@ mod oracle;
 use oracle::tshark::{self, Limits, TPdu};
 use oracle::{hex, KMsg, KVal, Tally};
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// tshark fields compared with the kwire field at the same offset of the frame: the
 /// field's filter name and what is compared.
@@ -278,6 +279,50 @@ fn run_capture(path: &Path, lim: &Limits, tally: &mut Tally) -> CaptureResult {
     }
 }
 
+/// One capture's results.
+struct FileResult {
+    set: &'static str,
+    rel: String,
+    r: CaptureResult,
+    tally: Tally,
+}
+
+/// Every capture, decoded by both tools once per test process (both tests read it).
+fn corpus(shared: Option<&Path>, lim: &'static Limits) -> &'static [FileResult] {
+    static C: OnceLock<Vec<FileResult>> = OnceLock::new();
+    C.get_or_init(|| {
+        let mut jobs = Vec::new();
+        for set in oracle::capture_sets(shared) {
+            for f in &set.files {
+                jobs.push((set.name, set.rel(f), f.clone()));
+            }
+        }
+        let run = |part: &[(&'static str, String, PathBuf)]| {
+            part.iter()
+                .map(|(set, rel, f)| {
+                    let mut tally = Tally::default();
+                    let r = run_capture(f, lim, &mut tally);
+                    FileResult {
+                        set,
+                        rel: rel.clone(),
+                        r,
+                        tally,
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        // tshark spends most of its time starting up; four at a time.
+        let chunk = jobs.len().div_ceil(4).max(1);
+        std::thread::scope(|sc| {
+            let hs: Vec<_> = jobs
+                .chunks(chunk)
+                .map(|c| sc.spawn(move || run(c)))
+                .collect();
+            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        })
+    })
+}
+
 /// tshark's version line and limits, or `None` after printing that the test skips.
 fn tshark_or_skip(test: &str) -> Option<(String, &'static Limits)> {
     let Some(v) = tshark::version() else {
@@ -301,25 +346,28 @@ fn kwire_agrees_with_tshark() {
         return;
     };
     let shared = common::shared(test);
-    let sets = oracle::capture_sets(shared.as_deref());
     let mut tally = Tally::default();
     let mut problems = Vec::new();
     let mut files = 0;
     let mut pdus_compared = 0;
     let mut kwire_only = 0;
-    for set in &sets {
-        for f in &set.files {
+    {
+        for FileResult {
+            set,
+            rel,
+            r,
+            tally: t,
+        } in corpus(shared.as_deref(), lim)
+        {
             files += 1;
-            let r = run_capture(f, lim, &mut tally);
+            tally.merge(t);
             for (m, o) in r.msgs.iter().zip(&r.outcome) {
                 match o {
                     Some(Outcome::Compared(bad)) => {
                         pdus_compared += 1;
                         for b in bad {
                             problems.push(format!(
-                                "{}/{} frame {} {} {} v{} corr {:?}: {b}",
-                                set.name,
-                                set.rel(f),
+                                "{set}/{rel} frame {} {} {} v{} corr {:?}: {b}",
                                 m.last_frame,
                                 m.api_name.as_deref().unwrap_or("?"),
                                 if m.request { "request" } else { "response" },
@@ -332,12 +380,10 @@ fn kwire_agrees_with_tshark() {
                     None => kwire_only += 1,
                 }
             }
-            for (frame, corr) in r.unmatched {
+            for (frame, corr) in &r.unmatched {
                 problems.push(format!(
-                    "{}/{}: tshark decodes a PDU in frame {frame} (correlation_id {corr:?}) that \
-                     kwire has no message for",
-                    set.name,
-                    set.rel(f)
+                    "{set}/{rel}: tshark decodes a PDU in frame {frame} (correlation_id {corr:?}) \
+                     that kwire has no message for"
                 ));
             }
         }
@@ -402,8 +448,8 @@ fn category(o: &Option<Outcome>) -> Option<String> {
 }
 
 /// Makes the report's text.
-fn coverage_report(shared: &Path, version: &str, lim: &Limits) -> String {
-    let sets = oracle::capture_sets(Some(shared));
+fn coverage_report(shared: &Path, version: &str, lim: &'static Limits) -> String {
+    let results = corpus(Some(shared), lim);
     let mut out = String::new();
     out.push_str(
         "# Coverage: API keys and versions in the captures, and what tshark makes of them\n\n\
@@ -431,11 +477,10 @@ fn coverage_report(shared: &Path, version: &str, lim: &Limits) -> String {
     ));
     let mut totals: Vec<(String, usize, usize, usize)> = Vec::new();
     let mut sections = String::new();
-    for set in &sets {
+    for set in ["corpus", "public", "lab"] {
         let mut rows: BTreeMap<Key, Row> = BTreeMap::new();
-        let mut tally = Tally::default();
-        for f in &set.files {
-            let r = run_capture(f, lim, &mut tally);
+        let files = results.iter().filter(|f| f.set == set).count();
+        for FileResult { r, .. } in results.iter().filter(|f| f.set == set) {
             for (m, o) in r.msgs.iter().zip(&r.outcome) {
                 if m.sasl_token {
                     continue;
@@ -443,7 +488,10 @@ fn coverage_report(shared: &Path, version: &str, lim: &Limits) -> String {
                 let row = rows
                     .entry((m.api_key, m.api_version, m.request))
                     .or_default();
-                row.name = m.api_name.clone().unwrap_or_else(|| "?".into());
+                row.name = m
+                    .api_name
+                    .clone()
+                    .unwrap_or_else(|| "? (response without its request)".into());
                 row.seen += 1;
                 match category(o) {
                     None => row.clean += 1,
@@ -453,11 +501,9 @@ fn coverage_report(shared: &Path, version: &str, lim: &Limits) -> String {
         }
         let seen: usize = rows.values().map(|r| r.seen).sum();
         let clean: usize = rows.values().map(|r| r.clean).sum();
-        totals.push((set.name.to_string(), set.files.len(), seen, clean));
+        totals.push((set.to_string(), files, seen, clean));
         sections.push_str(&format!(
-            "\n## {} ({} captures, {seen} messages, {clean} tshark ok)\n\n",
-            set.name,
-            set.files.len()
+            "\n## {set} ({files} captures, {seen} messages, {clean} tshark ok)\n\n"
         ));
         if rows.is_empty() {
             sections.push_str("No captures.\n");

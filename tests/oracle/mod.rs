@@ -283,6 +283,15 @@ impl Tally {
     pub fn count(&mut self, what: &str) {
         *self.compared.entry(what.to_string()).or_default() += 1;
     }
+    pub fn merge(&mut self, o: &Tally) {
+        for (k, v) in &o.skipped {
+            *self.skipped.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &o.compared {
+            *self.compared.entry(k.clone()).or_default() += v;
+        }
+        self.mismatches.extend(o.mismatches.iter().cloned());
+    }
     pub fn print(&self, test: &str) {
         eprintln!("{test}: compared:");
         for (k, v) in &self.compared {
