@@ -3,7 +3,7 @@
 use super::output::{print_message, render_options};
 use super::{Cli, CliError, OutputArgs};
 use crate::decode::DecodeOptions;
-use crate::input::{self, CaptureOptions, Event, FrameKind, FramePlausibility};
+use crate::input::{self, CaptureOptions, Event, FrameKind};
 use crate::schema::Schema;
 use crate::session::Session;
 use crate::tree::{Buffers, Direction, Message, Value};
@@ -60,28 +60,7 @@ pub struct ReadArgs {
 /// Files at least this large get a progress bar (when stderr is a terminal).
 const PROGRESS_MIN_BYTES: u64 = 32 << 20;
 
-/// Frame-start plausibility from the schema: a known api_key at a version some release
-/// defines, a sane correlation_id and client_id.
-pub struct SchemaPlausibility<'s>(pub &'s Schema);
-
-impl FramePlausibility for SchemaPlausibility<'_> {
-    fn plausible_request(&self, b: &[u8]) -> bool {
-        if b.len() < 10 {
-            return false;
-        }
-        let key = i16::from_be_bytes([b[0], b[1]]);
-        let ver = i16::from_be_bytes([b[2], b[3]]);
-        let corr = i32::from_be_bytes([b[4], b[5], b[6], b[7]]);
-        let cid = i16::from_be_bytes([b[8], b[9]]);
-        self.0.request(key, ver).is_some()
-            && corr >= 0
-            && (-1..=4096).contains(&cid)
-            && (cid < 0 || b.len() >= 10 + cid as usize || b.len() >= 64)
-    }
-    fn plausible_response(&self, b: &[u8]) -> bool {
-        b.len() >= 4 && i32::from_be_bytes([b[0], b[1], b[2], b[3]]) >= 0
-    }
-}
+pub use crate::session::SchemaPlausibility;
 
 /// Counts for the closing line on stderr.
 #[derive(Default, Debug)]
@@ -125,6 +104,15 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
                 if s == t && (nm == "Name" || nm.contains("Topic")) {
                     hit = true;
                 }
+            }
+            // a topic id the session has named from an earlier Metadata response
+            if n.name == "TopicId"
+                && n.annotation
+                    .as_deref()
+                    .and_then(|a| a.strip_prefix("topic "))
+                    == Some(t.as_str())
+            {
+                hit = true;
             }
         });
         if !hit {

@@ -245,6 +245,29 @@ pub fn decode<'a>(
 ) -> Message<'a> {
     let mut cx = Cx::new(schema, arena, opts);
     let mut msg = decode_in(&mut cx, frame, 0, known);
+    // A broker that does not support the requested ApiVersions version answers with a v0
+    // body carrying UNSUPPORTED_VERSION (35), so the client can learn what it supports.
+    let o = if known.layout.size_prefix { 8 } else { 4 };
+    if msg.direction == Direction::Response
+        && msg.api_key == 18
+        && msg.api_version > 0
+        && known.layout.header
+        && !msg.errors().is_empty()
+        && frame.get(o..o + 2) == Some(&[0, 35][..])
+    {
+        let mut k = known.clone();
+        k.api_version = Some(0);
+        let mut cx0 = Cx::new(schema, arena, opts);
+        let mut m0 = decode_in(&mut cx0, frame, 0, &k);
+        if m0.errors().is_empty() {
+            m0.tree.warning = Some(format!(
+                "the request was ApiVersions v{}; the broker answered UNSUPPORTED_VERSION with a v0 body",
+                msg.api_version
+            ));
+            m0.buffers = cx0.buffers;
+            return m0;
+        }
+    }
     msg.buffers = cx.buffers;
     msg
 }

@@ -117,13 +117,43 @@ impl<'c, 'a> Walk<'c, 'a> {
     }
 
     fn field_flexible(&self, f: &Field) -> bool {
-        f.flexible_versions
-            .map(|v| v.contains(self.version))
-            .unwrap_or(self.flexible)
+        f.is_flexible(self.version, self.flexible)
     }
 
     fn nullable(&self, f: &Field) -> bool {
-        f.nullable_versions.contains(self.version)
+        f.is_nullable(self.version)
+    }
+
+    /// The error for a null where this version allows none.
+    fn null_error(&self, f: &Field) -> String {
+        format!(
+            "{} is null, which version {} does not allow",
+            f.name, self.version
+        )
+    }
+
+    /// The leaf of a length or count prefix; compact ones say how they count.
+    fn length_leaf(
+        &self,
+        prefix: LenPrefix,
+        raw: i64,
+        off: usize,
+        len: usize,
+        r: &Reader<'a>,
+        compact_note: &'static str,
+    ) -> Node<'a> {
+        let mut l = self.leaf(
+            "length".into(),
+            prefix_label(prefix).into(),
+            Value::Int(raw),
+            off,
+            len,
+            r,
+        );
+        if prefix == LenPrefix::Compact {
+            l.annotation = Some(Cow::Borrowed(compact_note));
+        }
+        l
     }
 
     fn leaf(
@@ -376,7 +406,11 @@ impl<'c, 'a> Walk<'c, 'a> {
 
     fn prim_label(&self, f: &'a Field, p: Prim, flexible: bool) -> Cow<'a, str> {
         if !self.guide_style {
-            return Cow::Borrowed(f.type_name.as_str());
+            // An array element is labelled with the element type (`string`, not `[]string`).
+            return match f.ty {
+                FieldType::Array(_) => Cow::Borrowed(p.as_str()),
+                _ => Cow::Borrowed(f.type_name.as_str()),
+            };
         }
         let base = p.as_str();
         if !matches!(p, Prim::String | Prim::Bytes | Prim::Records) {
@@ -443,9 +477,10 @@ impl<'c, 'a> Walk<'c, 'a> {
                     });
                 }
             } else if p == Prim::Int16 && (f.name == "RequestApiKey" || f.name == "ApiKey") {
-                if let Some(a) = self.cx.schema.api_name(v as i16) {
-                    n.annotation = Some(Cow::Owned(a.to_string()));
-                }
+                n.annotation = Some(match self.cx.schema.api_name(v as i16) {
+                    Some(a) => Cow::Owned(a.to_string()),
+                    None => Cow::Borrowed("unknown API"),
+                });
             } else if v == -1 && minus_one_is_none(f) {
                 n.annotation = Some(Cow::Borrowed("none"));
             }
@@ -481,10 +516,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         match data {
             None => {
                 if !self.nullable(f) {
-                    node.error = Some(format!(
-                        "{} is null, which version {} does not allow",
-                        f.name, self.version
-                    ));
+                    node.error = Some(self.null_error(f));
                 }
             }
             Some(b) => match std::str::from_utf8(b) {
@@ -534,10 +566,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 .leaf(name, ty, Value::Null, loff, llen, r)
                 .annotate(ann);
             if !self.nullable(f) {
-                node.error = Some(format!(
-                    "{} is null, which version {} does not allow",
-                    f.name, self.version
-                ));
+                node.error = Some(self.null_error(f));
             }
             return Ok(node);
         };
@@ -586,6 +615,17 @@ impl<'c, 'a> Walk<'c, 'a> {
                 let mut node = self
                     .leaf(name, ty, Value::Bytes(data), start, r.pos - start, r)
                     .annotate(ann);
+                if f.name == "ClientHostAddress" {
+                    // Envelope: the original client's address as raw IPv4/IPv6 bytes.
+                    let ip: Option<std::net::IpAddr> = match data.len() {
+                        4 => <[u8; 4]>::try_from(data).ok().map(Into::into),
+                        16 => <[u8; 16]>::try_from(data).ok().map(Into::into),
+                        _ => None,
+                    };
+                    if let (Some(ip), Some(a)) = (ip, &node.annotation) {
+                        node.annotation = Some(Cow::Owned(format!("{a}, {ip}")));
+                    }
+                }
                 if p == Prim::Records {
                     node.region = Region::RecordBatch;
                 }
@@ -597,17 +637,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 if p == Prim::Bytes {
                     node.value = Value::Bytes(data);
                 }
-                let mut l = self.leaf(
-                    "length".into(),
-                    prefix_label(prefix).into(),
-                    Value::Int(len.raw),
-                    loff,
-                    llen,
-                    r,
-                );
-                if flexible {
-                    l.annotation = Some("compact, len+1".into());
-                }
+                let l = self.length_leaf(prefix, len.raw, loff, llen, r, "compact, len+1");
                 node.children.push(l);
                 node.children.extend(children);
                 Ok(node)
@@ -823,24 +853,11 @@ impl<'c, 'a> Walk<'c, 'a> {
                 return Err(node);
             }
         };
-        let mut l = self.leaf(
-            "length".into(),
-            prefix_label(prefix).into(),
-            Value::Int(len.raw),
-            off,
-            llen,
-            r,
-        );
-        if flexible {
-            l.annotation = Some("compact, n+1".into());
-        }
+        let mut l = self.length_leaf(prefix, len.raw, off, llen, r, "compact, n+1");
         let Some(count) = len.len else {
             node.value = Value::Null;
             if !self.nullable(f) {
-                l.error = Some(format!(
-                    "{} is null, which version {} does not allow",
-                    f.name, self.version
-                ));
+                l.error = Some(self.null_error(f));
             }
             node.children.push(l);
             node.length = r.pos - start;

@@ -287,7 +287,8 @@ pub fn is_record_payload(parent: Option<&Node<'_>>, node: &Node<'_>) -> bool {
                 || p.name == "Record"
                 || p.name.starts_with("Message")
         });
-    let header = node.name == "headerValue" && parent.is_some_and(|p| p.name.starts_with("Header["));
+    let header =
+        node.name == "headerValue" && parent.is_some_and(|p| p.name.starts_with("Header["));
     record || header
 }
 
