@@ -12,12 +12,11 @@
 //! tree's JSON. `NAME.pcap` and `NAME.pcapng` share one expected file (the pcapng is
 //! `editcap` of the pcap or the other way round), so the two readers must agree.
 
-use kwire::cli::read::SchemaPlausibility;
 use kwire::decode::DecodeOptions;
 use kwire::input::{read_capture, CaptureOptions, Event};
 use kwire::render::json::message_json;
 use kwire::schema::Schema;
-use kwire::session::Session;
+use kwire::session::{SchemaPlausibility, Session};
 use kwire::tree::Buffers;
 use serde_json::Value as J;
 use std::path::{Path, PathBuf};
