@@ -87,6 +87,9 @@ fn skip_reason(p: &TPdu, k: Option<&KMsg>, lim: &Limits) -> Option<String> {
     if p.packet_malformed {
         return Some("tshark: Malformed packet holding several PDUs".into());
     }
+    if p.cut {
+        return Some("capture: frame cut by the snap length".into());
+    }
     if k.is_some_and(|k| k.sasl_token) {
         return Some("kwire: raw SASL token, not a Kafka message".into());
     }
@@ -188,6 +191,10 @@ fn compare(p: &TPdu, k: &KMsg, lim: &Limits, tally: &mut Tally) -> Vec<String> {
         }
     }
     // Records.
+    if p.undecompressed {
+        tally.skip("records of a message: tshark could not decompress them");
+        return bad;
+    }
     let t_recs: Vec<_> = p.records.iter().filter(|r| !r.wrapper).collect();
     let legacy_wrong = t_recs.iter().find_map(|r| {
         lim.wrong_legacy_magic
@@ -438,6 +445,8 @@ fn category(o: &Option<Outcome>) -> Option<String> {
             } else if w.contains("expert note") {
                 w.trim_start_matches("tshark expert note: kafka.")
                     .to_string()
+            } else if w.contains("snap length") {
+                "cut by the snap length".into()
             } else if w.contains("SASL token") {
                 return None;
             } else {
@@ -471,8 +480,9 @@ fn coverage_report(shared: &Path, version: &str, lim: &'static Limits) -> String
          the last column says what went wrong for the others: `unknown key` (tshark {}x knows \
          keys 0-{}), `unsupported version`, `malformed`, `not dissected to its end`, `request \
          missing` (tshark did not decode the request, so not the response), `known wrong \
-         (table)` (a misreading the test's table lists), `values differ`, `no PDU` (tshark \
-         shows no PDU for it).\n",
+         (table)` (a misreading the test's table lists), `cut by the snap length` (the \
+         capture holds part of the frame), `values differ`, `no PDU` (tshark shows no PDU \
+         for it).\n",
         lim.series, lim.last_key
     ));
     let mut totals: Vec<(String, usize, usize, usize)> = Vec::new();

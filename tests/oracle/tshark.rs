@@ -172,6 +172,12 @@ pub struct TPdu {
     pub malformed: bool,
     /// The packet holds a Malformed mark outside any PDU and several PDUs.
     pub packet_malformed: bool,
+    /// The frame that completed the PDU was cut by the capture's snap length
+    /// (`frame.cap_len` < `frame.len`): tshark decodes what was captured.
+    pub cut: bool,
+    /// tshark could not decompress a message set of the PDU (it shows
+    /// `kafka.truncated_content` instead of its records).
+    pub undecompressed: bool,
 }
 
 impl TPdu {
@@ -214,6 +220,11 @@ pub fn pdus(path: &Path) -> Vec<TPdu> {
             .and_then(|s| s.parse().ok())
             .unwrap();
         let packet_malformed = layers.get("_ws.malformed").is_some();
+        let frame_len = |k: &str| -> Option<u64> { layers["frame"][k].as_str()?.parse().ok() };
+        let cut = matches!(
+            (frame_len("frame.cap_len"), frame_len("frame.len")),
+            (Some(c), Some(l)) if c < l
+        );
         let kafkas: Vec<&J> = match layers.get("kafka") {
             None => continue,
             Some(J::Array(a)) => a.iter().collect(),
@@ -223,6 +234,7 @@ pub fn pdus(path: &Path) -> Vec<TPdu> {
         for k in kafkas {
             let mut pdu = TPdu {
                 frame,
+                cut,
                 ..TPdu::default()
             };
             // A Malformed mark outside the PDUs: tshark stopped inside one of them; with
@@ -316,6 +328,9 @@ fn walk(o: &J, pdu: &mut TPdu, recs: &mut Vec<usize>, depth: usize) {
                 if key.starts_with("_ws.malformed") {
                     pdu.malformed = true;
                     continue;
+                }
+                if key == "kafka.truncated_content" {
+                    pdu.undecompressed = true;
                 }
                 if key.ends_with("_raw") {
                     continue;
