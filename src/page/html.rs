@@ -62,7 +62,8 @@ table.meta td { padding: .15rem 0; font-family: ui-monospace, "DejaVu Sans Mono"
                   border: 1px solid #0002; border-radius: 3px; }
 .title { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-weight: 600; margin: .3rem 0 .6rem; }
 .panes { display: flex; flex-wrap: wrap; gap: 1.5rem; align-items: flex-start; }
-.gridpane { position: sticky; top: .5rem; flex: 0 0 auto; }
+.gridpane { position: sticky; top: .5rem; flex: 0 0 auto; max-width: 36rem; }
+.gridpane .runs { margin-top: .3rem; }
 .treepane { flex: 1 1 40rem; min-width: 0; overflow-x: auto; }
 .caption { font-size: 13px; color: var(--muted); margin-bottom: .2rem; }
 table.grid { border-collapse: separate; border-spacing: 2px; font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 13px; }
@@ -212,7 +213,11 @@ fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, gid: &str) -> io::Result<
         .iter()
         .map(|(r, runs)| format!("{} {}", r.label(), runs_text(runs)))
         .collect();
-    writeln!(w, "<div class=\"caption\">{}</div>", esc(&runs.join(" · ")))
+    writeln!(
+        w,
+        "<div class=\"caption runs\">{}</div>",
+        esc(&runs.join(" · "))
+    )
 }
 
 /// A tree line split for colouring: the name, the middle (type, value, annotation),
