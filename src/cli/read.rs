@@ -126,6 +126,15 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
                     hit = true;
                 }
             }
+            // a topic id the session has named from an earlier Metadata response
+            if n.name == "TopicId"
+                && n.annotation
+                    .as_deref()
+                    .and_then(|a| a.strip_prefix("topic "))
+                    == Some(t.as_str())
+            {
+                hit = true;
+            }
         });
         if !hit {
             return false;
