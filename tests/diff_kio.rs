@@ -175,11 +175,14 @@ impl Cmp<'_> {
         }
         for (i, (b, w)) in batches.iter().zip(kb).enumerate() {
             let p = format!("{path}[{i}]");
-            for (kf, wf) in [
-                ("base_offset", "baseOffset"),
-                ("attributes", "attributes"),
-                ("producer_id", "producerId"),
-            ] {
+            self.tally.count("record batch fields");
+            if b["attributes"].as_i64() != Some(attributes_bits(&w["attributes"])) {
+                self.bad.push(format!(
+                    "{p}.attributes: kio {}, kwire {}",
+                    b["attributes"], w["attributes"]
+                ));
+            }
+            for (kf, wf) in [("base_offset", "baseOffset"), ("producer_id", "producerId")] {
                 self.tally.count("record batch fields");
                 if !scalar_eq(wf, &b[kf], &w[wf]) {
                     self.bad
@@ -187,7 +190,7 @@ impl Cmp<'_> {
                 }
             }
             let kr = b["records"].as_array().unwrap();
-            let wr = w["Records"].as_array().cloned().unwrap_or_default();
+            let wr = w["records"].as_array().cloned().unwrap_or_default();
             self.tally.count("record counts");
             if kr.len() != wr.len() {
                 self.bad
@@ -205,7 +208,7 @@ impl Cmp<'_> {
                     }
                 }
                 self.tally.count("record header counts");
-                let wh = y.get("Header").and_then(J::as_array).map_or(0, Vec::len);
+                let wh = y.get("headers").and_then(J::as_array).map_or(0, Vec::len);
                 if x["headers"].as_u64() != Some(wh as u64) {
                     self.bad.push(format!(
                         "{p}.Records[{j}]: kio {} headers, kwire {wh}",
@@ -352,12 +355,45 @@ fn kwire_agrees_with_kio() {
 }
 
 /// kwire's header values under the header's own field names.
+/// A RecordBatch's attributes as the int16 on the wire, from kwire's values object
+/// (`docs/values-format.md`).
+fn attributes_bits(a: &J) -> i64 {
+    let codec = match a["compression"].as_str() {
+        Some("gzip") => 1,
+        Some("snappy") => 2,
+        Some("lz4") => 3,
+        Some("zstd") => 4,
+        _ => 0,
+    };
+    let bit = |k: &str, n: u32| {
+        if a[k].as_bool() == Some(true) {
+            1i64 << n
+        } else {
+            0
+        }
+    };
+    let ts = if a["timestampType"] == "LogAppendTime" {
+        1 << 3
+    } else {
+        0
+    };
+    codec
+        | ts
+        | bit("isTransactional", 4)
+        | bit("isControlBatch", 5)
+        | bit("hasDeleteHorizonMs", 6)
+        | (a["unusedBits"].as_i64().unwrap_or(0) << 7)
+}
+
 fn header_values(v: &J) -> J {
     let mut m = serde_json::Map::new();
     m.insert("RequestApiKey".into(), v["api_key"].clone());
     m.insert("RequestApiVersion".into(), v["api_version"].clone());
-    m.insert("CorrelationId".into(), v["correlation_id"].clone());
-    if let Some(c) = v.get("client_id") {
+    m.insert(
+        "CorrelationId".into(),
+        v["header"]["correlation_id"].clone(),
+    );
+    if let Some(c) = v["header"].get("client_id") {
         m.insert("ClientId".into(), c.clone());
     }
     J::Object(m)

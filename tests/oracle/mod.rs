@@ -256,7 +256,7 @@ pub fn decode_capture(path: &Path) -> Decoded {
                 .filter(|c| c.name == "trailing bytes")
                 .map(|c| c.length)
                 .sum(),
-            values: kwire::render::values::message_values(&m),
+            values: kwire::values::to_values(&m),
             frame: fr.bytes.clone(),
         };
         collect(&m, &mut k);
