@@ -20,6 +20,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 CAPS = REPO / "captures"
 LAB = Path(os.environ.get("KWIRE_LAB_DIR", "/tmp/kwire-lab"))
+sys.dont_write_bytecode = True  # no __pycache__ in the repository
 sys.path.insert(0, str(HERE))
 import record  # noqa: E402  (the scenario list)
 
