@@ -136,8 +136,10 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
 }
 
 /// Reads a capture, decodes every Kafka message (pairing responses with requests) and
-/// hands each to `on_message`; notices go to stderr as they come, and a closing line
-/// counts packets, connections, messages, errors and what was skipped.
+/// hands each to `on_message`; notices go to stderr as they come. Returns the closing
+/// lines for stderr (requests left unanswered, then one line counting packets,
+/// connections, messages, errors and what was skipped), for the caller to print once
+/// its output is flushed.
 ///
 /// # Errors
 /// A file that cannot be opened or is not a capture; the first error `on_message` returns.
@@ -145,7 +147,7 @@ pub fn run_capture(
     schema: &Schema,
     a: &CaptureArgs,
     mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
-) -> Result<(), CliError> {
+) -> Result<Vec<String>, CliError> {
     // A progress bar on stderr for large files, when stderr is a terminal.
     let mut bar = indicatif::ProgressBar::hidden();
     let input: Box<dyn Read + Send> = if a.file.as_os_str() == "-" {
@@ -227,22 +229,23 @@ pub fn run_capture(
         return Err(CliError::Io(e));
     }
     let waiting = session.pairer.unanswered();
+    let mut lines = Vec::new();
     for p in &waiting {
-        eprintln!(
+        lines.push(format!(
             "kwire: connection {}: request correlation_id {} ({} v{}, frame {}) got no response in the capture",
             p.connection,
             p.correlation_id,
             schema.api_name(p.request.api_key).unwrap_or("?"),
             p.request.api_version,
             p.request.frame
-        );
+        ));
     }
     let skipped: Vec<String> = tally
         .notices
         .iter()
         .map(|(k, (n, b))| format!("{k} x{n} ({b} bytes)"))
         .collect();
-    eprintln!(
+    lines.push(format!(
         "kwire: {} packets, {} connections, {} messages decoded ({} shown), {} with errors, {} incomplete, {} undecodable, {} SASL tokens, {} unanswered requests; notices: {}",
         stats.packets,
         stats.connections,
@@ -254,8 +257,8 @@ pub fn run_capture(
         tally.sasl_tokens,
         waiting.len(),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
-    );
-    Ok(())
+    ));
+    Ok(lines)
 }
 
 /// Runs `kwire read`.
@@ -269,7 +272,7 @@ pub fn read_command(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let ropts = render_options(cli, &a.out);
-    run_capture(schema, &a.capture, |m, ctx| {
+    let closing = run_capture(schema, &a.capture, |m, ctx| {
         if matches_filters(a, schema, m) {
             print_message(m, Some(ctx), &ropts, a.out.format, out)?;
             Ok(true)
@@ -278,6 +281,7 @@ pub fn read_command(
         }
     })?;
     out.flush()?;
+    closing.iter().for_each(|l| eprintln!("{l}"));
     Ok(())
 }
 
@@ -298,7 +302,7 @@ pub struct StatsArgs {
 /// A file that cannot be opened or is not a capture; output errors.
 pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut st = crate::stats::Stats::default();
-    run_capture(schema, &a.capture, |m, ctx| {
+    let closing = run_capture(schema, &a.capture, |m, ctx| {
         st.add(m, ctx);
         Ok(true)
     })?;
@@ -310,5 +314,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         )?,
         super::ListFormat::Text => st.write_text(out)?,
     }
+    out.flush()?;
+    closing.iter().for_each(|l| eprintln!("{l}"));
     Ok(())
 }
