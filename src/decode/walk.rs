@@ -758,13 +758,24 @@ impl<'c, 'a> Walk<'c, 'a> {
             node.length = r.pos - start;
             return Err(node);
         };
+        self.struct_body(r, node, fields)
+    }
+
+    /// Walks a struct's `fields` into `node` (whose offset is where the struct starts),
+    /// sets its length, and hands it back, as `Err` when an error stopped the walk.
+    fn struct_body(
+        &mut self,
+        r: &mut Reader<'a>,
+        mut node: Node<'a>,
+        fields: &'a [Field],
+    ) -> Result<Node<'a>, Node<'a>> {
         let res = self.fields(
             r,
             fields,
             &mut node.children,
             "number of tagged fields in this struct",
         );
-        node.length = r.pos - start;
+        node.length = r.pos - node.offset;
         match res {
             Ok(()) => Ok(node),
             Err(Stop) => Err(node),
@@ -900,21 +911,11 @@ impl<'c, 'a> Walk<'c, 'a> {
             let res = match (inner, elem_struct) {
                 (FieldType::Prim(p), _) => self.prim(r, f, *p, ename, flexible),
                 (FieldType::Struct(s), Some((_, Some(fields)))) => {
-                    let es = r.pos;
-                    let mut en = Node::new(ename, Cow::Borrowed(s.as_str()), NodeKind::Struct, es);
+                    let mut en =
+                        Node::new(ename, Cow::Borrowed(s.as_str()), NodeKind::Struct, r.pos);
                     en.buffer = r.buffer;
                     en.region = self.region;
-                    let res = self.fields(
-                        r,
-                        fields,
-                        &mut en.children,
-                        "number of tagged fields in this struct",
-                    );
-                    en.length = r.pos - es;
-                    match res {
-                        Ok(()) => Ok(en),
-                        Err(Stop) => Err(en),
-                    }
+                    self.struct_body(r, en, fields)
                 }
                 _ => Err(self.err_leaf(
                     r,
