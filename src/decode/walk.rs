@@ -65,6 +65,16 @@ pub fn snake_case(s: &str) -> String {
     out
 }
 
+/// `prefix` and the decimal digits of `n`, in one allocation.
+fn cat(prefix: &str, n: impl itoa::Integer) -> String {
+    let mut buf = itoa::Buffer::new();
+    let d = buf.format(n);
+    let mut s = String::with_capacity(prefix.len() + d.len());
+    s.push_str(prefix);
+    s.push_str(d);
+    s
+}
+
 fn wire_msg(e: &WireError<'_>) -> String {
     e.kind.to_string()
 }
@@ -180,6 +190,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             out.push(self.err_leaf(r, "unread", "bytes", m));
             return Err(Stop);
         }
+        out.reserve(fields.len() + 1);
         for f in fields {
             if !f.versions.contains(self.version) || (self.flexible && f.is_tagged(self.version)) {
                 continue;
@@ -478,9 +489,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
         };
         let ann = if flexible {
-            format!("compact, len+1={}", len.raw)
+            cat("compact, len+1=", len.raw)
         } else {
-            format!("int16 len={}", len.raw)
+            cat("int16 len=", len.raw)
         };
         let mut node = self.leaf(name, ty, Value::Null, off, n, r).annotate(ann);
         match data {
@@ -530,9 +541,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
         };
         let ann = if flexible {
-            format!("compact, len+1={}", len.raw)
+            cat("compact, len+1=", len.raw)
         } else {
-            format!("int32 len={}", len.raw)
+            cat("int32 len=", len.raw)
         };
         let Some(size) = len.len else {
             let mut node = self
@@ -862,14 +873,15 @@ impl<'c, 'a> Walk<'c, 'a> {
             node.length = r.pos - start;
             return Ok(node);
         };
-        l.description = Some(Cow::Owned(match (count, self.cx.opts.page_mode) {
-            (1, true) => "one sample element follows".to_string(),
-            (n, _) => format!(
-                "{} follow{}",
-                plural(n, "element"),
-                if n == 1 { "s" } else { "" }
-            ),
-        }));
+        l.description = Some(match (count, self.cx.opts.page_mode) {
+            (1, true) => Cow::Borrowed("one sample element follows"),
+            (1, false) => Cow::Borrowed("1 element follows"),
+            (n, _) => {
+                let mut s = cat("", n);
+                s.push_str(" elements follow");
+                Cow::Owned(s)
+            }
+        });
         node.value = Value::Count(count);
         node.children.push(l);
         let min = self.min_size(inner, f, 0) as u64;
@@ -891,11 +903,13 @@ impl<'c, 'a> Walk<'c, 'a> {
             _ => None,
         };
         for i in 0..count {
-            let ename: Cow<'a, str> = Cow::Owned(format!(
-                "{}[{}]",
-                elem_struct.map(|(s, _)| s).unwrap_or(&name),
-                i
-            ));
+            let base = elem_struct.map(|(s, _)| s).unwrap_or(&name);
+            let mut ename = String::with_capacity(base.len() + 8);
+            ename.push_str(base);
+            ename.push('[');
+            ename.push_str(itoa::Buffer::new().format(i));
+            ename.push(']');
+            let ename: Cow<'a, str> = Cow::Owned(ename);
             let res = match (inner, elem_struct) {
                 (FieldType::Prim(p), _) => self.prim(r, f, *p, ename, flexible),
                 (FieldType::Struct(s), Some((_, Some(fields)))) => {

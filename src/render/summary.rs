@@ -90,7 +90,7 @@ pub fn line(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> S
     if ctx.is_some_and(|c| c.incomplete) {
         parts.push("incomplete".into());
     }
-    let decode_errors = msg.errors().len();
+    let decode_errors = msg.error_count();
     if decode_errors > 0 {
         let e = format!(
             "!! {decode_errors} decode error{}",
