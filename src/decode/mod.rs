@@ -15,6 +15,60 @@ use crate::schema::Schema;
 use crate::tree::{Buffers, Node};
 use crate::wire::{WResult, WireError};
 
+/// Texts that thousands of nodes share (`compact, len+1=5`, `Record[12]`), made once
+/// and handed out as `&'static str`: a tree then allocates nothing for them.
+pub(crate) mod texts {
+    use std::borrow::Cow;
+    use std::sync::OnceLock;
+
+    /// How many numbers each table holds (0..N).
+    const N: usize = 1024;
+
+    fn table(prefix: &str, suffix: &str) -> Box<[&'static str]> {
+        (0..N)
+            .map(|i| &*Box::leak(format!("{prefix}{i}{suffix}").into_boxed_str()))
+            .collect()
+    }
+
+    macro_rules! cached {
+        ($(#[$m:meta])* $name:ident, $prefix:expr, $suffix:expr) => {
+            $(#[$m])*
+            pub(crate) fn $name<'a>(n: i64) -> Cow<'a, str> {
+                static T: OnceLock<Box<[&'static str]>> = OnceLock::new();
+                match usize::try_from(n) {
+                    Ok(i) if i < N => Cow::Borrowed(T.get_or_init(|| table($prefix, $suffix))[i]),
+                    _ => Cow::Owned(format!("{}{n}{}", $prefix, $suffix)),
+                }
+            }
+        };
+    }
+
+    cached!(
+        /// `compact, len+1=N`
+        compact_len, "compact, len+1=", ""
+    );
+    cached!(
+        /// `int16 len=N`
+        int16_len, "int16 len=", ""
+    );
+    cached!(
+        /// `int32 len=N`
+        int32_len, "int32 len=", ""
+    );
+    cached!(
+        /// `varint len=N`
+        varint_len, "varint len=", ""
+    );
+    cached!(
+        /// `Record[N]`
+        record, "Record[", "]"
+    );
+    cached!(
+        /// `Header[N]`
+        header, "Header[", "]"
+    );
+}
+
 /// Limits and modes of a decode.
 #[derive(Clone, Debug)]
 pub struct DecodeOptions {

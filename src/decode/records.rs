@@ -24,7 +24,7 @@
 use std::borrow::Cow;
 
 use super::compress::{self, Codec};
-use super::{Cx, Reader};
+use super::{texts, Cx, Reader};
 use crate::tree::{Node, NodeKind, Region, Value};
 use crate::wire::{self, LenPrefix, WResult};
 
@@ -224,10 +224,11 @@ fn bytes_leaf<'a>(
     match r.read(wire::sized(prefix)) {
         Ok(((l, b), off, n)) => {
             let v = b.map_or(Value::Null, Value::Bytes);
-            let mut ann = cat2(label, " len=", l.raw);
-            if b.is_none() {
-                ann.push_str(", null");
-            }
+            let ann: Cow<'a, str> = match (b.is_some(), prefix) {
+                (true, LenPrefix::Varint) => texts::varint_len(l.raw),
+                (true, _) => texts::int32_len(l.raw),
+                (false, _) => Cow::Owned(format!("{label} len={}, null", l.raw)),
+            };
             out.push(leaf(r, name, "bytes", v, off, n).annotate(ann));
             Ok(b)
         }
@@ -547,9 +548,14 @@ fn decode_record<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, i: usize, bcx: &BatchC
     let mut out = Vec::with_capacity(8);
     let mut abs_offset = None;
     let _ = record_fields(cx, r, bcx, &mut out, &mut abs_offset);
-    let mut name = cat2("Record[", "", i);
-    name.push(']');
-    let mut n = group(name, "Record", r.buffer, start, r.pos, out);
+    let mut n = group(
+        texts::record(i as i64),
+        "Record",
+        r.buffer,
+        start,
+        r.pos,
+        out,
+    );
     if let Some(o) = abs_offset {
         n.annotation = Some(o.into());
     }
@@ -632,10 +638,8 @@ fn record_body<'a>(
         let start = r.pos;
         let mut h = Vec::new();
         let res = header(r, &mut h);
-        let mut name = cat2("Header[", "", j);
-        name.push(']');
         out.push(group(
-            name,
+            texts::header(j as i64),
             "Header",
             r.buffer,
             start,
@@ -664,7 +668,7 @@ fn header<'a>(r: &mut Reader<'a>, h: &mut Vec<Node<'a>>) -> Res<()> {
                 Some(b) => {
                     let v = std::str::from_utf8(b).map_or(Value::Bytes(b), Value::Str);
                     leaf(r, "headerKey", "string", v, off, n)
-                        .annotate(cat2("varint", " len=", l.raw))
+                        .annotate(texts::varint_len(l.raw))
                 }
             };
             if matches!(k.value, Value::Bytes(_)) {

@@ -489,9 +489,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
         };
         let ann = if flexible {
-            cat("compact, len+1=", len.raw)
+            super::texts::compact_len(len.raw)
         } else {
-            cat("int16 len=", len.raw)
+            super::texts::int16_len(len.raw)
         };
         let mut node = self.leaf(name, ty, Value::Null, off, n, r).annotate(ann);
         match data {
@@ -541,9 +541,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
         };
         let ann = if flexible {
-            cat("compact, len+1=", len.raw)
+            super::texts::compact_len(len.raw)
         } else {
-            cat("int32 len=", len.raw)
+            super::texts::int32_len(len.raw)
         };
         let Some(size) = len.len else {
             let mut node = self
