@@ -292,14 +292,16 @@ impl<'a> Message<'a> {
     /// How many nodes carry an error (what `errors().len()` gives, without collecting).
     pub fn error_count(&self) -> usize {
         let mut k = 0;
-        self.tree.walk(&mut |n, _| k += usize::from(n.error.is_some()));
+        self.tree
+            .walk(&mut |n, _| k += usize::from(n.error.is_some()));
         k
     }
 
     /// How many nodes carry a warning (what `warnings().len()` gives, without collecting).
     pub fn warning_count(&self) -> usize {
         let mut k = 0;
-        self.tree.walk(&mut |n, _| k += usize::from(n.warning.is_some()));
+        self.tree
+            .walk(&mut |n, _| k += usize::from(n.warning.is_some()));
         k
     }
 

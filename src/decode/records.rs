@@ -667,8 +667,7 @@ fn header<'a>(r: &mut Reader<'a>, h: &mut Vec<Node<'a>>) -> Res<()> {
                 }
                 Some(b) => {
                     let v = std::str::from_utf8(b).map_or(Value::Bytes(b), Value::Str);
-                    leaf(r, "headerKey", "string", v, off, n)
-                        .annotate(texts::varint_len(l.raw))
+                    leaf(r, "headerKey", "string", v, off, n).annotate(texts::varint_len(l.raw))
                 }
             };
             if matches!(k.value, Value::Bytes(_)) {

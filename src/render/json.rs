@@ -125,7 +125,11 @@ fn put_value(out: &mut Vec<u8>, v: &Value<'_>) {
         }
         Value::Uuid(u) => {
             out.push(b'"');
-            out.extend_from_slice(u.hyphenated().encode_lower(&mut uuid::Uuid::encode_buffer()).as_bytes());
+            out.extend_from_slice(
+                u.hyphenated()
+                    .encode_lower(&mut uuid::Uuid::encode_buffer())
+                    .as_bytes(),
+            );
             out.push(b'"');
         }
     }
@@ -336,7 +340,12 @@ mod tests {
     #[test]
     fn streaming_equals_serde_json() {
         let frame = [0u8; 8];
-        let mut root = Node::new("Root \"q\"\n\u{1}\u{7f}é", "message v1", NodeKind::Message, 0);
+        let mut root = Node::new(
+            "Root \"q\"\n\u{1}\u{7f}é",
+            "message v1",
+            NodeKind::Message,
+            0,
+        );
         root.length = 8;
         let values = [
             Value::None,
@@ -352,7 +361,9 @@ mod tests {
             Value::Float(f64::INFINITY),
             Value::Str("tab\there \\ \u{8}\u{c}"),
             Value::Bytes(&[0, 0xab, 0xff]),
-            Value::Uuid(uuid::Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef)),
+            Value::Uuid(uuid::Uuid::from_u128(
+                0x0123_4567_89ab_cdef_0123_4567_89ab_cdef,
+            )),
             Value::Count(3),
         ];
         for (i, v) in values.iter().enumerate() {

@@ -196,7 +196,12 @@ impl Facts {
                 }
             }
             name if name == "RecordBatch" || name.starts_with("RecordBatch[") => self.batches += 1,
-            name if name.starts_with("Record[") => self.records += 1,
+            name if name.starts_with("Record[") => {
+                // Nothing under a record (length, key, value, headers, control data)
+                // is a fact of the summary: do not walk it.
+                self.records += 1;
+                return;
+            }
             _ => {}
         }
         let topic = !in_topic && n.kind == NodeKind::Struct && is_topic_struct(n);

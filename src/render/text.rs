@@ -237,7 +237,15 @@ pub fn tree(w: &mut dyn Write, msg: &Message<'_>, opts: &RenderOptions) -> io::R
         .map(|id| offset_width(msg.buffer(id).len()))
         .collect();
     let p = TreePrinter { opts, widths };
-    p.node(w, &mut String::new(), &msg.tree, None, &mut String::new(), None, 0)
+    p.node(
+        w,
+        &mut String::new(),
+        &msg.tree,
+        None,
+        &mut String::new(),
+        None,
+        0,
+    )
 }
 
 /// Prints a tree rooted at any node (offsets 4 hex digits wide).
@@ -249,7 +257,15 @@ pub fn node_tree(w: &mut dyn Write, root: &Node<'_>, opts: &RenderOptions) -> io
         opts,
         widths: Vec::new(),
     };
-    p.node(w, &mut String::new(), root, None, &mut String::new(), None, 0)
+    p.node(
+        w,
+        &mut String::new(),
+        root,
+        None,
+        &mut String::new(),
+        None,
+        0,
+    )
 }
 
 /// The text of one node's line, without the connectors and without colour.
@@ -471,7 +487,11 @@ impl TreePrinter<'_> {
         } else if n.buffer == 0 {
             let _ = write!(s, " [0x{:0width$x}, {}B]", n.offset, n.length);
         } else {
-            let _ = write!(s, " [buf{} 0x{:0width$x}, {}B]", n.buffer, n.offset, n.length);
+            let _ = write!(
+                s,
+                " [buf{} 0x{:0width$x}, {}B]",
+                n.buffer, n.offset, n.length
+            );
         }
         if let Some(d) = &n.description {
             s.push(' ');
