@@ -423,6 +423,29 @@ impl TreePrinter<'_> {
         self.widths.get(buffer as usize).copied().unwrap_or(4)
     }
 
+    /// Without colour: writes an integer or a plain string value (what `value_text` would
+    /// give) straight into the line, for the nodes `line_into` leaves to it.
+    fn plain_value<'v>(&self, n: &'v Node<'_>) -> Option<impl FnOnce(&mut String) + 'v> {
+        if self.color() || matches!(n.kind, NodeKind::Frame) {
+            return None;
+        }
+        match n.value {
+            Value::Int(_) | Value::UInt(_) => {}
+            Value::Str(x) if plain_str(x, self.opts.max_value_len) => {}
+            _ => return None,
+        }
+        Some(move |s: &mut String| match n.value {
+            Value::Int(i) => s.push_str(itoa::Buffer::new().format(i)),
+            Value::UInt(u) => s.push_str(itoa::Buffer::new().format(u)),
+            Value::Str(x) => {
+                s.push('"');
+                s.push_str(x);
+                s.push('"');
+            }
+            _ => {}
+        })
+    }
+
     /// `name type = value (annotation) [0xOFFSET, NB] description`.
     fn line(&self, n: &Node<'_>, parent: Option<&Node<'_>>) -> String {
         let mut s = String::new();
@@ -453,6 +476,9 @@ impl TreePrinter<'_> {
             (_, Value::None) => None,
             // a leaf where the walk stopped, with nothing read: the error says it all
             (_, Value::Bytes([])) if n.error.is_some() => None,
+            // without colour, the common values are written in place (see plain_value)
+            (_, Value::Int(_) | Value::UInt(_)) if !color => None,
+            (_, Value::Str(x)) if !color && plain_str(x, self.opts.max_value_len) => None,
             (_, v) => Some(Cow::Owned(value_text(
                 v,
                 self.opts.max_value_len,
@@ -462,6 +488,9 @@ impl TreePrinter<'_> {
         if let Some(v) = value {
             s.push_str(" = ");
             paint_into(s, color, &v, Style::new().green());
+        } else if let Some(v) = self.plain_value(n) {
+            s.push_str(" = ");
+            v(s);
         }
         if let Some(a) = &n.annotation {
             if color {
@@ -498,6 +527,14 @@ impl TreePrinter<'_> {
             push_description(s, d, self.opts.wide);
         }
     }
+}
+
+/// Whether [`value_text`] shows `x` as it is between quotes: ASCII with nothing to escape,
+/// no longer than `max_len`.
+fn plain_str(x: &str, max_len: usize) -> bool {
+    x.len() <= max_len.max(1)
+        && x.bytes()
+            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
 }
 
 /// `s` in `style` when `on`, else `s` as it is, appended to `out`.
