@@ -12,6 +12,8 @@
 #   BIG_ROUNDS  rounds of every command for sizes in G (default 2)
 #   BIG_TSHARK_SLOW=1  also time tshark -V and -T json for sizes in G (off by default:
 #               each takes a quarter of an hour or more on 1 GB)
+#   MODES       which comparisons (default "summary tree json")
+#   BIG_MODES   which comparisons for sizes in G (default "summary")
 #   SEED        generator seed (default 1)
 #   BENCH_DIR   where captures and results go (default target/bench)
 #
@@ -29,6 +31,8 @@ ROUNDS=${ROUNDS:-5}
 SLOW_ROUNDS=${SLOW_ROUNDS:-2}
 BIG_ROUNDS=${BIG_ROUNDS:-2}
 BIG_TSHARK_SLOW=${BIG_TSHARK_SLOW:-0}
+MODES=${MODES:-summary tree json}
+BIG_MODES=${BIG_MODES:-summary}
 SEED=${SEED:-1}
 BENCH_DIR=${BENCH_DIR:-target/bench}
 TARGET=${CARGO_TARGET_DIR:-target}
@@ -114,16 +118,18 @@ for size in $SIZES; do
     if [ "${size%G}" = "$size" ]; then
       fast=$ROUNDS
       slow=$SLOW_ROUNDS
+      modes=$MODES
     else
       fast=$BIG_ROUNDS
       slow=$BIG_ROUNDS
       [ "$BIG_TSHARK_SLOW" = 1 ] || slow=0
+      modes=$BIG_MODES
     fi
     # dd on the cached file: the floor.
     : >"$TMP/dd"
     for _ in $(seq "$fast"); do time_cmd "$TMP/dd" dd if="$f" of=/dev/null bs=1M; done
     row "$cap" dd "dd bs=1M" "$fast" "$TMP/dd" "" "$(load)"
-    for mode in summary tree json; do
+    for mode in $modes; do
       case $mode in
         summary)
           k=(--format summary)
