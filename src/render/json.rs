@@ -23,36 +23,47 @@ pub fn render(w: &mut dyn Write, msg: &Message<'_>, ctx: Option<&Context>) -> io
     w.write_all(&out)
 }
 
+/// The bytes a JSON string must escape: control characters, `"` and `\\`.
+static ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
 /// The JSON text of a string, escaped as serde_json escapes it.
 fn put_str(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push(b'"');
     let b = s.as_bytes();
-    let mut start = 0;
-    for (i, &c) in b.iter().enumerate() {
-        let esc: &[u8] = match c {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0..=0x1f => {
-                out.extend_from_slice(&b[start..i]);
+    out.reserve(b.len() + 2);
+    out.push(b'"');
+    let mut rest = b;
+    // Copy runs of plain bytes whole; escape the rare byte between them.
+    while let Some(i) = rest.iter().position(|&c| ESCAPE[c as usize]) {
+        out.extend_from_slice(&rest[..i]);
+        let c = rest[i];
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => {
                 out.extend_from_slice(b"\\u00");
                 out.push(HEX[(c >> 4) as usize]);
                 out.push(HEX[(c & 15) as usize]);
-                start = i + 1;
-                continue;
             }
-            _ => continue,
-        };
-        out.extend_from_slice(&b[start..i]);
-        out.extend_from_slice(esc);
-        start = i + 1;
+        }
+        rest = &rest[i + 1..];
     }
-    out.extend_from_slice(&b[start..]);
+    out.extend_from_slice(rest);
     out.push(b'"');
 }
 
@@ -60,12 +71,11 @@ fn put_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
     out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
-/// `,"key":` (the comma unless first).
-fn put_key(out: &mut Vec<u8>, key: &str) {
-    out.push(b',');
-    out.push(b'"');
-    out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b"\":");
+/// `,"key":`, as one literal.
+macro_rules! put_key {
+    ($out:expr, $key:literal) => {
+        $out.extend_from_slice(concat!(",\"", $key, "\":").as_bytes())
+    };
 }
 
 fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
@@ -115,11 +125,12 @@ fn put_value(out: &mut Vec<u8>, v: &Value<'_>) {
         Value::Str(s) => put_str(out, s),
         Value::Bytes(b) => {
             const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.reserve(b.len() * 2 + 2);
             out.push(b'"');
-            for x in *b {
-                out.push(HEX[(x >> 4) as usize]);
-                out.push(HEX[(x & 15) as usize]);
+            let start = out.len();
+            out.resize(start + b.len() * 2, 0);
+            for (d, x) in out[start..].chunks_exact_mut(2).zip(b.iter()) {
+                d[0] = HEX[(x >> 4) as usize];
+                d[1] = HEX[(x & 15) as usize];
             }
             out.push(b'"');
         }
@@ -138,48 +149,51 @@ fn put_value(out: &mut Vec<u8>, v: &Value<'_>) {
 fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
     out.extend_from_slice(b"{\"kind\":");
     put_str(out, msg.direction.as_str());
-    put_key(out, "api_key");
+    put_key!(out, "api_key");
     put_int(out, msg.api_key);
-    put_key(out, "api_name");
+    put_key!(out, "api_name");
     put_opt_str(out, msg.api_name.as_deref());
-    put_key(out, "api_version");
+    put_key!(out, "api_version");
     put_int(out, msg.api_version);
-    put_key(out, "correlation_id");
+    put_key!(out, "correlation_id");
     match msg.correlation_id {
         Some(c) => put_int(out, c),
         None => out.extend_from_slice(b"null"),
     }
-    put_key(out, "header_version");
+    put_key!(out, "header_version");
     put_int(out, msg.header_version);
-    put_key(out, "size");
+    put_key!(out, "size");
     put_int(out, msg.size);
-    put_key(out, "schema_release");
+    put_key!(out, "schema_release");
     put_opt_str(out, msg.schema_release.as_deref());
     if let Some(c) = ctx {
-        put_key(out, "frame");
+        put_key!(out, "frame");
         out.push(b'[');
         put_int(out, c.frames.0);
         out.push(b',');
         put_int(out, c.frames.1);
         out.push(b']');
-        put_key(out, "time");
+        put_key!(out, "time");
         put_str(out, &rfc3339(c.time.0, c.time.1));
-        put_key(out, "src");
+        put_key!(out, "src");
         put_str(out, &c.src);
-        put_key(out, "dst");
+        put_key!(out, "dst");
         put_str(out, &c.dst);
-        put_key(out, "connection");
+        put_key!(out, "connection");
         put_int(out, c.connection);
-        put_key(out, "latency_ms");
+        put_key!(out, "latency_ms");
         match c.latency {
             Some(d) => put_f64(out, d.as_secs_f64() * 1000.0),
             None => out.extend_from_slice(b"null"),
         }
-        put_key(out, "incomplete");
+        put_key!(out, "incomplete");
         out.extend_from_slice(if c.incomplete { b"true" } else { b"false" });
     }
-    for (key, warn) in [("errors", false), ("warnings", true)] {
-        put_key(out, key);
+    for (key, warn) in [
+        (&b",\"errors\":"[..], false),
+        (&b",\"warnings\":"[..], true),
+    ] {
+        out.extend_from_slice(key);
         out.push(b'[');
         let mut first = true;
         msg.tree.walk(&mut |n, _| {
@@ -192,17 +206,17 @@ fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
                 out.extend_from_slice(b"{\"offset\":");
                 put_int(out, n.offset);
                 if n.buffer != 0 {
-                    put_key(out, "buffer");
+                    put_key!(out, "buffer");
                     put_int(out, n.buffer);
                 }
-                put_key(out, "message");
+                put_key!(out, "message");
                 put_str(out, m);
                 out.push(b'}');
             }
         });
         out.push(b']');
     }
-    put_key(out, "tree");
+    put_key!(out, "tree");
     write_node(out, &msg.tree);
     out.push(b'}');
 }
@@ -210,36 +224,36 @@ fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
 fn write_node(out: &mut Vec<u8>, n: &Node<'_>) {
     out.extend_from_slice(b"{\"name\":");
     put_str(out, &n.name);
-    put_key(out, "type");
+    put_key!(out, "type");
     put_str(out, &n.ty);
-    put_key(out, "value");
+    put_key!(out, "value");
     put_value(out, &n.value);
-    put_key(out, "offset");
+    put_key!(out, "offset");
     put_int(out, n.offset);
-    put_key(out, "length");
+    put_key!(out, "length");
     put_int(out, n.length);
     if n.buffer != 0 {
-        put_key(out, "buffer");
+        put_key!(out, "buffer");
         put_int(out, n.buffer);
     }
     if let Some(a) = &n.annotation {
-        put_key(out, "annotation");
+        put_key!(out, "annotation");
         put_str(out, a);
     }
     if let Some(d) = &n.description {
-        put_key(out, "description");
+        put_key!(out, "description");
         put_str(out, d);
     }
     if let Some(e) = &n.error {
-        put_key(out, "error");
+        put_key!(out, "error");
         put_str(out, e);
     }
     if let Some(e) = &n.warning {
-        put_key(out, "warning");
+        put_key!(out, "warning");
         put_str(out, e);
     }
     if !n.children.is_empty() {
-        put_key(out, "children");
+        put_key!(out, "children");
         out.push(b'[');
         for (i, c) in n.children.iter().enumerate() {
             if i > 0 {
