@@ -194,13 +194,16 @@ pub fn hex(b: &[u8]) -> String {
 /// tab, newline and carriage return.
 pub fn printable(b: &[u8]) -> Option<&str> {
     let s = std::str::from_utf8(b).ok()?;
-    if s.chars()
-        .all(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r'))
-    {
-        Some(s)
+    let ok = if s.is_ascii() {
+        // The usual record value: a byte test the compiler can run many bytes at a time
+        // (ASCII control characters are 0x00-0x1f and 0x7f).
+        !s.bytes()
+            .any(|c| (c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r')) || c == 0x7f)
     } else {
-        None
-    }
+        s.chars()
+            .all(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r'))
+    };
+    ok.then_some(s)
 }
 
 /// How a value reads on a text line (and in summaries).
