@@ -455,7 +455,6 @@ impl TreePrinter<'_> {
 
     /// [`Self::line`], appended to `s`.
     fn line_into(&self, s: &mut String, n: &Node<'_>, parent: Option<&Node<'_>>) {
-        use std::fmt::Write as _;
         let color = self.color();
         paint_into(s, color, &n.name, Style::new().bold());
         let ty: &str = match n.kind {
@@ -513,14 +512,21 @@ impl TreePrinter<'_> {
                 format!(" [buf{} 0x{:0width$x}, {}B]", n.buffer, n.offset, n.length)
             };
             s.push_str(&paint(color, &span, Style::new().bright_black()));
-        } else if n.buffer == 0 {
-            let _ = write!(s, " [0x{:0width$x}, {}B]", n.offset, n.length);
         } else {
-            let _ = write!(
-                s,
-                " [buf{} 0x{:0width$x}, {}B]",
-                n.buffer, n.offset, n.length
-            );
+            // ` [0xOFFSET, NB]` / ` [bufN 0xOFFSET, NB]`, without the formatting machinery
+            // (one per line).
+            let mut num = itoa::Buffer::new();
+            if n.buffer == 0 {
+                s.push_str(" [0x");
+            } else {
+                s.push_str(" [buf");
+                s.push_str(num.format(n.buffer));
+                s.push_str(" 0x");
+            }
+            push_hex(s, n.offset, width);
+            s.push_str(", ");
+            s.push_str(num.format(n.length));
+            s.push_str("B]");
         }
         if let Some(d) = &n.description {
             s.push(' ');
@@ -535,6 +541,18 @@ fn plain_str(x: &str, max_len: usize) -> bool {
     x.len() <= max_len.max(1)
         && x.bytes()
             .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+}
+
+/// `v` in lowercase hex, zero-padded to at least `width` digits (`{:0width$x}`).
+fn push_hex(out: &mut String, v: usize, width: usize) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = ((usize::BITS - v.leading_zeros()).div_ceil(4) as usize).max(1);
+    for _ in digits..width {
+        out.push('0');
+    }
+    for i in (0..digits).rev() {
+        out.push(char::from(HEX[(v >> (4 * i)) & 15]));
+    }
 }
 
 /// `s` in `style` when `on`, else `s` as it is, appended to `out`.
