@@ -300,13 +300,39 @@ pub fn rfc3339(secs: i64, nanos: u32) -> String {
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z",
-        sod / 3600,
-        (sod / 60) % 60,
-        sod % 60,
-        nanos.min(999_999_999)
-    )
+    if !(0..=9999).contains(&y) {
+        return format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z",
+            sod / 3600,
+            (sod / 60) % 60,
+            sod % 60,
+            nanos.min(999_999_999)
+        );
+    }
+    // Digit by digit (one per message in every printer): same text as the format above.
+    fn digits(s: &mut String, v: u64, width: u32) {
+        let mut div = 10u64.pow(width - 1);
+        while div > 0 {
+            s.push(char::from(b'0' + (v / div % 10) as u8));
+            div /= 10;
+        }
+    }
+    let mut s = String::with_capacity(30);
+    digits(&mut s, y as u64, 4);
+    s.push('-');
+    digits(&mut s, m.into(), 2);
+    s.push('-');
+    digits(&mut s, d.into(), 2);
+    s.push('T');
+    digits(&mut s, (sod / 3600) as u64, 2);
+    s.push(':');
+    digits(&mut s, (sod / 60 % 60) as u64, 2);
+    s.push(':');
+    digits(&mut s, (sod % 60) as u64, 2);
+    s.push('.');
+    digits(&mut s, nanos.min(999_999_999).into(), 9);
+    s.push('Z');
+    s
 }
 
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
