@@ -67,6 +67,18 @@ pub(crate) mod texts {
         /// `Header[N]`
         header, "Header[", "]"
     );
+    cached!(
+        /// `message vN`
+        message, "message v", ""
+    );
+    cached!(
+        /// `message body, version N`
+        body, "message body, version ", ""
+    );
+    cached!(
+        /// `header vN`
+        header_version, "header v", ""
+    );
 }
 
 /// Limits and modes of a decode.
@@ -441,13 +453,17 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
         } else {
             "ResponseHeader"
         };
-        let mut h = Node::new(hname, format!("header v{hv}"), NodeKind::Header, r.pos).describe(
-            if is_req {
-                "common request header"
-            } else {
-                "common response header"
-            },
-        );
+        let mut h = Node::new(
+            hname,
+            texts::header_version(hv.into()),
+            NodeKind::Header,
+            r.pos,
+        )
+        .describe(if is_req {
+            "common request header"
+        } else {
+            "common response header"
+        });
         match schema.header(is_req, hv) {
             Some(hd) => {
                 let mut w = Walk::new(cx, &hd.def, hv, Region::Header);
@@ -502,13 +518,13 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
     } else {
         Region::ResponseBody
     };
-    let root_name = match (&body_def, &api_name) {
-        (Some(d), _) => d.def.name.clone(),
-        (None, Some(a)) => format!("{a}{dir_s}"),
-        (None, None) => format!("ApiKey{key}{dir_s}"),
+    let root_name: Cow<'a, str> = match (&body_def, &api_name) {
+        (Some(d), _) => Cow::Borrowed(d.def.name.as_str()),
+        (None, Some(a)) => Cow::Owned(format!("{a}{dir_s}")),
+        (None, None) => Cow::Owned(format!("ApiKey{key}{dir_s}")),
     };
-    root.name = Cow::Owned(root_name.clone());
-    root.ty = Cow::Owned(format!("message v{ver}"));
+    root.name = root_name.clone();
+    root.ty = texts::message(ver.into());
     if !stopped && !r.rest.is_empty() {
         match body_def {
             Some(d) => {
@@ -518,7 +534,7 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
                 });
                 let def = &d.def;
                 let mut body = Node::new(root_name.clone(), "struct", NodeKind::Body, r.pos)
-                    .describe(format!("message body, version {ver}"));
+                    .describe(texts::body(ver.into()));
                 body.region = region;
                 let mut w = Walk::new(cx, def, ver, region);
                 w.hints = known.hints.clone();

@@ -120,7 +120,14 @@ impl<'c, 'a> Walk<'c, 'a> {
 
     fn name_of(&self, f: &'a Field) -> Cow<'a, str> {
         if self.guide_style {
-            Cow::Owned(snake_case(&f.name))
+            // The header's fields, in every message: no allocation for them.
+            match f.name.as_str() {
+                "RequestApiKey" => Cow::Borrowed("request_api_key"),
+                "RequestApiVersion" => Cow::Borrowed("request_api_version"),
+                "CorrelationId" => Cow::Borrowed("correlation_id"),
+                "ClientId" => Cow::Borrowed("client_id"),
+                n => Cow::Owned(snake_case(n)),
+            }
         } else {
             Cow::Borrowed(f.name.as_str())
         }
@@ -397,15 +404,20 @@ impl<'c, 'a> Walk<'c, 'a> {
         if !matches!(p, Prim::String | Prim::Bytes | Prim::Records) {
             return Cow::Borrowed(base);
         }
-        let mut s = String::new();
-        if flexible {
-            s.push_str("compact_");
-        }
-        if self.nullable(f) {
-            s.push_str("nullable_");
-        }
-        s.push_str(base);
-        Cow::Owned(s)
+        Cow::Borrowed(match (p, flexible, self.nullable(f)) {
+            (Prim::String, false, false) => "string",
+            (Prim::String, false, true) => "nullable_string",
+            (Prim::String, true, false) => "compact_string",
+            (Prim::String, true, true) => "compact_nullable_string",
+            (Prim::Bytes, false, false) => "bytes",
+            (Prim::Bytes, false, true) => "nullable_bytes",
+            (Prim::Bytes, true, false) => "compact_bytes",
+            (Prim::Bytes, true, true) => "compact_nullable_bytes",
+            (_, false, false) => "records",
+            (_, false, true) => "nullable_records",
+            (_, true, false) => "compact_records",
+            (_, true, true) => "compact_nullable_records",
+        })
     }
 
     fn prim(
