@@ -189,33 +189,35 @@ fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
         put_key!(out, "incomplete");
         out.extend_from_slice(if c.incomplete { b"true" } else { b"false" });
     }
-    for (key, warn) in [
-        (&b",\"errors\":"[..], false),
-        (&b",\"warnings\":"[..], true),
-    ] {
-        out.extend_from_slice(key);
-        out.push(b'[');
-        let mut first = true;
-        msg.tree.walk(&mut |n, _| {
-            let m = if warn { &n.warning } else { &n.error };
+    // Errors and warnings in one walk: warnings go to a second buffer.
+    let mut warnings = Vec::new();
+    out.extend_from_slice(b",\"errors\":[");
+    let (mut first_e, mut first_w) = (true, true);
+    msg.tree.walk(&mut |n, _| {
+        for (m, buf, first) in [
+            (&n.error, &mut *out, &mut first_e),
+            (&n.warning, &mut warnings, &mut first_w),
+        ] {
             if let Some(m) = m {
-                if !first {
-                    out.push(b',');
+                if !*first {
+                    buf.push(b',');
                 }
-                first = false;
-                out.extend_from_slice(b"{\"offset\":");
-                put_int(out, n.offset);
+                *first = false;
+                buf.extend_from_slice(b"{\"offset\":");
+                put_int(buf, n.offset);
                 if n.buffer != 0 {
-                    put_key!(out, "buffer");
-                    put_int(out, n.buffer);
+                    put_key!(buf, "buffer");
+                    put_int(buf, n.buffer);
                 }
-                put_key!(out, "message");
-                put_str(out, m);
-                out.push(b'}');
+                put_key!(buf, "message");
+                put_str(buf, m);
+                buf.push(b'}');
             }
-        });
-        out.push(b']');
-    }
+        }
+    });
+    out.extend_from_slice(b"],\"warnings\":[");
+    out.extend_from_slice(&warnings);
+    out.push(b']');
     put_key!(out, "tree");
     write_node(out, &msg.tree);
     out.push(b'}');

@@ -91,12 +91,11 @@ pub fn title(msg: &Message<'_>, ctx: Option<&Context>, color: bool) -> String {
             ));
         }
     }
-    let errors = msg.error_count();
+    let (errors, warnings) = msg.problem_counts();
     if errors > 0 {
         let e = format!("!! {errors} error{}", if errors == 1 { "" } else { "s" });
         s.push_str(&format!(", {}", paint(color, &e, error_style())));
     }
-    let warnings = msg.warning_count();
     if warnings > 0 {
         let e = format!(
             "! {warnings} warning{}",
