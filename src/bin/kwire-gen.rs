@@ -205,7 +205,7 @@ fn payload(rng: &mut Rng, size: usize, ts_ms: u64) -> Vec<u8> {
         rng.range(1, 99_999),
     ));
     while s.len() + 2 < size {
-        let w: &str = *rng.pick(&WORDS);
+        let w = *rng.pick(&WORDS);
         s.push_str(w);
         s.push(' ');
         if rng.chance(0.1) {
@@ -323,6 +323,9 @@ const PARTITIONS: i32 = 6;
 const BROKERS: [[u8; 4]; 3] = [[10, 0, 0, 11], [10, 0, 0, 12], [10, 0, 0, 13]];
 /// Recent batches kept per partition for consumers to fetch (bulk).
 const RING: usize = 3;
+
+/// A topic's batches in a produce request: (topic, [(partition, batch bytes, records)]).
+type TopicBatches = (usize, Vec<(i32, Vec<u8>, usize)>);
 
 struct Batch {
     base_offset: i64,
@@ -897,7 +900,7 @@ impl Gen {
         records: usize,
         value_size: usize,
     ) -> Exchange {
-        let mut data: Vec<(usize, Vec<(i32, Vec<u8>, usize)>)> = Vec::new();
+        let mut data: Vec<TopicBatches> = Vec::new();
         for (t, p) in parts {
             let bv = batch_values(
                 &mut self.rng,
