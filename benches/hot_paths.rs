@@ -150,10 +150,26 @@ fn decode_frames(c: &mut Criterion) {
     let plain = batch(500, 200, "none");
     let lz4 = batch(500, 200, "lz4");
     let frames = [
-        ("heartbeat v4 request", heartbeat(&schema, 1), Known::request()),
-        ("produce v8 500 records", produce(&schema, &plain), Known::request()),
-        ("produce v8 500 records lz4", produce(&schema, &lz4), Known::request()),
-        ("fetch v11 response 500 records", fetch_response(&schema, &plain), Known::response(1, 11)),
+        (
+            "heartbeat v4 request",
+            heartbeat(&schema, 1),
+            Known::request(),
+        ),
+        (
+            "produce v8 500 records",
+            produce(&schema, &plain),
+            Known::request(),
+        ),
+        (
+            "produce v8 500 records lz4",
+            produce(&schema, &lz4),
+            Known::request(),
+        ),
+        (
+            "fetch v11 response 500 records",
+            fetch_response(&schema, &plain),
+            Known::response(1, 11),
+        ),
     ];
     let mut g = c.benchmark_group("decode");
     for (name, frame, known) in &frames {
@@ -190,7 +206,8 @@ fn capture(schema: &Schema, conns: u16, exchanges: i32) -> Vec<u8> {
     }
     for k in 0..exchanges {
         for f in &mut flows {
-            f.send(&mut w, true, t, &heartbeat(schema, k)).expect("write");
+            f.send(&mut w, true, t, &heartbeat(schema, k))
+                .expect("write");
             f.send(&mut w, false, t + 300, &heartbeat_response(schema, k))
                 .expect("write");
             t += 400;
@@ -259,5 +276,11 @@ fn rendering(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, wire_primitives, decode_frames, reassembly, rendering);
+criterion_group!(
+    benches,
+    wire_primitives,
+    decode_frames,
+    reassembly,
+    rendering
+);
 criterion_main!(benches);
