@@ -152,7 +152,13 @@ impl<'s> Session<'s> {
         name_topic_ids(&mut m.tree, &self.topic_names);
         if dir == Direction::Request {
             if let Some(corr) = m.correlation_id {
-                if let Some(Value::Str(pt)) = m.tree.find("ProtocolType").map(|n| n.value.clone()) {
+                // Produce requests carry no ProtocolType: spare the walk over their records.
+                let pt = if m.api_key == 0 {
+                    None
+                } else {
+                    m.tree.find("ProtocolType").map(|n| n.value.clone())
+                };
+                if let Some(Value::Str(pt)) = pt {
                     if self.protocol_types.len() < 100_000 {
                         self.protocol_types
                             .insert((c.connection, corr), pt.to_string());

@@ -206,7 +206,7 @@ pub fn run_capture(
                 if f.ctx.incomplete {
                     tally.incomplete += 1;
                 }
-                if !m.errors().is_empty() {
+                if m.error_count() > 0 {
                     tally.with_errors += 1;
                 }
                 if m.tree

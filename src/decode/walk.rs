@@ -65,6 +65,16 @@ pub fn snake_case(s: &str) -> String {
     out
 }
 
+/// `prefix` and the decimal digits of `n`, in one allocation.
+fn cat(prefix: &str, n: impl itoa::Integer) -> String {
+    let mut buf = itoa::Buffer::new();
+    let d = buf.format(n);
+    let mut s = String::with_capacity(prefix.len() + d.len());
+    s.push_str(prefix);
+    s.push_str(d);
+    s
+}
+
 fn wire_msg(e: &WireError<'_>) -> String {
     e.kind.to_string()
 }
@@ -110,7 +120,14 @@ impl<'c, 'a> Walk<'c, 'a> {
 
     fn name_of(&self, f: &'a Field) -> Cow<'a, str> {
         if self.guide_style {
-            Cow::Owned(snake_case(&f.name))
+            // The header's fields, in every message: no allocation for them.
+            match f.name.as_str() {
+                "RequestApiKey" => Cow::Borrowed("request_api_key"),
+                "RequestApiVersion" => Cow::Borrowed("request_api_version"),
+                "CorrelationId" => Cow::Borrowed("correlation_id"),
+                "ClientId" => Cow::Borrowed("client_id"),
+                n => Cow::Owned(snake_case(n)),
+            }
         } else {
             Cow::Borrowed(f.name.as_str())
         }
@@ -210,6 +227,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             out.push(self.err_leaf(r, "unread", "bytes", m));
             return Err(Stop);
         }
+        out.reserve(fields.len() + 1);
         for f in fields {
             if !f.versions.contains(self.version) || (self.flexible && f.is_tagged(self.version)) {
                 continue;
@@ -416,15 +434,20 @@ impl<'c, 'a> Walk<'c, 'a> {
         if !matches!(p, Prim::String | Prim::Bytes | Prim::Records) {
             return Cow::Borrowed(base);
         }
-        let mut s = String::new();
-        if flexible {
-            s.push_str("compact_");
-        }
-        if self.nullable(f) {
-            s.push_str("nullable_");
-        }
-        s.push_str(base);
-        Cow::Owned(s)
+        Cow::Borrowed(match (p, flexible, self.nullable(f)) {
+            (Prim::String, false, false) => "string",
+            (Prim::String, false, true) => "nullable_string",
+            (Prim::String, true, false) => "compact_string",
+            (Prim::String, true, true) => "compact_nullable_string",
+            (Prim::Bytes, false, false) => "bytes",
+            (Prim::Bytes, false, true) => "nullable_bytes",
+            (Prim::Bytes, true, false) => "compact_bytes",
+            (Prim::Bytes, true, true) => "compact_nullable_bytes",
+            (_, false, false) => "records",
+            (_, false, true) => "nullable_records",
+            (_, true, false) => "compact_records",
+            (_, true, true) => "compact_nullable_records",
+        })
     }
 
     fn prim(
@@ -508,9 +531,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
         };
         let ann = if flexible {
-            format!("compact, len+1={}", len.raw)
+            super::texts::compact_len(len.raw)
         } else {
-            format!("int16 len={}", len.raw)
+            super::texts::int16_len(len.raw)
         };
         let mut node = self.leaf(name, ty, Value::Null, off, n, r).annotate(ann);
         match data {
@@ -557,9 +580,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
         };
         let ann = if flexible {
-            format!("compact, len+1={}", len.raw)
+            super::texts::compact_len(len.raw)
         } else {
-            format!("int32 len={}", len.raw)
+            super::texts::int32_len(len.raw)
         };
         let Some(size) = len.len else {
             let mut node = self
@@ -874,14 +897,15 @@ impl<'c, 'a> Walk<'c, 'a> {
             node.length = r.pos - start;
             return Ok(node);
         };
-        l.description = Some(Cow::Owned(match (count, self.cx.opts.page_mode) {
-            (1, true) => "one sample element follows".to_string(),
-            (n, _) => format!(
-                "{} follow{}",
-                plural(n, "element"),
-                if n == 1 { "s" } else { "" }
-            ),
-        }));
+        l.description = Some(match (count, self.cx.opts.page_mode) {
+            (1, true) => Cow::Borrowed("one sample element follows"),
+            (1, false) => Cow::Borrowed("1 element follows"),
+            (n, _) => {
+                let mut s = cat("", n);
+                s.push_str(" elements follow");
+                Cow::Owned(s)
+            }
+        });
         node.value = Value::Count(count);
         node.children.push(l);
         let min = self.min_size(inner, f, 0) as u64;
@@ -903,11 +927,13 @@ impl<'c, 'a> Walk<'c, 'a> {
             _ => None,
         };
         for i in 0..count {
-            let ename: Cow<'a, str> = Cow::Owned(format!(
-                "{}[{}]",
-                elem_struct.map(|(s, _)| s).unwrap_or(&name),
-                i
-            ));
+            let base = elem_struct.map(|(s, _)| s).unwrap_or(&name);
+            let mut ename = String::with_capacity(base.len() + 8);
+            ename.push_str(base);
+            ename.push('[');
+            ename.push_str(itoa::Buffer::new().format(i));
+            ename.push(']');
+            let ename: Cow<'a, str> = Cow::Owned(ename);
             let res = match (inner, elem_struct) {
                 (FieldType::Prim(p), _) => self.prim(r, f, *p, ename, flexible),
                 (FieldType::Struct(s), Some((_, Some(fields)))) => {
