@@ -289,6 +289,32 @@ impl<'a> Message<'a> {
         out
     }
 
+    /// How many nodes carry an error (what `errors().len()` gives, without collecting).
+    pub fn error_count(&self) -> usize {
+        let mut k = 0;
+        self.tree
+            .walk(&mut |n, _| k += usize::from(n.error.is_some()));
+        k
+    }
+
+    /// How many nodes carry a warning (what `warnings().len()` gives, without collecting).
+    pub fn warning_count(&self) -> usize {
+        let mut k = 0;
+        self.tree
+            .walk(&mut |n, _| k += usize::from(n.warning.is_some()));
+        k
+    }
+
+    /// How many nodes carry an error and how many a warning, in one walk.
+    pub fn problem_counts(&self) -> (usize, usize) {
+        let (mut e, mut w) = (0, 0);
+        self.tree.walk(&mut |n, _| {
+            e += usize::from(n.error.is_some());
+            w += usize::from(n.warning.is_some());
+        });
+        (e, w)
+    }
+
     /// Every warning in the tree, in tree order.
     pub fn warnings(&self) -> Vec<Located> {
         let mut out = Vec::new();

@@ -241,11 +241,11 @@ fn values_shape() {
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(
         lines[0],
-        r#"{"kind":"request","api_key":20,"api_name":"DeleteTopics","api_version":6,"correlation_id":0,"client_id":"","body":{"Topics":[{"Name":"","TopicId":"00000000-0000-0000-0000-000000000000"}],"TimeoutMs":0}}"#
+        r#"{"kind":"request","api_key":20,"api_name":"DeleteTopics","api_version":6,"header":{"correlation_id":0,"client_id":""},"body":{"Topics":[{"Name":"","TopicId":"00000000-0000-0000-0000-000000000000"}],"TimeoutMs":0}}"#
     );
     assert_eq!(
         lines[1],
-        r#"{"kind":"response","api_key":20,"api_name":"DeleteTopics","api_version":6,"correlation_id":0,"body":{"ThrottleTimeMs":0,"Responses":[{"Name":"","TopicId":"00000000-0000-0000-0000-000000000000","ErrorCode":0,"ErrorMessage":""}]}}"#
+        r#"{"kind":"response","api_key":20,"api_name":"DeleteTopics","api_version":6,"header":{"correlation_id":0},"body":{"ThrottleTimeMs":0,"Responses":[{"Name":"","TopicId":"00000000-0000-0000-0000-000000000000","ErrorCode":0,"ErrorMessage":""}]}}"#
     );
 }
 

@@ -68,9 +68,11 @@ fn cap_error(cap: usize) -> String {
     format!("decompressed size exceeds the cap of {cap} bytes")
 }
 
-/// Reads `r` to its end, keeping at most `cap` bytes.
-fn read_capped(r: impl Read, cap: usize, what: &str) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
+/// Reads `r` (decompressing `packed` bytes) to its end, keeping at most `cap` bytes.
+fn read_capped(r: impl Read, packed: usize, cap: usize, what: &str) -> Result<Vec<u8>, String> {
+    // Record data compresses 2-10x: start near the likely size rather than doubling up
+    // from nothing (each doubling copies what was read so far).
+    let mut out = Vec::with_capacity(packed.saturating_mul(4).clamp(4096, 16 << 20).min(cap));
     let limit = (cap as u64).saturating_add(1);
     r.take(limit)
         .read_to_end(&mut out)
@@ -119,6 +121,7 @@ fn decompress_inner(
         }
         Codec::Gzip => plain(read_capped(
             flate2::read::MultiGzDecoder::new(data),
+            data.len(),
             cap,
             "gzip",
         )?),
@@ -127,7 +130,7 @@ fn decompress_inner(
         Codec::Zstd => {
             let d = zstd::stream::read::Decoder::with_buffer(data)
                 .map_err(|e| format!("zstd decoder: {e}"))?;
-            plain(read_capped(d, cap, "zstd")?)
+            plain(read_capped(d, data.len(), cap, "zstd")?)
         }
         Codec::Unknown(n) => Err(format!("unknown compression codec {n}")),
     }
@@ -184,7 +187,12 @@ fn snappy(data: &[u8], cap: usize) -> Result<Decompressed, String> {
         });
     }
     if data.starts_with(b"\xff\x06\x00\x00sNaPpY") {
-        let out = read_capped(snap::read::FrameDecoder::new(data), cap, "snappy")?;
+        let out = read_capped(
+            snap::read::FrameDecoder::new(data),
+            data.len(),
+            cap,
+            "snappy",
+        )?;
         return Ok(Decompressed {
             data: out,
             note: Some("snappy framing format".into()),
@@ -223,7 +231,12 @@ fn lz4(data: &[u8], cap: usize, legacy: bool) -> Result<Decompressed, String> {
             if data[hc] != right && data[hc] == kafka08 {
                 let mut fixed = data.to_vec();
                 fixed[hc] = right;
-                let out = read_capped(lz4_flex::frame::FrameDecoder::new(&fixed[..]), cap, "lz4")?;
+                let out = read_capped(
+                    lz4_flex::frame::FrameDecoder::new(&fixed[..]),
+                    fixed.len(),
+                    cap,
+                    "lz4",
+                )?;
                 return Ok(Decompressed {
                     data: out,
                     note: Some("header checksum of Kafka 0.8-0.10 (magic 0) accepted".into()),
@@ -232,7 +245,12 @@ fn lz4(data: &[u8], cap: usize, legacy: bool) -> Result<Decompressed, String> {
         }
     }
     Ok(Decompressed {
-        data: read_capped(lz4_flex::frame::FrameDecoder::new(data), cap, "lz4")?,
+        data: read_capped(
+            lz4_flex::frame::FrameDecoder::new(data),
+            data.len(),
+            cap,
+            "lz4",
+        )?,
         note: None,
     })
 }

@@ -15,6 +15,72 @@ use crate::schema::Schema;
 use crate::tree::{Buffers, Node};
 use crate::wire::{WResult, WireError};
 
+/// Texts that thousands of nodes share (`compact, len+1=5`, `Record[12]`), made once
+/// and handed out as `&'static str`: a tree then allocates nothing for them.
+pub(crate) mod texts {
+    use std::borrow::Cow;
+    use std::sync::OnceLock;
+
+    /// How many numbers each table holds (0..N).
+    const N: usize = 1024;
+
+    fn table(prefix: &str, suffix: &str) -> Box<[&'static str]> {
+        (0..N)
+            .map(|i| &*Box::leak(format!("{prefix}{i}{suffix}").into_boxed_str()))
+            .collect()
+    }
+
+    macro_rules! cached {
+        ($(#[$m:meta])* $name:ident, $prefix:expr, $suffix:expr) => {
+            $(#[$m])*
+            pub(crate) fn $name<'a>(n: i64) -> Cow<'a, str> {
+                static T: OnceLock<Box<[&'static str]>> = OnceLock::new();
+                match usize::try_from(n) {
+                    Ok(i) if i < N => Cow::Borrowed(T.get_or_init(|| table($prefix, $suffix))[i]),
+                    _ => Cow::Owned(format!("{}{n}{}", $prefix, $suffix)),
+                }
+            }
+        };
+    }
+
+    cached!(
+        /// `compact, len+1=N`
+        compact_len, "compact, len+1=", ""
+    );
+    cached!(
+        /// `int16 len=N`
+        int16_len, "int16 len=", ""
+    );
+    cached!(
+        /// `int32 len=N`
+        int32_len, "int32 len=", ""
+    );
+    cached!(
+        /// `varint len=N`
+        varint_len, "varint len=", ""
+    );
+    cached!(
+        /// `Record[N]`
+        record, "Record[", "]"
+    );
+    cached!(
+        /// `Header[N]`
+        header, "Header[", "]"
+    );
+    cached!(
+        /// `message vN`
+        message, "message v", ""
+    );
+    cached!(
+        /// `message body, version N`
+        body, "message body, version ", ""
+    );
+    cached!(
+        /// `header vN`
+        header_version, "header v", ""
+    );
+}
+
 /// Limits and modes of a decode.
 #[derive(Clone, Debug)]
 pub struct DecodeOptions {
@@ -245,6 +311,29 @@ pub fn decode<'a>(
 ) -> Message<'a> {
     let mut cx = Cx::new(schema, arena, opts);
     let mut msg = decode_in(&mut cx, frame, 0, known);
+    // A broker that does not support the requested ApiVersions version answers with a v0
+    // body carrying UNSUPPORTED_VERSION (35), so the client can learn what it supports.
+    let o = if known.layout.size_prefix { 8 } else { 4 };
+    if msg.direction == Direction::Response
+        && msg.api_key == 18
+        && msg.api_version > 0
+        && known.layout.header
+        && !msg.errors().is_empty()
+        && frame.get(o..o + 2) == Some(&[0, 35][..])
+    {
+        let mut k = known.clone();
+        k.api_version = Some(0);
+        let mut cx0 = Cx::new(schema, arena, opts);
+        let mut m0 = decode_in(&mut cx0, frame, 0, &k);
+        if m0.errors().is_empty() {
+            m0.tree.warning = Some(format!(
+                "the request was ApiVersions v{}; the broker answered UNSUPPORTED_VERSION with a v0 body",
+                msg.api_version
+            ));
+            m0.buffers = cx0.buffers;
+            return m0;
+        }
+    }
     msg.buffers = cx.buffers;
     msg
 }
@@ -364,13 +453,17 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
         } else {
             "ResponseHeader"
         };
-        let mut h = Node::new(hname, format!("header v{hv}"), NodeKind::Header, r.pos).describe(
-            if is_req {
-                "common request header"
-            } else {
-                "common response header"
-            },
-        );
+        let mut h = Node::new(
+            hname,
+            texts::header_version(hv.into()),
+            NodeKind::Header,
+            r.pos,
+        )
+        .describe(if is_req {
+            "common request header"
+        } else {
+            "common response header"
+        });
         match schema.header(is_req, hv) {
             Some(hd) => {
                 let mut w = Walk::new(cx, &hd.def, hv, Region::Header);
@@ -425,13 +518,13 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
     } else {
         Region::ResponseBody
     };
-    let root_name = match (&body_def, &api_name) {
-        (Some(d), _) => d.def.name.clone(),
-        (None, Some(a)) => format!("{a}{dir_s}"),
-        (None, None) => format!("ApiKey{key}{dir_s}"),
+    let root_name: Cow<'a, str> = match (&body_def, &api_name) {
+        (Some(d), _) => Cow::Borrowed(d.def.name.as_str()),
+        (None, Some(a)) => Cow::Owned(format!("{a}{dir_s}")),
+        (None, None) => Cow::Owned(format!("ApiKey{key}{dir_s}")),
     };
-    root.name = Cow::Owned(root_name.clone());
-    root.ty = Cow::Owned(format!("message v{ver}"));
+    root.name = root_name.clone();
+    root.ty = texts::message(ver.into());
     if !stopped && !r.rest.is_empty() {
         match body_def {
             Some(d) => {
@@ -441,7 +534,7 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
                 });
                 let def = &d.def;
                 let mut body = Node::new(root_name.clone(), "struct", NodeKind::Body, r.pos)
-                    .describe(format!("message body, version {ver}"));
+                    .describe(texts::body(ver.into()));
                 body.region = region;
                 let mut w = Walk::new(cx, def, ver, region);
                 w.hints = known.hints.clone();

@@ -24,7 +24,7 @@
 use std::borrow::Cow;
 
 use super::compress::{self, Codec};
-use super::{Cx, Reader};
+use super::{texts, Cx, Reader};
 use crate::tree::{Node, NodeKind, Region, Value};
 use crate::wire::{self, LenPrefix, WResult};
 
@@ -224,10 +224,10 @@ fn bytes_leaf<'a>(
     match r.read(wire::sized(prefix)) {
         Ok(((l, b), off, n)) => {
             let v = b.map_or(Value::Null, Value::Bytes);
-            let ann = if b.is_some() {
-                format!("{label} len={}", l.raw)
-            } else {
-                format!("{label} len={}, null", l.raw)
+            let ann: Cow<'a, str> = match (b.is_some(), prefix) {
+                (true, LenPrefix::Varint) => texts::varint_len(l.raw),
+                (true, _) => texts::int32_len(l.raw),
+                (false, _) => Cow::Owned(format!("{label} len={}, null", l.raw)),
             };
             out.push(leaf(r, name, "bytes", v, off, n).annotate(ann));
             Ok(b)
@@ -271,6 +271,26 @@ fn varint_sized<'a>(
     Ok(r.split(len as usize))
 }
 
+/// `a` `b` and the decimal digits of `n` in one allocation (`varint len=12`).
+fn cat2(a: &str, b: &str, n: impl itoa::Integer) -> String {
+    let mut buf = itoa::Buffer::new();
+    let d = buf.format(n);
+    let mut s = String::with_capacity(a.len() + b.len() + d.len() + 8);
+    s.push_str(a);
+    s.push_str(b);
+    s.push_str(d);
+    s
+}
+
+/// `v` as `width` zero-padded decimal digits (`v` in `0..10^width`).
+fn push_padded(s: &mut String, v: i64, width: u32) {
+    let mut div = 10i64.pow(width - 1);
+    while div > 0 {
+        s.push(char::from(b'0' + (v / div % 10) as u8));
+        div /= 10;
+    }
+}
+
 /// Formats epoch milliseconds as RFC 3339 UTC with millis (`2024-05-01T12:00:00.123Z`).
 pub fn format_millis(ms: i64) -> Option<String> {
     let secs = ms.div_euclid(1000);
@@ -290,12 +310,23 @@ pub fn format_millis(ms: i64) -> Option<String> {
     if !(0..=9999).contains(&y) {
         return None;
     }
-    Some(format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
-        sod / 3600,
-        sod / 60 % 60,
-        sod % 60
-    ))
+    // Written digit by digit: one allocation, no formatting machinery (one per record).
+    let mut s = String::with_capacity(24);
+    push_padded(&mut s, y, 4);
+    s.push('-');
+    push_padded(&mut s, m, 2);
+    s.push('-');
+    push_padded(&mut s, d, 2);
+    s.push('T');
+    push_padded(&mut s, sod / 3600, 2);
+    s.push(':');
+    push_padded(&mut s, sod / 60 % 60, 2);
+    s.push(':');
+    push_padded(&mut s, sod % 60, 2);
+    s.push('.');
+    push_padded(&mut s, milli, 3);
+    s.push('Z');
+    Some(s)
 }
 
 fn time_annotation(ms: i64) -> String {
@@ -330,7 +361,7 @@ struct BatchCx {
 
 fn decode_batch_v2<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>) -> Node<'a> {
     let start = r.pos;
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(16);
     let _ = batch_v2_fields(cx, r, &mut out);
     trailing(r, &mut out, "the batch");
     let mut n = group("RecordBatch", "RecordBatch", r.buffer, start, r.pos, out);
@@ -505,17 +536,20 @@ fn record_list<'a>(
         recs.push(decode_record(cx, r, i, bcx));
         i += 1;
     }
-    trailing(r, &mut recs, &format!("{i} records"));
+    if r.left() > 0 {
+        trailing(r, &mut recs, &format!("{i} records"));
+    }
     (recs, i)
 }
 
 fn decode_record<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, i: usize, bcx: &BatchCx) -> Node<'a> {
     let start = r.pos;
-    let mut out = Vec::new();
+    // length, attributes, timestampDelta, offsetDelta, key, value, headerCount, a header
+    let mut out = Vec::with_capacity(8);
     let mut abs_offset = None;
     let _ = record_fields(cx, r, bcx, &mut out, &mut abs_offset);
     let mut n = group(
-        format!("Record[{i}]"),
+        texts::record(i as i64),
         "Record",
         r.buffer,
         start,
@@ -523,7 +557,7 @@ fn decode_record<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, i: usize, bcx: &BatchC
         out,
     );
     if let Some(o) = abs_offset {
-        n.annotation = Some(format!("offset {o}").into());
+        n.annotation = Some(o.into());
     }
     n.set_region(Region::Record);
     n
@@ -534,7 +568,7 @@ fn record_fields<'a>(
     r: &mut Reader<'a>,
     bcx: &BatchCx,
     out: &mut Vec<Node<'a>>,
-    abs_offset: &mut Option<i64>,
+    abs_offset: &mut Option<String>,
 ) -> Res<()> {
     let len = int(r, out, "length", "varint", wire::varint)?;
     if len < 0 || len as usize > r.left() {
@@ -583,7 +617,7 @@ fn record_body<'a>(
     r: &mut Reader<'a>,
     bcx: &BatchCx,
     out: &mut Vec<Node<'a>>,
-    abs_offset: &mut Option<i64>,
+    abs_offset: &mut Option<String>,
 ) -> Res<()> {
     int(r, out, "attributes", "int8", wire::int8)?;
     let ts = int(r, out, "timestampDelta", "varlong", wire::varlong)?;
@@ -593,9 +627,9 @@ fn record_body<'a>(
     }
     annotate(out, ann);
     let od = int(r, out, "offsetDelta", "varint", wire::varint)?;
-    let o = bcx.base_offset.wrapping_add(od);
+    let o = cat2("offset ", "", bcx.base_offset.wrapping_add(od));
+    annotate(out, o.clone());
     *abs_offset = Some(o);
-    annotate(out, format!("offset {o}"));
     if bcx.control {
         control_record(cx, r, out)?;
     } else {
@@ -614,7 +648,7 @@ fn record_body<'a>(
         let mut h = Vec::new();
         let res = header(r, &mut h);
         out.push(group(
-            format!("Header[{j}]"),
+            texts::header(j as i64),
             "Header",
             r.buffer,
             start,
@@ -642,8 +676,7 @@ fn header<'a>(r: &mut Reader<'a>, h: &mut Vec<Node<'a>>) -> Res<()> {
                 }
                 Some(b) => {
                     let v = std::str::from_utf8(b).map_or(Value::Bytes(b), Value::Str);
-                    leaf(r, "headerKey", "string", v, off, n)
-                        .annotate(format!("varint len={}", l.raw))
+                    leaf(r, "headerKey", "string", v, off, n).annotate(texts::varint_len(l.raw))
                 }
             };
             if matches!(k.value, Value::Bytes(_)) {

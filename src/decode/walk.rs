@@ -65,6 +65,16 @@ pub fn snake_case(s: &str) -> String {
     out
 }
 
+/// `prefix` and the decimal digits of `n`, in one allocation.
+fn cat(prefix: &str, n: impl itoa::Integer) -> String {
+    let mut buf = itoa::Buffer::new();
+    let d = buf.format(n);
+    let mut s = String::with_capacity(prefix.len() + d.len());
+    s.push_str(prefix);
+    s.push_str(d);
+    s
+}
+
 fn wire_msg(e: &WireError<'_>) -> String {
     e.kind.to_string()
 }
@@ -110,20 +120,57 @@ impl<'c, 'a> Walk<'c, 'a> {
 
     fn name_of(&self, f: &'a Field) -> Cow<'a, str> {
         if self.guide_style {
-            Cow::Owned(snake_case(&f.name))
+            // The header's fields, in every message: no allocation for them.
+            match f.name.as_str() {
+                "RequestApiKey" => Cow::Borrowed("request_api_key"),
+                "RequestApiVersion" => Cow::Borrowed("request_api_version"),
+                "CorrelationId" => Cow::Borrowed("correlation_id"),
+                "ClientId" => Cow::Borrowed("client_id"),
+                n => Cow::Owned(snake_case(n)),
+            }
         } else {
             Cow::Borrowed(f.name.as_str())
         }
     }
 
     fn field_flexible(&self, f: &Field) -> bool {
-        f.flexible_versions
-            .map(|v| v.contains(self.version))
-            .unwrap_or(self.flexible)
+        f.is_flexible(self.version, self.flexible)
     }
 
     fn nullable(&self, f: &Field) -> bool {
-        f.nullable_versions.contains(self.version)
+        f.is_nullable(self.version)
+    }
+
+    /// The error for a null where this version allows none.
+    fn null_error(&self, f: &Field) -> String {
+        format!(
+            "{} is null, which version {} does not allow",
+            f.name, self.version
+        )
+    }
+
+    /// The leaf of a length or count prefix; compact ones say how they count.
+    fn length_leaf(
+        &self,
+        prefix: LenPrefix,
+        raw: i64,
+        off: usize,
+        len: usize,
+        r: &Reader<'a>,
+        compact_note: &'static str,
+    ) -> Node<'a> {
+        let mut l = self.leaf(
+            "length".into(),
+            prefix_label(prefix).into(),
+            Value::Int(raw),
+            off,
+            len,
+            r,
+        );
+        if prefix == LenPrefix::Compact {
+            l.annotation = Some(Cow::Borrowed(compact_note));
+        }
+        l
     }
 
     fn leaf(
@@ -180,6 +227,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             out.push(self.err_leaf(r, "unread", "bytes", m));
             return Err(Stop);
         }
+        out.reserve(fields.len() + 1);
         for f in fields {
             if !f.versions.contains(self.version) || (self.flexible && f.is_tagged(self.version)) {
                 continue;
@@ -376,21 +424,30 @@ impl<'c, 'a> Walk<'c, 'a> {
 
     fn prim_label(&self, f: &'a Field, p: Prim, flexible: bool) -> Cow<'a, str> {
         if !self.guide_style {
-            return Cow::Borrowed(f.type_name.as_str());
+            // An array element is labelled with the element type (`string`, not `[]string`).
+            return match f.ty {
+                FieldType::Array(_) => Cow::Borrowed(p.as_str()),
+                _ => Cow::Borrowed(f.type_name.as_str()),
+            };
         }
         let base = p.as_str();
         if !matches!(p, Prim::String | Prim::Bytes | Prim::Records) {
             return Cow::Borrowed(base);
         }
-        let mut s = String::new();
-        if flexible {
-            s.push_str("compact_");
-        }
-        if self.nullable(f) {
-            s.push_str("nullable_");
-        }
-        s.push_str(base);
-        Cow::Owned(s)
+        Cow::Borrowed(match (p, flexible, self.nullable(f)) {
+            (Prim::String, false, false) => "string",
+            (Prim::String, false, true) => "nullable_string",
+            (Prim::String, true, false) => "compact_string",
+            (Prim::String, true, true) => "compact_nullable_string",
+            (Prim::Bytes, false, false) => "bytes",
+            (Prim::Bytes, false, true) => "nullable_bytes",
+            (Prim::Bytes, true, false) => "compact_bytes",
+            (Prim::Bytes, true, true) => "compact_nullable_bytes",
+            (_, false, false) => "records",
+            (_, false, true) => "nullable_records",
+            (_, true, false) => "compact_records",
+            (_, true, true) => "compact_nullable_records",
+        })
     }
 
     fn prim(
@@ -443,9 +500,10 @@ impl<'c, 'a> Walk<'c, 'a> {
                     });
                 }
             } else if p == Prim::Int16 && (f.name == "RequestApiKey" || f.name == "ApiKey") {
-                if let Some(a) = self.cx.schema.api_name(v as i16) {
-                    n.annotation = Some(Cow::Owned(a.to_string()));
-                }
+                n.annotation = Some(match self.cx.schema.api_name(v as i16) {
+                    Some(a) => Cow::Owned(a.to_string()),
+                    None => Cow::Borrowed("unknown API"),
+                });
             } else if v == -1 && minus_one_is_none(f) {
                 n.annotation = Some(Cow::Borrowed("none"));
             }
@@ -473,18 +531,15 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
         };
         let ann = if flexible {
-            format!("compact, len+1={}", len.raw)
+            super::texts::compact_len(len.raw)
         } else {
-            format!("int16 len={}", len.raw)
+            super::texts::int16_len(len.raw)
         };
         let mut node = self.leaf(name, ty, Value::Null, off, n, r).annotate(ann);
         match data {
             None => {
                 if !self.nullable(f) {
-                    node.error = Some(format!(
-                        "{} is null, which version {} does not allow",
-                        f.name, self.version
-                    ));
+                    node.error = Some(self.null_error(f));
                 }
             }
             Some(b) => match std::str::from_utf8(b) {
@@ -525,19 +580,16 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
         };
         let ann = if flexible {
-            format!("compact, len+1={}", len.raw)
+            super::texts::compact_len(len.raw)
         } else {
-            format!("int32 len={}", len.raw)
+            super::texts::int32_len(len.raw)
         };
         let Some(size) = len.len else {
             let mut node = self
                 .leaf(name, ty, Value::Null, loff, llen, r)
                 .annotate(ann);
             if !self.nullable(f) {
-                node.error = Some(format!(
-                    "{} is null, which version {} does not allow",
-                    f.name, self.version
-                ));
+                node.error = Some(self.null_error(f));
             }
             return Ok(node);
         };
@@ -586,6 +638,17 @@ impl<'c, 'a> Walk<'c, 'a> {
                 let mut node = self
                     .leaf(name, ty, Value::Bytes(data), start, r.pos - start, r)
                     .annotate(ann);
+                if f.name == "ClientHostAddress" {
+                    // Envelope: the original client's address as raw IPv4/IPv6 bytes.
+                    let ip: Option<std::net::IpAddr> = match data.len() {
+                        4 => <[u8; 4]>::try_from(data).ok().map(Into::into),
+                        16 => <[u8; 16]>::try_from(data).ok().map(Into::into),
+                        _ => None,
+                    };
+                    if let (Some(ip), Some(a)) = (ip, &node.annotation) {
+                        node.annotation = Some(Cow::Owned(format!("{a}, {ip}")));
+                    }
+                }
                 if p == Prim::Records {
                     node.region = Region::RecordBatch;
                 }
@@ -597,17 +660,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 if p == Prim::Bytes {
                     node.value = Value::Bytes(data);
                 }
-                let mut l = self.leaf(
-                    "length".into(),
-                    prefix_label(prefix).into(),
-                    Value::Int(len.raw),
-                    loff,
-                    llen,
-                    r,
-                );
-                if flexible {
-                    l.annotation = Some("compact, len+1".into());
-                }
+                let l = self.length_leaf(prefix, len.raw, loff, llen, r, "compact, len+1");
                 node.children.push(l);
                 node.children.extend(children);
                 Ok(node)
@@ -728,13 +781,24 @@ impl<'c, 'a> Walk<'c, 'a> {
             node.length = r.pos - start;
             return Err(node);
         };
+        self.struct_body(r, node, fields)
+    }
+
+    /// Walks a struct's `fields` into `node` (whose offset is where the struct starts),
+    /// sets its length, and hands it back, as `Err` when an error stopped the walk.
+    fn struct_body(
+        &mut self,
+        r: &mut Reader<'a>,
+        mut node: Node<'a>,
+        fields: &'a [Field],
+    ) -> Result<Node<'a>, Node<'a>> {
         let res = self.fields(
             r,
             fields,
             &mut node.children,
             "number of tagged fields in this struct",
         );
-        node.length = r.pos - start;
+        node.length = r.pos - node.offset;
         match res {
             Ok(()) => Ok(node),
             Err(Stop) => Err(node),
@@ -823,37 +887,25 @@ impl<'c, 'a> Walk<'c, 'a> {
                 return Err(node);
             }
         };
-        let mut l = self.leaf(
-            "length".into(),
-            prefix_label(prefix).into(),
-            Value::Int(len.raw),
-            off,
-            llen,
-            r,
-        );
-        if flexible {
-            l.annotation = Some("compact, n+1".into());
-        }
+        let mut l = self.length_leaf(prefix, len.raw, off, llen, r, "compact, n+1");
         let Some(count) = len.len else {
             node.value = Value::Null;
             if !self.nullable(f) {
-                l.error = Some(format!(
-                    "{} is null, which version {} does not allow",
-                    f.name, self.version
-                ));
+                l.error = Some(self.null_error(f));
             }
             node.children.push(l);
             node.length = r.pos - start;
             return Ok(node);
         };
-        l.description = Some(Cow::Owned(match (count, self.cx.opts.page_mode) {
-            (1, true) => "one sample element follows".to_string(),
-            (n, _) => format!(
-                "{} follow{}",
-                plural(n, "element"),
-                if n == 1 { "s" } else { "" }
-            ),
-        }));
+        l.description = Some(match (count, self.cx.opts.page_mode) {
+            (1, true) => Cow::Borrowed("one sample element follows"),
+            (1, false) => Cow::Borrowed("1 element follows"),
+            (n, _) => {
+                let mut s = cat("", n);
+                s.push_str(" elements follow");
+                Cow::Owned(s)
+            }
+        });
         node.value = Value::Count(count);
         node.children.push(l);
         let min = self.min_size(inner, f, 0) as u64;
@@ -875,29 +927,21 @@ impl<'c, 'a> Walk<'c, 'a> {
             _ => None,
         };
         for i in 0..count {
-            let ename: Cow<'a, str> = Cow::Owned(format!(
-                "{}[{}]",
-                elem_struct.map(|(s, _)| s).unwrap_or(&name),
-                i
-            ));
+            let base = elem_struct.map(|(s, _)| s).unwrap_or(&name);
+            let mut ename = String::with_capacity(base.len() + 8);
+            ename.push_str(base);
+            ename.push('[');
+            ename.push_str(itoa::Buffer::new().format(i));
+            ename.push(']');
+            let ename: Cow<'a, str> = Cow::Owned(ename);
             let res = match (inner, elem_struct) {
                 (FieldType::Prim(p), _) => self.prim(r, f, *p, ename, flexible),
                 (FieldType::Struct(s), Some((_, Some(fields)))) => {
-                    let es = r.pos;
-                    let mut en = Node::new(ename, Cow::Borrowed(s.as_str()), NodeKind::Struct, es);
+                    let mut en =
+                        Node::new(ename, Cow::Borrowed(s.as_str()), NodeKind::Struct, r.pos);
                     en.buffer = r.buffer;
                     en.region = self.region;
-                    let res = self.fields(
-                        r,
-                        fields,
-                        &mut en.children,
-                        "number of tagged fields in this struct",
-                    );
-                    en.length = r.pos - es;
-                    match res {
-                        Ok(()) => Ok(en),
-                        Err(Stop) => Err(en),
-                    }
+                    self.struct_body(r, en, fields)
                 }
                 _ => Err(self.err_leaf(
                     r,

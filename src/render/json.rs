@@ -5,16 +5,267 @@ use std::io::{self, Write};
 
 use serde_json::{json, Map, Value as J};
 
-use super::{rfc3339, value_json, Context};
-use crate::tree::{Located, Message, Node};
+use super::{rfc3339, value_json, Context, JSON_EXACT};
+use crate::tree::{Located, Message, Node, Value};
 
 /// Prints `msg` as one JSON line.
+///
+/// The line is written straight from the tree (no `serde_json::Value` in between) into
+/// one buffer, then to `w` in one call; it is byte for byte what serializing
+/// [`message_json`] gives.
 ///
 /// # Errors
 /// The writer's errors.
 pub fn render(w: &mut dyn Write, msg: &Message<'_>, ctx: Option<&Context>) -> io::Result<()> {
-    serde_json::to_writer(&mut *w, &message_json(msg, ctx)).map_err(io::Error::from)?;
-    writeln!(w)
+    let mut out = Vec::with_capacity(1024 + 160 * msg.size.min(1 << 16));
+    write_message(&mut out, msg, ctx);
+    out.push(b'\n');
+    w.write_all(&out)
+}
+
+/// The bytes a JSON string must escape: control characters, `"` and `\\`.
+static ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+/// The JSON text of a string, escaped as serde_json escapes it.
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let b = s.as_bytes();
+    out.reserve(b.len() + 2);
+    out.push(b'"');
+    let mut rest = b;
+    // Copy runs of plain bytes whole; escape the rare byte between them.
+    while let Some(i) = rest.iter().position(|&c| ESCAPE[c as usize]) {
+        out.extend_from_slice(&rest[..i]);
+        let c = rest[i];
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(c >> 4) as usize]);
+                out.push(HEX[(c & 15) as usize]);
+            }
+        }
+        rest = &rest[i + 1..];
+    }
+    out.extend_from_slice(rest);
+    out.push(b'"');
+}
+
+fn put_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// `,"key":`, as one literal.
+macro_rules! put_key {
+    ($out:expr, $key:literal) => {
+        $out.extend_from_slice(concat!(",\"", $key, "\":").as_bytes())
+    };
+}
+
+fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => put_str(out, s),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// A float as serde_json writes it (non-finite as `null`).
+fn put_f64(out: &mut Vec<u8>, f: f64) {
+    // serde_json's own float formatting, so the digits are the same; writing to a Vec
+    // cannot fail.
+    let _ = serde_json::to_writer(&mut *out, &f);
+}
+
+/// A value as [`value_json`] gives it.
+fn put_value(out: &mut Vec<u8>, v: &Value<'_>) {
+    match v {
+        Value::None | Value::Null | Value::Count(_) => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Int(i) => {
+            if i.unsigned_abs() <= JSON_EXACT {
+                put_int(out, *i);
+            } else {
+                out.push(b'"');
+                put_int(out, *i);
+                out.push(b'"');
+            }
+        }
+        Value::UInt(u) => {
+            if *u <= JSON_EXACT {
+                put_int(out, *u);
+            } else {
+                out.push(b'"');
+                put_int(out, *u);
+                out.push(b'"');
+            }
+        }
+        Value::Float(f) => {
+            if f.is_finite() {
+                put_f64(out, *f);
+            } else {
+                put_str(out, &f.to_string());
+            }
+        }
+        Value::Str(s) => put_str(out, s),
+        Value::Bytes(b) => {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push(b'"');
+            let start = out.len();
+            out.resize(start + b.len() * 2, 0);
+            for (d, x) in out[start..].chunks_exact_mut(2).zip(b.iter()) {
+                d[0] = HEX[(x >> 4) as usize];
+                d[1] = HEX[(x & 15) as usize];
+            }
+            out.push(b'"');
+        }
+        Value::Uuid(u) => {
+            out.push(b'"');
+            out.extend_from_slice(
+                u.hyphenated()
+                    .encode_lower(&mut uuid::Uuid::encode_buffer())
+                    .as_bytes(),
+            );
+            out.push(b'"');
+        }
+    }
+}
+
+fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
+    out.extend_from_slice(b"{\"kind\":");
+    put_str(out, msg.direction.as_str());
+    put_key!(out, "api_key");
+    put_int(out, msg.api_key);
+    put_key!(out, "api_name");
+    put_opt_str(out, msg.api_name.as_deref());
+    put_key!(out, "api_version");
+    put_int(out, msg.api_version);
+    put_key!(out, "correlation_id");
+    match msg.correlation_id {
+        Some(c) => put_int(out, c),
+        None => out.extend_from_slice(b"null"),
+    }
+    put_key!(out, "header_version");
+    put_int(out, msg.header_version);
+    put_key!(out, "size");
+    put_int(out, msg.size);
+    put_key!(out, "schema_release");
+    put_opt_str(out, msg.schema_release.as_deref());
+    if let Some(c) = ctx {
+        put_key!(out, "frame");
+        out.push(b'[');
+        put_int(out, c.frames.0);
+        out.push(b',');
+        put_int(out, c.frames.1);
+        out.push(b']');
+        put_key!(out, "time");
+        put_str(out, &rfc3339(c.time.0, c.time.1));
+        put_key!(out, "src");
+        put_str(out, &c.src);
+        put_key!(out, "dst");
+        put_str(out, &c.dst);
+        put_key!(out, "connection");
+        put_int(out, c.connection);
+        put_key!(out, "latency_ms");
+        match c.latency {
+            Some(d) => put_f64(out, d.as_secs_f64() * 1000.0),
+            None => out.extend_from_slice(b"null"),
+        }
+        put_key!(out, "incomplete");
+        out.extend_from_slice(if c.incomplete { b"true" } else { b"false" });
+    }
+    // Errors and warnings in one walk: warnings go to a second buffer.
+    let mut warnings = Vec::new();
+    out.extend_from_slice(b",\"errors\":[");
+    let (mut first_e, mut first_w) = (true, true);
+    msg.tree.walk(&mut |n, _| {
+        for (m, buf, first) in [
+            (&n.error, &mut *out, &mut first_e),
+            (&n.warning, &mut warnings, &mut first_w),
+        ] {
+            if let Some(m) = m {
+                if !*first {
+                    buf.push(b',');
+                }
+                *first = false;
+                buf.extend_from_slice(b"{\"offset\":");
+                put_int(buf, n.offset);
+                if n.buffer != 0 {
+                    put_key!(buf, "buffer");
+                    put_int(buf, n.buffer);
+                }
+                put_key!(buf, "message");
+                put_str(buf, m);
+                buf.push(b'}');
+            }
+        }
+    });
+    out.extend_from_slice(b"],\"warnings\":[");
+    out.extend_from_slice(&warnings);
+    out.push(b']');
+    put_key!(out, "tree");
+    write_node(out, &msg.tree);
+    out.push(b'}');
+}
+
+fn write_node(out: &mut Vec<u8>, n: &Node<'_>) {
+    out.extend_from_slice(b"{\"name\":");
+    put_str(out, &n.name);
+    put_key!(out, "type");
+    put_str(out, &n.ty);
+    put_key!(out, "value");
+    put_value(out, &n.value);
+    put_key!(out, "offset");
+    put_int(out, n.offset);
+    put_key!(out, "length");
+    put_int(out, n.length);
+    if n.buffer != 0 {
+        put_key!(out, "buffer");
+        put_int(out, n.buffer);
+    }
+    if let Some(a) = &n.annotation {
+        put_key!(out, "annotation");
+        put_str(out, a);
+    }
+    if let Some(d) = &n.description {
+        put_key!(out, "description");
+        put_str(out, d);
+    }
+    if let Some(e) = &n.error {
+        put_key!(out, "error");
+        put_str(out, e);
+    }
+    if let Some(e) = &n.warning {
+        put_key!(out, "warning");
+        put_str(out, e);
+    }
+    if !n.children.is_empty() {
+        put_key!(out, "children");
+        out.push(b'[');
+        for (i, c) in n.children.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_node(out, c);
+        }
+        out.push(b']');
+    }
+    out.push(b'}');
 }
 
 /// The message object.
@@ -93,4 +344,86 @@ pub fn node_json(n: &Node<'_>) -> J {
         );
     }
     J::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::{Direction, NodeKind};
+    use std::time::Duration;
+
+    /// The streaming writer gives exactly what serializing `message_json` gives.
+    #[test]
+    fn streaming_equals_serde_json() {
+        let frame = [0u8; 8];
+        let mut root = Node::new(
+            "Root \"q\"\n\u{1}\u{7f}é",
+            "message v1",
+            NodeKind::Message,
+            0,
+        );
+        root.length = 8;
+        let values = [
+            Value::None,
+            Value::Null,
+            Value::Bool(true),
+            Value::Int(-5),
+            Value::Int(i64::MIN),
+            Value::UInt(u64::MAX),
+            Value::UInt(7),
+            Value::Float(0.1),
+            Value::Float(1.0),
+            Value::Float(f64::NAN),
+            Value::Float(f64::INFINITY),
+            Value::Str("tab\there \\ \u{8}\u{c}"),
+            Value::Bytes(&[0, 0xab, 0xff]),
+            Value::Uuid(uuid::Uuid::from_u128(
+                0x0123_4567_89ab_cdef_0123_4567_89ab_cdef,
+            )),
+            Value::Count(3),
+        ];
+        for (i, v) in values.iter().enumerate() {
+            let mut n = Node::leaf(format!("f{i}"), "int32", v.clone(), i, 1);
+            n.buffer = (i % 2) as u32;
+            if i % 3 == 0 {
+                n.annotation = Some("ann \"x\"".into());
+                n.error = Some(format!("err {i}"));
+            }
+            if i % 4 == 0 {
+                n.description = Some("desc".into());
+                n.warning = Some("warn\r".into());
+            }
+            root.children.push(n);
+        }
+        let msg = Message {
+            direction: Direction::Response,
+            api_key: 1,
+            api_name: Some("Fetch".into()),
+            api_version: 11,
+            correlation_id: None,
+            header_version: 0,
+            size: 8,
+            schema_release: None,
+            frame: &frame,
+            buffers: Vec::new(),
+            tree: root,
+        };
+        for ctx in [
+            None,
+            Some(Context {
+                frames: (3, 9),
+                time: (1_714_557_600, 123_456_789),
+                src: "10.0.0.1:9092".into(),
+                dst: "10.1.0.2:40000".into(),
+                connection: 4,
+                latency: Some(Duration::from_nanos(1_234_567)),
+                incomplete: true,
+            }),
+        ] {
+            let mut got = Vec::new();
+            render(&mut got, &msg, ctx.as_ref()).unwrap();
+            let want = serde_json::to_string(&message_json(&msg, ctx.as_ref())).unwrap() + "\n";
+            assert_eq!(String::from_utf8(got).unwrap(), want);
+        }
+    }
 }

@@ -194,13 +194,16 @@ pub fn hex(b: &[u8]) -> String {
 /// tab, newline and carriage return.
 pub fn printable(b: &[u8]) -> Option<&str> {
     let s = std::str::from_utf8(b).ok()?;
-    if s.chars()
-        .all(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r'))
-    {
-        Some(s)
+    let ok = if s.is_ascii() {
+        // The usual record value: a byte test the compiler can run many bytes at a time
+        // (ASCII control characters are 0x00-0x1f and 0x7f).
+        !s.bytes()
+            .any(|c| (c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r')) || c == 0x7f)
     } else {
-        None
-    }
+        s.chars()
+            .all(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r'))
+    };
+    ok.then_some(s)
 }
 
 /// How a value reads on a text line (and in summaries).
@@ -287,7 +290,8 @@ pub fn is_record_payload(parent: Option<&Node<'_>>, node: &Node<'_>) -> bool {
                 || p.name == "Record"
                 || p.name.starts_with("Message")
         });
-    let header = node.name == "headerValue" && parent.is_some_and(|p| p.name.starts_with("Header["));
+    let header =
+        node.name == "headerValue" && parent.is_some_and(|p| p.name.starts_with("Header["));
     record || header
 }
 
@@ -296,13 +300,39 @@ pub fn rfc3339(secs: i64, nanos: u32) -> String {
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z",
-        sod / 3600,
-        (sod / 60) % 60,
-        sod % 60,
-        nanos.min(999_999_999)
-    )
+    if !(0..=9999).contains(&y) {
+        return format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z",
+            sod / 3600,
+            (sod / 60) % 60,
+            sod % 60,
+            nanos.min(999_999_999)
+        );
+    }
+    // Digit by digit (one per message in every printer): same text as the format above.
+    fn digits(s: &mut String, v: u64, width: u32) {
+        let mut div = 10u64.pow(width - 1);
+        while div > 0 {
+            s.push(char::from(b'0' + (v / div % 10) as u8));
+            div /= 10;
+        }
+    }
+    let mut s = String::with_capacity(30);
+    digits(&mut s, y as u64, 4);
+    s.push('-');
+    digits(&mut s, m.into(), 2);
+    s.push('-');
+    digits(&mut s, d.into(), 2);
+    s.push('T');
+    digits(&mut s, (sod / 3600) as u64, 2);
+    s.push(':');
+    digits(&mut s, (sod / 60 % 60) as u64, 2);
+    s.push(':');
+    digits(&mut s, (sod % 60) as u64, 2);
+    s.push('.');
+    digits(&mut s, nanos.min(999_999_999).into(), 9);
+    s.push('Z');
+    s
 }
 
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar

@@ -13,9 +13,7 @@
 
 use std::io::{self, Write};
 
-use super::{
-    api_label, latency_text, rfc3339, text::frames_text, value_text, Context, RenderOptions,
-};
+use super::{api_label, latency_text, rfc3339, value_text, Context, RenderOptions};
 use crate::tree::{Message, Node, NodeKind, Value};
 
 /// Topics shown before `+N more`.
@@ -38,67 +36,94 @@ pub fn render(
 
 /// The summary line, without the newline.
 pub fn line(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> String {
-    let mut parts: Vec<String> = Vec::new();
+    // Parts are separated by single spaces, written straight into one String.
+    let mut s = String::with_capacity(160);
+    let mut num = itoa::Buffer::new();
     if let Some(c) = ctx {
-        parts.push(frames_text(c));
-        parts.push(rfc3339(c.time.0, c.time.1));
-        parts.push(format!("{} -> {}", c.src, c.dst));
+        s.push('#');
+        s.push_str(num.format(c.frames.0));
+        if c.frames.0 != c.frames.1 {
+            s.push('-');
+            s.push_str(num.format(c.frames.1));
+        }
+        s.push(' ');
+        s.push_str(&rfc3339(c.time.0, c.time.1));
+        s.push(' ');
+        s.push_str(&c.src);
+        s.push_str(" -> ");
+        s.push_str(&c.dst);
+        s.push(' ');
     }
-    parts.push(format!(
-        "{} v{} {}",
-        api_label(msg),
-        msg.api_version,
-        msg.direction.as_str()
-    ));
+    match &msg.api_name {
+        Some(n) => s.push_str(n),
+        None => s.push_str(&api_label(msg)),
+    }
+    s.push_str(" v");
+    s.push_str(num.format(msg.api_version));
+    s.push(' ');
+    s.push_str(msg.direction.as_str());
     match msg.correlation_id {
-        Some(id) => parts.push(format!("corr={id}")),
-        None => parts.push("corr=?".into()),
+        Some(id) => {
+            s.push_str(" corr=");
+            s.push_str(num.format(id));
+        }
+        None => s.push_str(" corr=?"),
     }
     let f = Facts::gather(&msg.tree, opts.max_value_len.min(48));
-    for (key, v) in [("group", &f.group), ("txn", &f.transactional)] {
+    for (key, v) in [(" group=", &f.group), (" txn=", &f.transactional)] {
         if let Some(v) = v {
-            parts.push(format!("{key}={v}"));
+            s.push_str(key);
+            s.push_str(v);
         }
     }
     if !f.topics.is_empty() {
-        let mut t: Vec<String> = f.topics.iter().take(MAX_TOPICS).map(Topic::text).collect();
-        if f.topics.len() > MAX_TOPICS {
-            t.push(format!("+{} more", f.topics.len() - MAX_TOPICS));
+        s.push_str(" topics=");
+        for (i, t) in f.topics.iter().take(MAX_TOPICS).enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            t.push_text(&mut s);
         }
-        parts.push(format!("topics={}", t.join(",")));
+        if f.topics.len() > MAX_TOPICS {
+            s.push_str(",+");
+            s.push_str(num.format(f.topics.len() - MAX_TOPICS));
+            s.push_str(" more");
+        }
     }
     if f.batches > 0 || f.records > 0 {
-        parts.push(format!("records={}", f.records));
+        s.push_str(" records=");
+        s.push_str(num.format(f.records));
     }
     if !f.errors.is_empty() {
-        let e: Vec<String> = f
-            .errors
-            .iter()
-            .map(|(n, k)| {
-                if *k > 1 {
-                    format!("{n}x{k}")
-                } else {
-                    n.clone()
-                }
-            })
-            .collect();
-        parts.push(format!("errors={}", e.join(",")));
+        s.push_str(" errors=");
+        for (i, (n, k)) in f.errors.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(n);
+            if *k > 1 {
+                s.push('x');
+                s.push_str(num.format(*k));
+            }
+        }
     }
     if let Some(l) = ctx.and_then(|c| c.latency) {
-        parts.push(format!("latency={}", latency_text(l).replace(' ', "")));
+        s.push_str(" latency=");
+        s.push_str(&latency_text(l).replace(' ', ""));
     }
     if ctx.is_some_and(|c| c.incomplete) {
-        parts.push("incomplete".into());
+        s.push_str(" incomplete");
     }
-    let decode_errors = msg.errors().len();
+    let decode_errors = msg.error_count();
     if decode_errors > 0 {
         let e = format!(
             "!! {decode_errors} decode error{}",
             if decode_errors == 1 { "" } else { "s" }
         );
-        parts.push(super::paint(opts.color, &e, super::error_style()));
+        s.push(' ');
+        s.push_str(&super::paint(opts.color, &e, super::error_style()));
     }
-    parts.join(" ")
+    s
 }
 
 struct Topic {
@@ -107,20 +132,23 @@ struct Topic {
 }
 
 impl Topic {
-    fn text(&self) -> String {
+    /// `name` or `name[p0,p1,...]`, appended to `s`.
+    fn push_text(&self, s: &mut String) {
+        s.push_str(&self.name);
         if self.partitions.is_empty() {
-            return self.name.clone();
+            return;
         }
-        let mut p: Vec<&str> = self
-            .partitions
-            .iter()
-            .take(MAX_PARTITIONS)
-            .map(String::as_str)
-            .collect();
+        s.push('[');
+        for (i, p) in self.partitions.iter().take(MAX_PARTITIONS).enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(p);
+        }
         if self.partitions.len() > MAX_PARTITIONS {
-            p.push("...");
+            s.push_str(",...");
         }
-        format!("{}[{}]", self.name, p.join(","))
+        s.push(']');
     }
 }
 
@@ -196,7 +224,12 @@ impl Facts {
                 }
             }
             name if name == "RecordBatch" || name.starts_with("RecordBatch[") => self.batches += 1,
-            name if name.starts_with("Record[") => self.records += 1,
+            name if name.starts_with("Record[") => {
+                // Nothing under a record (length, key, value, headers, control data)
+                // is a fact of the summary: do not walk it.
+                self.records += 1;
+                return;
+            }
             _ => {}
         }
         let topic = !in_topic && n.kind == NodeKind::Struct && is_topic_struct(n);
@@ -232,9 +265,20 @@ fn topic_of(n: &Node<'_>, max: usize) -> Topic {
             n.children
                 .iter()
                 .find(|c| c.name == "TopicId")
-                .and_then(|c| match c.value {
-                    Value::Uuid(u) => Some(format!("id:{}", &u.simple().to_string()[..8])),
-                    _ => None,
+                .and_then(|c| {
+                    match (
+                        &c.value,
+                        c.annotation
+                            .as_deref()
+                            .and_then(|a| a.strip_prefix("topic ")),
+                    ) {
+                        // named by the capture session from an earlier Metadata response
+                        (Value::Uuid(_), Some(name)) => Some(name.to_string()),
+                        (Value::Uuid(u), None) => {
+                            Some(format!("id:{}", &u.simple().to_string()[..8]))
+                        }
+                        _ => None,
+                    }
                 })
         })
         .unwrap_or_else(|| "\"\"".to_string());

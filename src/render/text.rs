@@ -9,6 +9,7 @@
 //!
 //! Each tree line is `name type = value (annotation) [0xOFFSET, NB] description`.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use owo_colors::Style;
@@ -90,12 +91,11 @@ pub fn title(msg: &Message<'_>, ctx: Option<&Context>, color: bool) -> String {
             ));
         }
     }
-    let errors = msg.errors().len();
+    let (errors, warnings) = msg.problem_counts();
     if errors > 0 {
         let e = format!("!! {errors} error{}", if errors == 1 { "" } else { "s" });
         s.push_str(&format!(", {}", paint(color, &e, error_style())));
     }
-    let warnings = msg.warnings().len();
     if warnings > 0 {
         let e = format!(
             "! {warnings} warning{}",
@@ -150,6 +150,44 @@ pub fn byte_regions(msg: &Message<'_>, id: u32) -> (Vec<Option<Region>>, Vec<boo
 /// # Errors
 /// The writer's errors.
 pub fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, color: bool) -> io::Result<()> {
+    let (regions, errors) = grid_rows(w, msg, id, color)?;
+    if color {
+        let mut present: Vec<Region> = Region::ALL
+            .iter()
+            .copied()
+            .filter(|r| regions.contains(&Some(*r)))
+            .collect();
+        present.dedup();
+        let mut legend = String::from("legend:");
+        for r in present {
+            legend.push_str("  ");
+            legend.push_str(&paint(true, r.label(), region_style(r)));
+        }
+        if errors.contains(&true) {
+            legend.push_str("  ");
+            legend.push_str(&paint(true, "error", grid_error_style()));
+        }
+        writeln!(w, "{legend}")?;
+    }
+    Ok(())
+}
+
+fn grid_error_style() -> Style {
+    Style::new().white().on_red().bold()
+}
+
+/// The byte grid of buffer `id` without its legend (see [`grid`]); returns the regions
+/// and error marks of its bytes (as [`byte_regions`]).
+///
+/// # Errors
+/// The writer's errors.
+#[allow(clippy::type_complexity)]
+pub fn grid_rows(
+    w: &mut dyn Write,
+    msg: &Message<'_>,
+    id: u32,
+    color: bool,
+) -> io::Result<(Vec<Option<Region>>, Vec<bool>)> {
     let buf = msg.buffer(id);
     let width = offset_width(buf.len());
     if id == 0 {
@@ -167,7 +205,7 @@ pub fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, color: bool) -> io::R
         head.push_str(&format!(" {c:X} "));
     }
     writeln!(w, "{}", head.trim_end())?;
-    let err_style = Style::new().white().on_red().bold();
+    let err_style = grid_error_style();
     let style_of = |i: usize| -> Option<Style> {
         if !color {
             None
@@ -206,25 +244,7 @@ pub fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, color: bool) -> io::R
         }
         writeln!(w, "{line}  {ascii}")?;
     }
-    if color {
-        let mut present: Vec<Region> = Region::ALL
-            .iter()
-            .copied()
-            .filter(|r| regions.contains(&Some(*r)))
-            .collect();
-        present.dedup();
-        let mut legend = String::from("legend:");
-        for r in present {
-            legend.push_str("  ");
-            legend.push_str(&paint(true, r.label(), region_style(r)));
-        }
-        if errors.contains(&true) {
-            legend.push_str("  ");
-            legend.push_str(&paint(true, "error", err_style));
-        }
-        writeln!(w, "{legend}")?;
-    }
-    Ok(())
+    Ok((regions, errors))
 }
 
 /// Prints the tree of `msg` (see the module documentation).
@@ -236,7 +256,15 @@ pub fn tree(w: &mut dyn Write, msg: &Message<'_>, opts: &RenderOptions) -> io::R
         .map(|id| offset_width(msg.buffer(id).len()))
         .collect();
     let p = TreePrinter { opts, widths };
-    p.node(w, &msg.tree, None, "", "", 0)
+    p.node(
+        w,
+        &mut String::new(),
+        &msg.tree,
+        None,
+        &mut String::new(),
+        None,
+        0,
+    )
 }
 
 /// Prints a tree rooted at any node (offsets 4 hex digits wide).
@@ -248,7 +276,15 @@ pub fn node_tree(w: &mut dyn Write, root: &Node<'_>, opts: &RenderOptions) -> io
         opts,
         widths: Vec::new(),
     };
-    p.node(w, root, None, "", "", 0)
+    p.node(
+        w,
+        &mut String::new(),
+        root,
+        None,
+        &mut String::new(),
+        None,
+        0,
+    )
 }
 
 /// The text of one node's line, without the connectors and without colour.
@@ -297,16 +333,47 @@ impl TreePrinter<'_> {
         self.opts.color
     }
 
+    /// Prints `n` (and its subtree). `cont` holds the parent's continuation prefix
+    /// (`|   ` and `    ` segments); `next` is what this node adds to it, `None` for the
+    /// root, which has no connector. `line` is a reusable line buffer.
+    #[allow(clippy::too_many_arguments)]
     fn node(
         &self,
         w: &mut dyn Write,
+        line: &mut String,
         n: &Node<'_>,
         parent: Option<&Node<'_>>,
-        lead: &str,
-        cont: &str,
+        cont: &mut String,
+        next: Option<&str>,
         depth: usize,
     ) -> io::Result<()> {
-        writeln!(w, "{lead}{}", self.line(n, parent))?;
+        line.clear();
+        if next.is_some() {
+            line.push_str(cont);
+            line.push_str("+-- ");
+        }
+        self.line_into(line, n, parent);
+        line.push('\n');
+        w.write_all(line.as_bytes())?;
+        let base = cont.len();
+        if let Some(x) = next {
+            cont.push_str(x);
+        }
+        let res = self.rest(w, line, n, cont, depth);
+        cont.truncate(base);
+        res
+    }
+
+    /// The error and warning lines and the children of `n`, whose continuation prefix
+    /// is `cont`.
+    fn rest(
+        &self,
+        w: &mut dyn Write,
+        line: &mut String,
+        n: &Node<'_>,
+        cont: &mut String,
+        depth: usize,
+    ) -> io::Result<()> {
         if let Some(e) = &n.error {
             let t = format!("!! error: {e}");
             writeln!(w, "{cont}{}", paint(self.color(), &t, super::error_style()))?;
@@ -325,21 +392,14 @@ impl TreePrinter<'_> {
         let items = self.items(n, depth);
         let last = items.len().saturating_sub(1);
         for (i, item) in items.iter().enumerate() {
-            let (conn, next) = if i == last {
-                ("+-- ", "    ")
-            } else {
-                ("+-- ", "|   ")
-            };
-            let lead = format!("{cont}{conn}");
+            let next = if i == last { "    " } else { "|   " };
             match item {
-                Item::Node(c) => {
-                    self.node(w, c, Some(n), &lead, &format!("{cont}{next}"), depth + 1)?
-                }
+                Item::Node(c) => self.node(w, line, c, Some(n), cont, Some(next), depth + 1)?,
                 Item::More(m) => {
                     let t = format!("... {m} more");
                     writeln!(
                         w,
-                        "{lead}{}",
+                        "{cont}+-- {}",
                         paint(self.color(), &t, Style::new().dimmed())
                     )?
                 }
@@ -347,7 +407,7 @@ impl TreePrinter<'_> {
                     let t = format!("... ({k} node{})", if *k == 1 { "" } else { "s" });
                     writeln!(
                         w,
-                        "{lead}{}",
+                        "{cont}+-- {}",
                         paint(self.color(), &t, Style::new().dimmed())
                     )?
                 }
@@ -382,10 +442,40 @@ impl TreePrinter<'_> {
         self.widths.get(buffer as usize).copied().unwrap_or(4)
     }
 
+    /// Without colour: writes an integer or a plain string value (what `value_text` would
+    /// give) straight into the line, for the nodes `line_into` leaves to it.
+    fn plain_value<'v>(&self, n: &'v Node<'_>) -> Option<impl FnOnce(&mut String) + 'v> {
+        if self.color() || matches!(n.kind, NodeKind::Frame) {
+            return None;
+        }
+        match n.value {
+            Value::Int(_) | Value::UInt(_) => {}
+            Value::Str(x) if plain_str(x, self.opts.max_value_len) => {}
+            _ => return None,
+        }
+        Some(move |s: &mut String| match n.value {
+            Value::Int(i) => s.push_str(itoa::Buffer::new().format(i)),
+            Value::UInt(u) => s.push_str(itoa::Buffer::new().format(u)),
+            Value::Str(x) => {
+                s.push('"');
+                s.push_str(x);
+                s.push('"');
+            }
+            _ => {}
+        })
+    }
+
     /// `name type = value (annotation) [0xOFFSET, NB] description`.
     fn line(&self, n: &Node<'_>, parent: Option<&Node<'_>>) -> String {
+        let mut s = String::new();
+        self.line_into(&mut s, n, parent);
+        s
+    }
+
+    /// [`Self::line`], appended to `s`.
+    fn line_into(&self, s: &mut String, n: &Node<'_>, parent: Option<&Node<'_>>) {
         let color = self.color();
-        let mut s = paint(color, &n.name, Style::new().bold());
+        paint_into(s, color, &n.name, Style::new().bold());
         let ty: &str = match n.kind {
             NodeKind::Frame => "",
             NodeKind::Header => n.ty.strip_prefix("header ").unwrap_or(&n.ty),
@@ -393,46 +483,124 @@ impl TreePrinter<'_> {
         };
         if !ty.is_empty() {
             s.push(' ');
-            s.push_str(&paint(color, ty, Style::new().cyan()));
+            paint_into(s, color, ty, Style::new().cyan());
         }
         let value = match (n.kind, &n.value) {
             (NodeKind::Frame, _) => None,
-            (NodeKind::Struct, Value::None) => Some("struct".to_string()),
-            (NodeKind::Array, Value::None) => Some(count_text(
+            (NodeKind::Struct, Value::None) => Some(Cow::Borrowed("struct")),
+            (NodeKind::Array, Value::None) => Some(Cow::Owned(count_text(
                 n.children.iter().filter(|c| is_element(n, c)).count() as u64,
-            )),
+            ))),
             (_, Value::None) => None,
             // a leaf where the walk stopped, with nothing read: the error says it all
             (_, Value::Bytes([])) if n.error.is_some() => None,
-            (_, v) => Some(value_text(
+            // without colour, the common values are written in place (see plain_value)
+            (_, Value::Int(_) | Value::UInt(_)) if !color => None,
+            (_, Value::Str(x)) if !color && plain_str(x, self.opts.max_value_len) => None,
+            (_, v) => Some(Cow::Owned(value_text(
                 v,
                 self.opts.max_value_len,
                 is_record_payload(parent, n),
-            )),
+            ))),
         };
         if let Some(v) = value {
             s.push_str(" = ");
-            s.push_str(&paint(color, &v, Style::new().green()));
+            paint_into(s, color, &v, Style::new().green());
+        } else if let Some(v) = self.plain_value(n) {
+            s.push_str(" = ");
+            v(s);
         }
         if let Some(a) = &n.annotation {
-            s.push_str(&paint(
-                color,
-                &format!(" ({a})"),
-                Style::new().bright_black(),
-            ));
+            if color {
+                s.push_str(&paint(
+                    color,
+                    &format!(" ({a})"),
+                    Style::new().bright_black(),
+                ));
+            } else {
+                s.push_str(" (");
+                s.push_str(a);
+                s.push(')');
+            }
         }
         let width = self.width(n.buffer);
-        let span = if n.buffer == 0 {
-            format!(" [0x{:0width$x}, {}B]", n.offset, n.length)
+        if color {
+            let span = if n.buffer == 0 {
+                format!(" [0x{:0width$x}, {}B]", n.offset, n.length)
+            } else {
+                format!(" [buf{} 0x{:0width$x}, {}B]", n.buffer, n.offset, n.length)
+            };
+            s.push_str(&paint(color, &span, Style::new().bright_black()));
         } else {
-            format!(" [buf{} 0x{:0width$x}, {}B]", n.buffer, n.offset, n.length)
-        };
-        s.push_str(&paint(color, &span, Style::new().bright_black()));
+            // ` [0xOFFSET, NB]` / ` [bufN 0xOFFSET, NB]`, without the formatting machinery
+            // (one per line).
+            let mut num = itoa::Buffer::new();
+            if n.buffer == 0 {
+                s.push_str(" [0x");
+            } else {
+                s.push_str(" [buf");
+                s.push_str(num.format(n.buffer));
+                s.push_str(" 0x");
+            }
+            push_hex(s, n.offset, width);
+            s.push_str(", ");
+            s.push_str(num.format(n.length));
+            s.push_str("B]");
+        }
         if let Some(d) = &n.description {
             s.push(' ');
-            s.push_str(&cut_description(d, self.opts.wide));
+            push_description(s, d, self.opts.wide);
         }
-        s
+    }
+}
+
+/// Whether [`value_text`] shows `x` as it is between quotes: ASCII with nothing to escape,
+/// no longer than `max_len`.
+fn plain_str(x: &str, max_len: usize) -> bool {
+    x.len() <= max_len.max(1)
+        && x.bytes()
+            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+}
+
+/// `v` in lowercase hex, zero-padded to at least `width` digits (`{:0width$x}`).
+fn push_hex(out: &mut String, v: usize, width: usize) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = ((usize::BITS - v.leading_zeros()).div_ceil(4) as usize).max(1);
+    for _ in digits..width {
+        out.push('0');
+    }
+    for i in (0..digits).rev() {
+        out.push(char::from(HEX[(v >> (4 * i)) & 15]));
+    }
+}
+
+/// `s` in `style` when `on`, else `s` as it is, appended to `out`.
+fn paint_into(out: &mut String, on: bool, s: &str, style: Style) {
+    if on {
+        out.push_str(&paint(true, s, style));
+    } else {
+        out.push_str(s);
+    }
+}
+
+/// [`cut_description`] appended to `out`, without allocating for the usual description
+/// (ASCII words separated by single spaces).
+fn push_description(out: &mut String, d: &str, wide: bool) {
+    let b = d.as_bytes();
+    let simple = d.is_ascii()
+        && b.first() != Some(&b' ')
+        && b.last() != Some(&b' ')
+        && !b
+            .windows(2)
+            .any(|p| p[0].is_ascii_whitespace() && p[1].is_ascii_whitespace())
+        && !b.iter().any(|c| c.is_ascii_whitespace() && *c != b' ');
+    if !simple {
+        out.push_str(&cut_description(d, wide));
+    } else if !wide && d.len() > DESCRIPTION_MAX {
+        out.push_str(&d[..DESCRIPTION_MAX]);
+        out.push_str("...");
+    } else {
+        out.push_str(d);
     }
 }
 

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# kwire beside tshark on the same generated captures, in one run (see docs/benchmarks.md).
+#
+#   scripts/bench-vs-tshark.sh                 # 100M chatter and bulk
+#   SIZES="100M 1G" scripts/bench-vs-tshark.sh # and the 1 GB captures
+#
+# Environment:
+#   SIZES       capture sizes (default "100M")
+#   KINDS       capture kinds (default "chatter bulk")
+#   ROUNDS      rounds for kwire and tshark's one-line mode (default 5)
+#   SLOW_ROUNDS rounds for tshark -V and -T json (default 2: they take minutes)
+#   BIG_ROUNDS  rounds of every command for sizes in G (default 2)
+#   BIG_TSHARK_SLOW=1  also time tshark -V and -T json for sizes in G (off by default:
+#               each takes a quarter of an hour or more on 1 GB)
+#   MODES       which comparisons (default "summary tree json")
+#   BIG_MODES   which comparisons for sizes in G (default "summary")
+#   SEED        generator seed (default 1)
+#   BENCH_DIR   where captures and results go (default target/bench)
+#
+# Every command writes to /dev/null. Each row gives the median wall time, the spread
+# (min-max) over its rounds, the median CPU time (user+sys) and the largest peak RSS
+# ("Maximum resident set size" of /usr/bin/time). kwire and tshark alternate inside
+# each round so that both see the same machine load; the load average is printed with
+# every row.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SIZES=${SIZES:-100M}
+KINDS=${KINDS:-chatter bulk}
+ROUNDS=${ROUNDS:-5}
+SLOW_ROUNDS=${SLOW_ROUNDS:-2}
+BIG_ROUNDS=${BIG_ROUNDS:-2}
+BIG_TSHARK_SLOW=${BIG_TSHARK_SLOW:-0}
+MODES=${MODES:-summary tree json}
+BIG_MODES=${BIG_MODES:-summary}
+SEED=${SEED:-1}
+BENCH_DIR=${BENCH_DIR:-target/bench}
+TARGET=${CARGO_TARGET_DIR:-target}
+
+if ! command -v tshark >/dev/null 2>&1; then
+  echo "installing tshark (Debian's package)" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark >/dev/null
+fi
+if [ ! -x /usr/bin/time ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null
+fi
+
+cargo build --release --quiet --bin kwire --bin kwire-gen
+mkdir -p "$BENCH_DIR"
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+RESULTS="$BENCH_DIR/results-$STAMP.md"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+# Copies, so that a rebuild during a long run does not change what is measured.
+cp "$TARGET/release/kwire" "$TARGET/release/kwire-gen" "$TMP/"
+KWIRE="$TMP/kwire"
+GEN="$TMP/kwire-gen"
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+{
+  echo "## kwire vs tshark, $STAMP"
+  echo
+  echo "- machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(free -g | awk '/^Mem:/{print $2}') GiB memory"
+  echo "- kwire $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(tshark --version 2>/dev/null | head -1)"
+  echo "- load average at start: $(load)"
+  echo
+  echo "| capture | tool | command | rounds | median s | spread s | CPU s | peak RSS MiB | tshark/kwire | load |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+} | tee "$RESULTS"
+
+# time_cmd OUTFILE CMD...: one timed run, appends "wall cpu rss_kb" to OUTFILE.
+time_cmd() {
+  local out=$1
+  shift
+  /usr/bin/time -f "%e %U %S %M" -o "$TMP/t" "$@" >/dev/null 2>"$TMP/err" || {
+    echo "failed: $*" >&2
+    tail -3 "$TMP/err" >&2
+    return 1
+  }
+  awk '{printf "%s %.2f %s\n", $1, $2 + $3, $4}' "$TMP/t" >>"$out"
+}
+
+# stats FILE: "median min max median_cpu max_rss_mib" over the rounds in FILE.
+stats() {
+  sort -n -k1,1 "$1" | awk '
+    { w[NR] = $1; c[NR] = $2; if ($3 > r) r = $3 }
+    END {
+      n = NR; m = (n % 2) ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2
+      # the CPU median, from the CPU column sorted on its own
+      for (i = 1; i <= n; i++) cs[i] = c[i]
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (cs[j] < cs[i]) { t = cs[i]; cs[i] = cs[j]; cs[j] = t }
+      mc = (n % 2) ? cs[(n + 1) / 2] : (cs[n / 2] + cs[n / 2 + 1]) / 2
+      printf "%.3f %.3f %.3f %.2f %.1f\n", m, w[1], w[n], mc, r / 1024
+    }'
+}
+
+row() { # capture tool command rounds statsfile ratio load
+  local s
+  read -r med lo hi cpu rss <<<"$(stats "$5")"
+  s="| $1 | $2 | \`$3\` | $4 | $med | $lo-$hi | $cpu | $rss | $6 | $7 |"
+  echo "$s" | tee -a "$RESULTS"
+}
+
+median_of() { stats "$1" | cut -d' ' -f1; }
+
+for size in $SIZES; do
+  for kind in $KINDS; do
+    f="$BENCH_DIR/$kind-$size.pcap"
+    if [ ! -s "$f" ]; then
+      echo "generating $f" >&2
+      "$GEN" --kind "$kind" --size "$size" --seed "$SEED" -o "$f"
+    fi
+    cat "$f" >/dev/null # into the page cache
+    cap="$kind $size ($(($(stat -c %s "$f") / 1000000)) MB)"
+    if [ "${size%G}" = "$size" ]; then
+      fast=$ROUNDS
+      slow=$SLOW_ROUNDS
+      modes=$MODES
+    else
+      fast=$BIG_ROUNDS
+      slow=$BIG_ROUNDS
+      [ "$BIG_TSHARK_SLOW" = 1 ] || slow=0
+      modes=$BIG_MODES
+    fi
+    # dd on the cached file: the floor.
+    : >"$TMP/dd"
+    for _ in $(seq "$fast"); do time_cmd "$TMP/dd" dd if="$f" of=/dev/null bs=1M; done
+    row "$cap" dd "dd bs=1M" "$fast" "$TMP/dd" "" "$(load)"
+    for mode in $modes; do
+      case $mode in
+        summary)
+          k=(--format summary)
+          t=()
+          tr=$fast
+          ;;
+        tree)
+          k=(--no-bytes --color never)
+          t=(-V)
+          tr=$slow
+          ;;
+        json)
+          k=(--format json)
+          t=(-T json)
+          tr=$slow
+          ;;
+      esac
+      : >"$TMP/k"
+      : >"$TMP/s"
+      for i in $(seq "$fast"); do
+        time_cmd "$TMP/k" "$KWIRE" read "$f" "${k[@]}"
+        if [ "$i" -le "$tr" ]; then
+          time_cmd "$TMP/s" tshark -r "$f" -d tcp.port==9092,kafka "${t[@]}"
+        fi
+      done
+      l=$(load)
+      km=$(median_of "$TMP/k")
+      row "$cap" kwire "kwire read ${k[*]}" "$fast" "$TMP/k" "" "$l"
+      if [ -s "$TMP/s" ]; then
+        sm=$(median_of "$TMP/s")
+        ratio=$(awk -v a="$sm" -v b="$km" 'BEGIN { printf "%.1fx", a / b }')
+        row "$cap" tshark "$(echo tshark -d tcp.port==9092,kafka "${t[@]}")" "$tr" "$TMP/s" "$ratio" "$l"
+      fi
+    done
+  done
+done
+echo | tee -a "$RESULTS"
+echo "- load average at end: $(load)" | tee -a "$RESULTS"
+echo "results: $RESULTS" >&2
