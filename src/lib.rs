@@ -4,13 +4,14 @@
 //! for Kafka's primitives) -> [`decode`] (a schema-driven walk of a frame into a
 //! [`tree`]) -> [`render`] (text, JSON, summaries). Inputs (captures, hex dumps) sit on
 //! the side in [`input`]; [`values`] and [`encode`] turn a decoded message into plain
-//! JSON values and back into bytes.
+//! JSON values and back into bytes; [`page`] lays out the reference pages.
 
 pub mod cli;
 pub mod decode;
 pub mod encode;
 pub mod errors;
 pub mod input;
+pub mod page;
 pub mod render;
 pub mod schema;
 pub mod session;

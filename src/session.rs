@@ -6,10 +6,10 @@
 //! Memory for pairing is bounded by [`Pairer`]'s cap per connection.
 
 use crate::decode::{self, DecodeOptions, Known};
-use crate::input::{self, Frame, FrameKind, Pairer};
+use crate::input::{self, DefaultPlausibility, Frame, FrameKind, FramePlausibility, Pairer};
 use crate::render::Context;
 use crate::schema::Schema;
-use crate::tree::{Buffers, Direction, Message, Value};
+use crate::tree::{Buffers, Direction, Message, Node, Value};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -22,6 +22,10 @@ pub struct Session<'s> {
     /// Requests waiting for their responses.
     pub pairer: Pairer,
     protocol_types: HashMap<(u32, i32), String>,
+    /// Topic ids learned from responses that carry both a name and an id (Metadata,
+    /// CreateTopics, DescribeTopicPartitions...), so later messages that carry only the
+    /// id (Fetch v13+, Produce v13+) can show the name.
+    topic_names: HashMap<uuid::Uuid, String>,
     /// Notices raised while pairing (oldest pending request dropped).
     pub notices: Vec<input::Notice>,
 }
@@ -33,7 +37,60 @@ fn acks_zero(m: &Message<'_>) -> bool {
             .is_some_and(|n| n.value == Value::Int(0))
 }
 
+/// Frame-start plausibility from the schema: a known api_key at a version some release
+/// defines, a sane correlation_id and client_id.
+pub struct SchemaPlausibility<'s>(pub &'s Schema);
+
+impl FramePlausibility for SchemaPlausibility<'_> {
+    fn plausible_request(&self, b: &[u8]) -> bool {
+        input::plausible_request_header(b, |key, ver| self.0.request(key, ver).is_some(), 4096)
+    }
+    fn plausible_response(&self, b: &[u8]) -> bool {
+        DefaultPlausibility.plausible_response(b)
+    }
+}
+
+/// Most topic ids remembered at once.
+const MAX_TOPIC_IDS: usize = 100_000;
+
+/// Annotates every non-zero `TopicId` whose name is known.
+fn name_topic_ids(n: &mut Node<'_>, names: &HashMap<uuid::Uuid, String>) {
+    if names.is_empty() {
+        return;
+    }
+    if let Value::Uuid(u) = n.value {
+        if n.name == "TopicId" && n.annotation.is_none() {
+            if let Some(name) = names.get(&u) {
+                n.annotation = Some(format!("topic {name}").into());
+            }
+        }
+    }
+    for c in &mut n.children {
+        name_topic_ids(c, names);
+    }
+}
+
 impl<'s> Session<'s> {
+    fn learn_topic_ids(&mut self, n: &Node<'_>) {
+        let mut name = None;
+        let mut id = None;
+        for c in &n.children {
+            match (&*c.name, &c.value) {
+                ("Name" | "Topic" | "TopicName", Value::Str(s)) if !s.is_empty() => name = Some(*s),
+                ("TopicId", Value::Uuid(u)) if !u.is_nil() => id = Some(*u),
+                _ => {}
+            }
+        }
+        if let (Some(name), Some(id)) = (name, id) {
+            if self.topic_names.len() < MAX_TOPIC_IDS || self.topic_names.contains_key(&id) {
+                self.topic_names.insert(id, name.to_string());
+            }
+        }
+        for c in &n.children {
+            self.learn_topic_ids(c);
+        }
+    }
+
     /// A new session over `schema` with decoder limits `opts`.
     pub fn new(schema: &'s Schema, opts: &'s DecodeOptions) -> Session<'s> {
         Session {
@@ -41,6 +98,7 @@ impl<'s> Session<'s> {
             opts,
             pairer: Pairer::default(),
             protocol_types: HashMap::new(),
+            topic_names: HashMap::new(),
             notices: Vec::new(),
         }
     }
@@ -89,7 +147,9 @@ impl<'s> Session<'s> {
                 },
             }
         };
-        let m = decode::decode(self.schema, self.opts, arena, &f.bytes, &known);
+        let mut m = decode::decode(self.schema, self.opts, arena, &f.bytes, &known);
+        self.learn_topic_ids(&m.tree);
+        name_topic_ids(&mut m.tree, &self.topic_names);
         if dir == Direction::Request {
             if let Some(corr) = m.correlation_id {
                 // Produce requests carry no ProtocolType: spare the walk over their records.

@@ -10,6 +10,7 @@ use kwire::input::{read_capture, CaptureOptions, Event};
 use kwire::schema::Schema;
 use kwire::session::Session;
 use kwire::tree::Buffers;
+use serde_json::Value as J;
 use std::path::Path;
 
 /// `(file name, first capture frame of the message, [(offset, error)])`.
@@ -86,6 +87,13 @@ fn every_shared_capture_decodes() {
     captures(&sh.join("captures"), &mut files);
     files.sort();
     assert!(files.len() >= 70, "{} captures", files.len());
+    let schema_path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/kwire-message.schema.json"
+    );
+    let json_schema: J =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::draft202012::new(&json_schema).expect("the JSON Schema compiles");
     let mut problems = Vec::new();
     let mut seen_bad = 0;
     let mut total = 0;
@@ -101,7 +109,16 @@ fn every_shared_capture_decodes() {
             if let Event::Frame(fr) = ev {
                 frames += 1;
                 let arena = Buffers::new();
-                let (m, _) = session.decode(&fr, &arena);
+                let (m, ctx) = session.decode(&fr, &arena);
+                // The JSON of every message validates against docs/kwire-message.schema.json.
+                let j = kwire::render::json::message_json(&m, Some(&ctx));
+                for e in validator.iter_errors(&j) {
+                    problems.push(format!(
+                        "{stem} frame {}: JSON: {e} at {}",
+                        fr.ctx.first_frame,
+                        e.instance_path()
+                    ));
+                }
                 let errs: Vec<(usize, String)> = m
                     .errors()
                     .into_iter()

@@ -6,7 +6,7 @@ mod common;
 use common::hex;
 use kwire::decode::{decode, DecodeOptions, Known};
 use kwire::schema::Schema;
-use kwire::tree::{Buffers, Node};
+use kwire::tree::Buffers;
 
 const REQ: &str = "000000230014000600000000000000020100000000000000000000000000000000000000000000";
 
@@ -24,7 +24,7 @@ fn errors_with(opts: &DecodeOptions, bytes: &[u8], known: &Known) -> (Located, L
     let schema = Schema::embedded();
     let arena = Buffers::new();
     let m = decode(&schema, opts, &arena, bytes, known);
-    tiles(&m.tree, bytes.len());
+    common::assert_tiles(&m.tree, bytes.len());
     let e = m
         .errors()
         .into_iter()
@@ -40,23 +40,6 @@ fn errors_with(opts: &DecodeOptions, bytes: &[u8], known: &Known) -> (Located, L
 
 fn errors(bytes: &[u8], known: &Known) -> (Located, Located) {
     errors_with(&DecodeOptions::default(), bytes, known)
-}
-
-/// Even partial trees tile the frame: every byte in exactly one leaf.
-fn tiles(root: &Node<'_>, len: usize) {
-    let mut leaves = Vec::new();
-    root.walk(&mut |n, _| {
-        if n.children.is_empty() && n.length > 0 && n.buffer == 0 {
-            leaves.push((n.offset, n.length));
-        }
-    });
-    leaves.sort();
-    let mut pos = 0;
-    for (o, l) in leaves {
-        assert_eq!(o, pos, "leaves do not tile at 0x{pos:04x}");
-        pos = o + l;
-    }
-    assert_eq!(pos, len, "leaves end early");
 }
 
 fn e(v: &[(usize, &str)]) -> Vec<(usize, String)> {

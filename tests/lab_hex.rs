@@ -2,25 +2,13 @@
 //! requests from their headers, responses with the api_key and api_version of the
 //! request with the same correlation_id on the same stream.
 
+mod common;
+
 use kwire::decode::{decode, DecodeOptions, Known};
 use kwire::input::hex::{parse_hex, Direction};
 use kwire::schema::Schema;
 use kwire::tree::Buffers;
 use std::collections::HashMap;
-use std::path::PathBuf;
-
-fn shared() -> Option<PathBuf> {
-    match std::env::var_os("KWIRE_SHARED") {
-        Some(p) => Some(PathBuf::from(p)),
-        None => {
-            if std::env::var("KWIRE_NO_SKIP").as_deref() == Ok("1") {
-                panic!("KWIRE_SHARED not set and KWIRE_NO_SKIP=1");
-            }
-            eprintln!("skipped: KWIRE_SHARED not set");
-            None
-        }
-    }
-}
 
 /// Frames the broker (tansu 0.6.0) really got wrong, with the errors kwire must show.
 const KNOWN_BAD: &[(&str, &[(usize, &str)])] = &[
@@ -42,7 +30,9 @@ const KNOWN_BAD: &[(&str, &[(usize, &str)])] = &[
 
 #[test]
 fn lab_pdus_decode() {
-    let Some(sh) = shared() else { return };
+    let Some(sh) = common::shared("lab_pdus_decode") else {
+        return;
+    };
     let schema = Schema::embedded();
     let opts = DecodeOptions::default();
     let mut files: Vec<_> = std::fs::read_dir(sh.join("captures/lab/hex"))

@@ -7,28 +7,12 @@ mod common;
 use common::hex;
 use kwire::decode::{decode, DecodeOptions, Hints, Known};
 use kwire::schema::Schema;
-use kwire::tree::{Buffers, Node, Value};
+use kwire::tree::{Buffers, Value};
 
 fn sized(mut b: Vec<u8>) -> Vec<u8> {
     let n = (b.len() - 4) as u32;
     b[..4].copy_from_slice(&n.to_be_bytes());
     b
-}
-
-fn leaves_tile(root: &Node<'_>, len: usize) {
-    let mut v = Vec::new();
-    root.walk(&mut |n, _| {
-        if n.children.is_empty() && n.length > 0 && n.buffer == 0 {
-            v.push((n.offset, n.length));
-        }
-    });
-    v.sort();
-    let mut pos = 0;
-    for (o, l) in v {
-        assert_eq!(o, pos);
-        pos += l;
-    }
-    assert_eq!(pos, len);
 }
 
 #[test]
@@ -49,7 +33,7 @@ fn envelope_wraps_a_request_and_a_principal() {
     let arena = Buffers::new();
     let m = decode(&schema, &opts, &arena, &b, &Known::request());
     assert!(m.errors().is_empty(), "{:?}", m.errors());
-    leaves_tile(&m.tree, b.len());
+    common::assert_tiles(&m.tree, b.len());
     let rd = m.tree.find("RequestData").unwrap();
     let wrapped = rd.find("DeleteTopicsRequest").unwrap();
     assert_eq!(wrapped.ty, "message v6");
@@ -91,7 +75,7 @@ fn consumer_protocol_inside_sync_group() {
     let b = sync_group_v3();
     let m = decode(&schema, &opts, &arena, &b, &Known::request());
     assert!(m.errors().is_empty(), "{:?}", m.errors());
-    leaves_tile(&m.tree, b.len());
+    common::assert_tiles(&m.tree, b.len());
     // v3 carries no ProtocolType: the bytes decode exactly, so the nested tree is shown.
     let a = m
         .tree

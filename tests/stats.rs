@@ -109,3 +109,45 @@ fn stats_on_a_capture_with_known_answers() {
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains("UNKNOWN_TOPIC_OR_PARTITION x1"), "{text}");
 }
+
+#[test]
+fn produce_with_acks_zero_expects_no_response() {
+    let schema = Schema::embedded();
+    let v = serde_json::json!({"kind":"request","api_key":0,"api_version":9,"header":{"correlation_id":3,"client_id":"p"},
+        "body":{"TransactionalId":null,"Acks":0,"TimeoutMs":1000,"TopicData":[{"Name":"t","PartitionData":[{"Index":0,"Records":null}]}]}});
+    let frame = kwire::encode::encode(&schema, &v).unwrap();
+    let mut w = PcapWriter::new(Vec::new()).unwrap();
+    let mut flow = TcpFlow::new(
+        SocketAddrV4::new([10, 0, 0, 1].into(), 50001),
+        SocketAddrV4::new([10, 0, 0, 2].into(), 9092),
+        [1, 2],
+    );
+    flow.open(&mut w, 1_000_000).unwrap();
+    flow.send(&mut w, true, 1_000_500, &frame).unwrap();
+    // and one acks=1 request that also gets no answer
+    let mut v1 = v.clone();
+    v1["body"]["Acks"] = 1.into();
+    v1["header"]["correlation_id"] = 4.into();
+    flow.send(
+        &mut w,
+        true,
+        1_000_600,
+        &kwire::encode::encode(&schema, &v1).unwrap(),
+    )
+    .unwrap();
+    let pcap = w.into_inner();
+    let dopts = DecodeOptions::default();
+    let mut session = Session::new(&schema, &dopts);
+    let plaus = SchemaPlausibility(&schema);
+    read_capture(&pcap[..], &CaptureOptions::default(), &plaus, |ev| {
+        if let Event::Frame(f) = ev {
+            let arena = Buffers::new();
+            let (m, _) = session.decode(&f, &arena);
+            assert!(m.errors().is_empty(), "{:?}", m.errors());
+        }
+    })
+    .unwrap();
+    let waiting = session.pairer.unanswered();
+    assert_eq!(waiting.len(), 1, "only the acks=1 request waits");
+    assert_eq!(waiting[0].correlation_id, 4);
+}

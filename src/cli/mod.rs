@@ -1,6 +1,8 @@
 //! The command line: clap definitions and wiring only.
 
+pub mod encode_cmd;
 pub mod output;
+pub mod page_cmd;
 pub mod read;
 pub mod schema_cmd;
 
@@ -157,6 +159,71 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// The reference page of an API: its smallest request and response, their bytes,
+    /// object trees and definitions.
+    Page {
+        /// API name, message name or api_key (case-insensitive).
+        name: String,
+        /// The version (default: the highest of the newest release that has the API).
+        #[arg(long)]
+        version: Option<i16>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = PageFormat::Text)]
+        format: PageFormat,
+        /// Do not cut descriptions and long values.
+        #[arg(long)]
+        wide: bool,
+    },
+    /// Writes a reference page for every API, and an index page grouped by listeners.
+    Pages {
+        /// The folder to write into (made when missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Page format.
+        #[arg(long, value_enum, default_value_t = PagesFormat::Html)]
+        format: PagesFormat,
+        /// Also a page for every version (`NAME-vN`), beside the newest (`NAME`).
+        #[arg(long)]
+        all_versions: bool,
+    },
+    /// Builds frames from JSON in the shape of `--format values` (one value or NDJSON).
+    Encode {
+        /// The JSON file (`-` or none: stdin).
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
+        /// Output: one hex line a frame, or the raw bytes.
+        #[arg(long, value_enum, default_value_t = EncodeFormat::Hex)]
+        format: EncodeFormat,
+    },
+}
+
+/// `--format` of `kwire page`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PageFormat {
+    /// Terminal text (coloured by `--color`).
+    Text,
+    /// Markdown.
+    Md,
+    /// One self-contained HTML file.
+    Html,
+}
+
+/// `--format` of `kwire pages`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PagesFormat {
+    /// Markdown (`NAME.md`, `index.md`).
+    Md,
+    /// Self-contained HTML (`NAME.html`, `index.html`).
+    Html,
+}
+
+/// `--format` of `kwire encode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EncodeFormat {
+    /// One line of lowercase hex per frame.
+    Hex,
+    /// The frames' bytes, back to back.
+    Raw,
 }
 
 /// `--format` for lists.
@@ -302,6 +369,31 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Decode(a) => {
             let schema = load_schema(cli.schema.as_deref())?;
             decode_command(&schema, cli, a, out)
+        }
+        Command::Page {
+            name,
+            version,
+            format,
+            wide,
+        } => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            let ropts = page_cmd::page_render_options(output::color(cli), *wide);
+            page_cmd::page_command(&schema, name, *version, *format, &ropts, out)
+        }
+        Command::Pages {
+            out: dir,
+            format,
+            all_versions,
+        } => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            let ropts = page_cmd::page_render_options(false, false);
+            let n = page_cmd::pages_command(&schema, dir, *format, *all_versions, &ropts)?;
+            eprintln!("kwire: {n} pages and an index in {}", dir.display());
+            Ok(())
+        }
+        Command::Encode { file, format } => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            encode_cmd::encode_command(&schema, file.as_deref(), *format, out)
         }
     }
 }

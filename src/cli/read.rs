@@ -3,7 +3,7 @@
 use super::output::{print_message, render_options};
 use super::{Cli, CliError, OutputArgs};
 use crate::decode::DecodeOptions;
-use crate::input::{self, CaptureOptions, Event, FrameKind, FramePlausibility};
+use crate::input::{self, CaptureOptions, Event, FrameKind};
 use crate::schema::Schema;
 use crate::session::Session;
 use crate::tree::{Buffers, Direction, Message, Value};
@@ -60,28 +60,7 @@ pub struct ReadArgs {
 /// Files at least this large get a progress bar (when stderr is a terminal).
 const PROGRESS_MIN_BYTES: u64 = 32 << 20;
 
-/// Frame-start plausibility from the schema: a known api_key at a version some release
-/// defines, a sane correlation_id and client_id.
-pub struct SchemaPlausibility<'s>(pub &'s Schema);
-
-impl FramePlausibility for SchemaPlausibility<'_> {
-    fn plausible_request(&self, b: &[u8]) -> bool {
-        if b.len() < 10 {
-            return false;
-        }
-        let key = i16::from_be_bytes([b[0], b[1]]);
-        let ver = i16::from_be_bytes([b[2], b[3]]);
-        let corr = i32::from_be_bytes([b[4], b[5], b[6], b[7]]);
-        let cid = i16::from_be_bytes([b[8], b[9]]);
-        self.0.request(key, ver).is_some()
-            && corr >= 0
-            && (-1..=4096).contains(&cid)
-            && (cid < 0 || b.len() >= 10 + cid as usize || b.len() >= 64)
-    }
-    fn plausible_response(&self, b: &[u8]) -> bool {
-        b.len() >= 4 && i32::from_be_bytes([b[0], b[1], b[2], b[3]]) >= 0
-    }
-}
+pub use crate::session::SchemaPlausibility;
 
 /// Counts for the closing line on stderr.
 #[derive(Default, Debug)]
@@ -126,6 +105,15 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
                     hit = true;
                 }
             }
+            // a topic id the session has named from an earlier Metadata response
+            if n.name == "TopicId"
+                && n.annotation
+                    .as_deref()
+                    .and_then(|a| a.strip_prefix("topic "))
+                    == Some(t.as_str())
+            {
+                hit = true;
+            }
         });
         if !hit {
             return false;
@@ -148,8 +136,10 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
 }
 
 /// Reads a capture, decodes every Kafka message (pairing responses with requests) and
-/// hands each to `on_message`; notices go to stderr as they come, and a closing line
-/// counts packets, connections, messages, errors and what was skipped.
+/// hands each to `on_message`; notices go to stderr as they come. Returns the closing
+/// lines for stderr (requests left unanswered, then one line counting packets,
+/// connections, messages, errors and what was skipped), for the caller to print once
+/// its output is flushed.
 ///
 /// # Errors
 /// A file that cannot be opened or is not a capture; the first error `on_message` returns.
@@ -157,7 +147,7 @@ pub fn run_capture(
     schema: &Schema,
     a: &CaptureArgs,
     mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
-) -> Result<(), CliError> {
+) -> Result<Vec<String>, CliError> {
     // A progress bar on stderr for large files, when stderr is a terminal.
     let mut bar = indicatif::ProgressBar::hidden();
     let input: Box<dyn Read + Send> = if a.file.as_os_str() == "-" {
@@ -239,22 +229,23 @@ pub fn run_capture(
         return Err(CliError::Io(e));
     }
     let waiting = session.pairer.unanswered();
+    let mut lines = Vec::new();
     for p in &waiting {
-        eprintln!(
+        lines.push(format!(
             "kwire: connection {}: request correlation_id {} ({} v{}, frame {}) got no response in the capture",
             p.connection,
             p.correlation_id,
             schema.api_name(p.request.api_key).unwrap_or("?"),
             p.request.api_version,
             p.request.frame
-        );
+        ));
     }
     let skipped: Vec<String> = tally
         .notices
         .iter()
         .map(|(k, (n, b))| format!("{k} x{n} ({b} bytes)"))
         .collect();
-    eprintln!(
+    lines.push(format!(
         "kwire: {} packets, {} connections, {} messages decoded ({} shown), {} with errors, {} incomplete, {} undecodable, {} SASL tokens, {} unanswered requests; notices: {}",
         stats.packets,
         stats.connections,
@@ -266,8 +257,8 @@ pub fn run_capture(
         tally.sasl_tokens,
         waiting.len(),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
-    );
-    Ok(())
+    ));
+    Ok(lines)
 }
 
 /// Runs `kwire read`.
@@ -281,7 +272,7 @@ pub fn read_command(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let ropts = render_options(cli, &a.out);
-    run_capture(schema, &a.capture, |m, ctx| {
+    let closing = run_capture(schema, &a.capture, |m, ctx| {
         if matches_filters(a, schema, m) {
             print_message(m, Some(ctx), &ropts, a.out.format, out)?;
             Ok(true)
@@ -290,6 +281,7 @@ pub fn read_command(
         }
     })?;
     out.flush()?;
+    closing.iter().for_each(|l| eprintln!("{l}"));
     Ok(())
 }
 
@@ -310,7 +302,7 @@ pub struct StatsArgs {
 /// A file that cannot be opened or is not a capture; output errors.
 pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut st = crate::stats::Stats::default();
-    run_capture(schema, &a.capture, |m, ctx| {
+    let closing = run_capture(schema, &a.capture, |m, ctx| {
         st.add(m, ctx);
         Ok(true)
     })?;
@@ -322,5 +314,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         )?,
         super::ListFormat::Text => st.write_text(out)?,
     }
+    out.flush()?;
+    closing.iter().for_each(|l| eprintln!("{l}"));
     Ok(())
 }

@@ -592,13 +592,22 @@ fn record_fields<'a>(
         return Err(Stop);
     };
     let res = record_body(cx, &mut body, bcx, out, abs_offset);
-    if res.is_ok() && body.left() > 0 {
+    if body.left() > 0 {
         let n = body.left();
-        out.push(body.error_leaf(
-            "trailing bytes",
-            "bytes",
-            format!("{n} bytes after the record's fields, inside its length {len}"),
-        ));
+        // After an error inside a length-prefixed part (a control key or value) the
+        // record's own bytes are not all read yet: cover them so the leaves still tile.
+        let (name, msg) = if res.is_ok() {
+            (
+                "trailing bytes",
+                format!("{n} bytes after the record's fields, inside its length {len}"),
+            )
+        } else {
+            (
+                "rest",
+                format!("{n} bytes of the record not decoded after an error"),
+            )
+        };
+        out.push(body.error_leaf(name, "bytes", msg));
     }
     res
 }
@@ -886,7 +895,10 @@ fn legacy_fields<'a>(
         return Ok(());
     };
     if cx.depth >= cx.opts.max_depth {
-        out[value_idx].error = Some(format!("nesting deeper than {}", cx.opts.max_depth));
+        out[value_idx].error = Some(format!(
+            "nesting deeper than the cap of {} levels",
+            cx.opts.max_depth
+        ));
         return Ok(());
     }
     match compress::decompress(codec, data, cx.decompress_budget(), magic == 0) {
@@ -1451,7 +1463,7 @@ mod tests {
             run_with(&outer, false, opts, |_, o| {
                 assert_eq!(o.errors.len(), 1, "{:?}", o.errors);
                 assert_eq!(o.errors[0].0, 1, "in buffer 1");
-                assert!(o.errors[0].3.contains("nesting deeper than 1"));
+                assert_eq!(o.errors[0].3, "nesting deeper than the cap of 1 levels");
             });
         }
         // legacy snappy (xerial) and lz4

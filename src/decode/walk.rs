@@ -134,13 +134,43 @@ impl<'c, 'a> Walk<'c, 'a> {
     }
 
     fn field_flexible(&self, f: &Field) -> bool {
-        f.flexible_versions
-            .map(|v| v.contains(self.version))
-            .unwrap_or(self.flexible)
+        f.is_flexible(self.version, self.flexible)
     }
 
     fn nullable(&self, f: &Field) -> bool {
-        f.nullable_versions.contains(self.version)
+        f.is_nullable(self.version)
+    }
+
+    /// The error for a null where this version allows none.
+    fn null_error(&self, f: &Field) -> String {
+        format!(
+            "{} is null, which version {} does not allow",
+            f.name, self.version
+        )
+    }
+
+    /// The leaf of a length or count prefix; compact ones say how they count.
+    fn length_leaf(
+        &self,
+        prefix: LenPrefix,
+        raw: i64,
+        off: usize,
+        len: usize,
+        r: &Reader<'a>,
+        compact_note: &'static str,
+    ) -> Node<'a> {
+        let mut l = self.leaf(
+            "length".into(),
+            prefix_label(prefix).into(),
+            Value::Int(raw),
+            off,
+            len,
+            r,
+        );
+        if prefix == LenPrefix::Compact {
+            l.annotation = Some(Cow::Borrowed(compact_note));
+        }
+        l
     }
 
     fn leaf(
@@ -509,10 +539,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         match data {
             None => {
                 if !self.nullable(f) {
-                    node.error = Some(format!(
-                        "{} is null, which version {} does not allow",
-                        f.name, self.version
-                    ));
+                    node.error = Some(self.null_error(f));
                 }
             }
             Some(b) => match std::str::from_utf8(b) {
@@ -562,10 +589,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 .leaf(name, ty, Value::Null, loff, llen, r)
                 .annotate(ann);
             if !self.nullable(f) {
-                node.error = Some(format!(
-                    "{} is null, which version {} does not allow",
-                    f.name, self.version
-                ));
+                node.error = Some(self.null_error(f));
             }
             return Ok(node);
         };
@@ -636,17 +660,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 if p == Prim::Bytes {
                     node.value = Value::Bytes(data);
                 }
-                let mut l = self.leaf(
-                    "length".into(),
-                    prefix_label(prefix).into(),
-                    Value::Int(len.raw),
-                    loff,
-                    llen,
-                    r,
-                );
-                if flexible {
-                    l.annotation = Some("compact, len+1".into());
-                }
+                let l = self.length_leaf(prefix, len.raw, loff, llen, r, "compact, len+1");
                 node.children.push(l);
                 node.children.extend(children);
                 Ok(node)
@@ -767,13 +781,24 @@ impl<'c, 'a> Walk<'c, 'a> {
             node.length = r.pos - start;
             return Err(node);
         };
+        self.struct_body(r, node, fields)
+    }
+
+    /// Walks a struct's `fields` into `node` (whose offset is where the struct starts),
+    /// sets its length, and hands it back, as `Err` when an error stopped the walk.
+    fn struct_body(
+        &mut self,
+        r: &mut Reader<'a>,
+        mut node: Node<'a>,
+        fields: &'a [Field],
+    ) -> Result<Node<'a>, Node<'a>> {
         let res = self.fields(
             r,
             fields,
             &mut node.children,
             "number of tagged fields in this struct",
         );
-        node.length = r.pos - start;
+        node.length = r.pos - node.offset;
         match res {
             Ok(()) => Ok(node),
             Err(Stop) => Err(node),
@@ -862,24 +887,11 @@ impl<'c, 'a> Walk<'c, 'a> {
                 return Err(node);
             }
         };
-        let mut l = self.leaf(
-            "length".into(),
-            prefix_label(prefix).into(),
-            Value::Int(len.raw),
-            off,
-            llen,
-            r,
-        );
-        if flexible {
-            l.annotation = Some("compact, n+1".into());
-        }
+        let mut l = self.length_leaf(prefix, len.raw, off, llen, r, "compact, n+1");
         let Some(count) = len.len else {
             node.value = Value::Null;
             if !self.nullable(f) {
-                l.error = Some(format!(
-                    "{} is null, which version {} does not allow",
-                    f.name, self.version
-                ));
+                l.error = Some(self.null_error(f));
             }
             node.children.push(l);
             node.length = r.pos - start;
@@ -925,21 +937,11 @@ impl<'c, 'a> Walk<'c, 'a> {
             let res = match (inner, elem_struct) {
                 (FieldType::Prim(p), _) => self.prim(r, f, *p, ename, flexible),
                 (FieldType::Struct(s), Some((_, Some(fields)))) => {
-                    let es = r.pos;
-                    let mut en = Node::new(ename, Cow::Borrowed(s.as_str()), NodeKind::Struct, es);
+                    let mut en =
+                        Node::new(ename, Cow::Borrowed(s.as_str()), NodeKind::Struct, r.pos);
                     en.buffer = r.buffer;
                     en.region = self.region;
-                    let res = self.fields(
-                        r,
-                        fields,
-                        &mut en.children,
-                        "number of tagged fields in this struct",
-                    );
-                    en.length = r.pos - es;
-                    match res {
-                        Ok(()) => Ok(en),
-                        Err(Stop) => Err(en),
-                    }
+                    self.struct_body(r, en, fields)
                 }
                 _ => Err(self.err_leaf(
                     r,

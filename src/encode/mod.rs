@@ -273,13 +273,11 @@ impl<'s> Enc<'s> {
     }
 
     fn field_flexible(&self, f: &Field) -> bool {
-        f.flexible_versions
-            .map(|v| v.contains(self.version))
-            .unwrap_or(self.flexible)
+        f.is_flexible(self.version, self.flexible)
     }
 
     fn nullable(&self, f: &Field) -> bool {
-        f.nullable_versions.contains(self.version)
+        f.is_nullable(self.version)
     }
 
     fn struct_fields(&self, f: &'s Field) -> Option<&'s [Field]> {

@@ -231,22 +231,37 @@ pub struct DefaultPlausibility;
 
 impl FramePlausibility for DefaultPlausibility {
     fn plausible_request(&self, b: &[u8]) -> bool {
-        if b.len() < 10 {
-            return false;
-        }
-        let key = i16::from_be_bytes([b[0], b[1]]);
-        let ver = i16::from_be_bytes([b[2], b[3]]);
-        let corr = i32::from_be_bytes([b[4], b[5], b[6], b[7]]);
-        let cid = i16::from_be_bytes([b[8], b[9]]);
-        (0..=100).contains(&key)
-            && (0..=20).contains(&ver)
-            && corr >= 0
-            && (-1..=1024).contains(&cid)
-            && (cid < 0 || b.len() >= 10 + cid as usize || b.len() >= 64)
+        plausible_request_header(
+            b,
+            |key, ver| (0..=100).contains(&key) && (0..=20).contains(&ver),
+            1024,
+        )
     }
     fn plausible_response(&self, b: &[u8]) -> bool {
         b.len() >= 4 && i32::from_be_bytes([b[0], b[1], b[2], b[3]]) >= 0
     }
+}
+
+/// Whether `b` (a frame after its size prefix) starts like a request header v1/v2: an
+/// (api_key, api_version) that `known` accepts, a non-negative correlation_id, and a
+/// client_id length from -1 to `max_client_id` that fits what is there (or runs past
+/// the 64 bytes a plausibility check sees).
+pub fn plausible_request_header(
+    b: &[u8],
+    known: impl Fn(i16, i16) -> bool,
+    max_client_id: i16,
+) -> bool {
+    if b.len() < 10 {
+        return false;
+    }
+    let key = i16::from_be_bytes([b[0], b[1]]);
+    let ver = i16::from_be_bytes([b[2], b[3]]);
+    let corr = i32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+    let cid = i16::from_be_bytes([b[8], b[9]]);
+    known(key, ver)
+        && corr >= 0
+        && (-1..=max_client_id).contains(&cid)
+        && (cid < 0 || b.len() >= 10 + cid as usize || b.len() >= 64)
 }
 
 /// Options for [`read_capture`] / [`Extractor`].

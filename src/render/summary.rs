@@ -265,9 +265,20 @@ fn topic_of(n: &Node<'_>, max: usize) -> Topic {
             n.children
                 .iter()
                 .find(|c| c.name == "TopicId")
-                .and_then(|c| match c.value {
-                    Value::Uuid(u) => Some(format!("id:{}", &u.simple().to_string()[..8])),
-                    _ => None,
+                .and_then(|c| {
+                    match (
+                        &c.value,
+                        c.annotation
+                            .as_deref()
+                            .and_then(|a| a.strip_prefix("topic ")),
+                    ) {
+                        // named by the capture session from an earlier Metadata response
+                        (Value::Uuid(_), Some(name)) => Some(name.to_string()),
+                        (Value::Uuid(u), None) => {
+                            Some(format!("id:{}", &u.simple().to_string()[..8]))
+                        }
+                        _ => None,
+                    }
                 })
         })
         .unwrap_or_else(|| "\"\"".to_string());

@@ -150,6 +150,44 @@ pub fn byte_regions(msg: &Message<'_>, id: u32) -> (Vec<Option<Region>>, Vec<boo
 /// # Errors
 /// The writer's errors.
 pub fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, color: bool) -> io::Result<()> {
+    let (regions, errors) = grid_rows(w, msg, id, color)?;
+    if color {
+        let mut present: Vec<Region> = Region::ALL
+            .iter()
+            .copied()
+            .filter(|r| regions.contains(&Some(*r)))
+            .collect();
+        present.dedup();
+        let mut legend = String::from("legend:");
+        for r in present {
+            legend.push_str("  ");
+            legend.push_str(&paint(true, r.label(), region_style(r)));
+        }
+        if errors.contains(&true) {
+            legend.push_str("  ");
+            legend.push_str(&paint(true, "error", grid_error_style()));
+        }
+        writeln!(w, "{legend}")?;
+    }
+    Ok(())
+}
+
+fn grid_error_style() -> Style {
+    Style::new().white().on_red().bold()
+}
+
+/// The byte grid of buffer `id` without its legend (see [`grid`]); returns the regions
+/// and error marks of its bytes (as [`byte_regions`]).
+///
+/// # Errors
+/// The writer's errors.
+#[allow(clippy::type_complexity)]
+pub fn grid_rows(
+    w: &mut dyn Write,
+    msg: &Message<'_>,
+    id: u32,
+    color: bool,
+) -> io::Result<(Vec<Option<Region>>, Vec<bool>)> {
     let buf = msg.buffer(id);
     let width = offset_width(buf.len());
     if id == 0 {
@@ -167,7 +205,7 @@ pub fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, color: bool) -> io::R
         head.push_str(&format!(" {c:X} "));
     }
     writeln!(w, "{}", head.trim_end())?;
-    let err_style = Style::new().white().on_red().bold();
+    let err_style = grid_error_style();
     let style_of = |i: usize| -> Option<Style> {
         if !color {
             None
@@ -206,25 +244,7 @@ pub fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, color: bool) -> io::R
         }
         writeln!(w, "{line}  {ascii}")?;
     }
-    if color {
-        let mut present: Vec<Region> = Region::ALL
-            .iter()
-            .copied()
-            .filter(|r| regions.contains(&Some(*r)))
-            .collect();
-        present.dedup();
-        let mut legend = String::from("legend:");
-        for r in present {
-            legend.push_str("  ");
-            legend.push_str(&paint(true, r.label(), region_style(r)));
-        }
-        if errors.contains(&true) {
-            legend.push_str("  ");
-            legend.push_str(&paint(true, "error", err_style));
-        }
-        writeln!(w, "{legend}")?;
-    }
-    Ok(())
+    Ok((regions, errors))
 }
 
 /// Prints the tree of `msg` (see the module documentation).

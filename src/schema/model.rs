@@ -486,6 +486,20 @@ impl Field {
         }
     }
 
+    /// Whether the field is written in its flexible form (compact lengths) in `version`
+    /// of a message whose own flexibility there is `message_flexible`: a per-field
+    /// `flexibleVersions` (RequestHeader's ClientId: `none`) overrides the message's.
+    pub fn is_flexible(&self, version: i16, message_flexible: bool) -> bool {
+        self.flexible_versions
+            .map(|v| v.contains(version))
+            .unwrap_or(message_flexible)
+    }
+
+    /// Whether the field may be null in `version`.
+    pub fn is_nullable(&self, version: i16) -> bool {
+        self.nullable_versions.contains(version)
+    }
+
     /// Whether the field is a tagged field in `version`.
     pub fn is_tagged(&self, version: i16) -> bool {
         self.tag.is_some() && self.tagged_versions.contains(version)

@@ -285,3 +285,24 @@ pub fn hex(s: &str) -> Vec<u8> {
 pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
+
+/// Asserts that the leaves of `root` in buffer 0 (nodes without children, with bytes)
+/// tile `0..len`: every byte in exactly one leaf, in order.
+pub fn assert_tiles(root: &Node<'_>, len: usize) {
+    let mut leaves = Vec::new();
+    root.walk(&mut |n, _| {
+        if n.children.is_empty() && n.length > 0 && n.buffer == 0 {
+            leaves.push((n.offset, n.length));
+        }
+    });
+    leaves.sort_unstable();
+    let mut pos = 0;
+    for (o, l) in leaves {
+        assert_eq!(o, pos, "leaves do not tile the frame at 0x{pos:04x}");
+        pos = o + l;
+    }
+    assert_eq!(
+        pos, len,
+        "leaves end at 0x{pos:04x}, the frame is {len} bytes"
+    );
+}

@@ -1,0 +1,430 @@
+//! The fuzz targets' bodies and the invariants they assert, shared with
+//! `tests/fuzz_corpus.rs` (which includes this file with `#[path]`) so that the normal
+//! tests replay the committed corpus through exactly the same checks.
+//!
+//! Invariants, for every input:
+//! - nothing panics;
+//! - every node lies inside its buffer, and every error offset is inside its buffer;
+//! - for a decoded frame, the leaves of buffer 0 tile the frame: every byte in exactly
+//!   one leaf, in order.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::sync::OnceLock;
+
+use kwire::cli::read::SchemaPlausibility;
+use kwire::decode::{decode, DecodeOptions, Known, Layout};
+use kwire::input::hex::{parse_base64, parse_hex};
+use kwire::input::{read_capture, CaptureOptions, Event, FrameKind};
+use kwire::schema::Schema;
+use kwire::session::Session;
+use kwire::tree::{Buffers, Direction, Message};
+
+/// The embedded schema, parsed once.
+pub fn schema() -> &'static Schema {
+    static S: OnceLock<Schema> = OnceLock::new();
+    S.get_or_init(Schema::embedded)
+}
+
+/// Decoder limits for fuzzing: the default depth, a smaller decompression cap (the cap's
+/// logic is the same; a 64 MiB bomb per input would only slow the fuzzer down).
+pub fn options() -> &'static DecodeOptions {
+    static O: OnceLock<DecodeOptions> = OnceLock::new();
+    O.get_or_init(|| DecodeOptions {
+        max_decompressed: 4 << 20,
+        ..DecodeOptions::default()
+    })
+}
+
+/// Asserts the invariants of one decoded message.
+pub fn check_message(m: &Message<'_>) {
+    let nbuf = m.buffers.len() as u32;
+    m.tree.walk(&mut |n, _| {
+        assert!(
+            n.buffer <= nbuf,
+            "node {:?} in buffer {} of {nbuf}",
+            n.name,
+            n.buffer
+        );
+        let len = m.buffer(n.buffer).len();
+        assert!(
+            n.offset <= len && n.length <= len - n.offset,
+            "node {:?} at {}+{} outside buffer {} of {len} bytes",
+            n.name,
+            n.offset,
+            n.length,
+            n.buffer
+        );
+    });
+    for e in m.errors() {
+        let len = m.buffer(e.buffer).len();
+        assert!(
+            e.offset <= len,
+            "error {:?} at {} outside buffer {} of {len} bytes",
+            e.message,
+            e.offset,
+            e.buffer
+        );
+    }
+    tiles(m);
+}
+
+/// The leaves of buffer 0 tile the frame.
+pub fn tiles(m: &Message<'_>) {
+    let mut leaves = Vec::new();
+    m.tree.walk(&mut |n, _| {
+        if n.children.is_empty() && n.length > 0 && n.buffer == 0 {
+            leaves.push((n.offset, n.length, n.name.to_string()));
+        }
+    });
+    leaves.sort();
+    let mut pos = 0;
+    for (o, l, name) in leaves {
+        assert_eq!(
+            o, pos,
+            "leaves do not tile buffer 0 at {pos} (leaf {name:?} at {o}+{l})"
+        );
+        pos = o + l;
+    }
+    assert_eq!(pos, m.frame.len(), "leaves of buffer 0 end early");
+}
+
+/// Target `frame`: byte 0 is an api_key, byte 1 (signed) an api_version, the rest one
+/// frame, decoded as a request, as a response to `(api_key, api_version)`, and as a bare
+/// request body of `(api_key, api_version)`.
+pub fn frame(data: &[u8]) {
+    let [k, v, frame @ ..] = data else {
+        return;
+    };
+    let key = i16::from(*k);
+    let ver = i16::from(*v as i8);
+    let bare = Known {
+        api_key: Some(key),
+        api_version: Some(ver),
+        layout: Layout {
+            size_prefix: false,
+            header: false,
+        },
+        ..Known::request()
+    };
+    for known in [Known::request(), Known::response(key, ver), bare] {
+        let arena = Buffers::new();
+        let m = decode(schema(), options(), &arena, frame, &known);
+        check_message(&m);
+    }
+}
+
+/// Target `capture`: the bytes as a pcap or pcapng file, read with reassembly (broker
+/// port 9092, then with server detection on every connection), every frame decoded with
+/// request/response pairing.
+pub fn capture(data: &[u8]) {
+    for detect in [false, true] {
+        let opts = CaptureOptions {
+            detect,
+            max_frame: 1 << 20,
+            max_out_of_order: 1 << 20,
+            read_buffer: 64 << 10,
+            ..CaptureOptions::default()
+        };
+        let plaus = SchemaPlausibility(schema());
+        let mut session = Session::new(schema(), options());
+        let mut frames = 0u64;
+        let res = read_capture(data, &opts, &plaus, |ev| {
+            if let Event::Frame(f) = ev {
+                frames += 1;
+                assert!(f.bytes.len() >= 4, "a frame of {} bytes", f.bytes.len());
+                if !f.ctx.incomplete {
+                    let size = u32::from_be_bytes([f.bytes[0], f.bytes[1], f.bytes[2], f.bytes[3]]);
+                    assert_eq!(
+                        size as usize + 4,
+                        f.bytes.len(),
+                        "a complete frame whose size prefix disagrees with its length"
+                    );
+                }
+                let arena = Buffers::new();
+                let (m, _) = session.decode(&f, &arena);
+                if f.kind == FrameKind::Kafka {
+                    let want = if f.ctx.direction == kwire::input::Direction::ToServer {
+                        Direction::Request
+                    } else {
+                        Direction::Response
+                    };
+                    assert_eq!(m.direction, want);
+                }
+                check_message(&m);
+            }
+        });
+        if let Ok(stats) = res {
+            assert_eq!(
+                stats.frames, frames,
+                "frames counted and frames emitted differ"
+            );
+        }
+    }
+}
+
+/// Where a hex or base64 error may point: a line of the text, a column inside it or
+/// just past its end.
+fn check_position(text: &str, line: usize, column: usize) {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let lines: Vec<&str> = text
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .collect();
+    assert!(
+        line >= 1 && line <= lines.len(),
+        "error line {line} of {}",
+        lines.len()
+    );
+    let width = lines[line - 1].chars().count();
+    assert!(
+        column >= 1 && column <= width + 1,
+        "error column {column} on line {line} of {width} characters"
+    );
+}
+
+/// Target `hex`: the bytes (as lossy UTF-8 text) through `parse_hex` and `parse_base64`.
+/// Errors point inside the text; what parses re-encodes (as plain hex, as base64) and
+/// parses back to the same bytes.
+pub fn hex(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let nlines = text.split('\n').count();
+    match parse_hex(&text) {
+        Ok(chunks) => {
+            let mut all = Vec::new();
+            for c in &chunks {
+                assert!(!c.bytes.is_empty(), "an empty chunk at line {}", c.line);
+                assert!(
+                    c.line >= 1 && c.line <= nlines,
+                    "chunk line {} of {nlines}",
+                    c.line
+                );
+                all.extend_from_slice(&c.bytes);
+            }
+            if !all.is_empty() && all.len() <= 1 << 16 {
+                let mut plain = String::with_capacity(all.len() * 2);
+                for b in &all {
+                    let _ = std::fmt::Write::write_fmt(&mut plain, format_args!("{b:02x}"));
+                }
+                let back = parse_hex(&plain).expect("plain hex of parsed bytes parses");
+                assert_eq!(back.len(), 1);
+                assert_eq!(back[0].bytes, all, "plain hex round trip");
+            }
+        }
+        Err(e) => check_position(&text, e.line, e.column),
+    }
+    match parse_base64(&text) {
+        Ok(bytes) => {
+            use base64::Engine as _;
+            let enc = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            let back = parse_base64(&enc).expect("base64 of parsed bytes parses");
+            assert_eq!(back, bytes, "base64 round trip");
+        }
+        Err(e) => check_position(&text, e.line, e.column),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Record batches.
+
+/// A Produce v9 request (flexible) with one topic `t`, one partition, and `records` as
+/// its Records field.
+pub fn produce_v9(records: &[u8]) -> Vec<u8> {
+    let mut b = vec![0, 0, 0, 0]; // size, patched below
+    b.extend([0, 0, 0, 9]); // api_key 0, api_version 9
+    b.extend(1i32.to_be_bytes()); // correlation_id
+    b.extend([0, 0]); // client_id ""
+    b.push(0); // header tagged fields
+    b.push(0); // TransactionalId: null
+    b.extend((-1i16).to_be_bytes()); // Acks
+    b.extend(30_000i32.to_be_bytes()); // TimeoutMs
+    b.push(2); // TopicData: 1 element
+    b.extend([2, b't']); // Name "t"
+    b.push(2); // PartitionData: 1 element
+    b.extend(0i32.to_be_bytes()); // Index
+    uvarint(&mut b, records.len() as u64 + 1);
+    b.extend(records);
+    b.extend([0, 0, 0]); // tagged fields: partition, topic, body
+    sized(b)
+}
+
+/// A Fetch v4 response (not flexible, header v0) with one topic `t`, one partition, and
+/// `records` as its Records field.
+pub fn fetch_v4_response(records: &[u8]) -> Vec<u8> {
+    let mut b = vec![0, 0, 0, 0];
+    b.extend(1i32.to_be_bytes()); // correlation_id
+    b.extend(0i32.to_be_bytes()); // ThrottleTimeMs
+    b.extend(1i32.to_be_bytes()); // Responses: 1 element
+    b.extend([0, 1, b't']); // Topic "t"
+    b.extend(1i32.to_be_bytes()); // Partitions: 1 element
+    b.extend(0i32.to_be_bytes()); // PartitionIndex
+    b.extend(0i16.to_be_bytes()); // ErrorCode
+    b.extend(100i64.to_be_bytes()); // HighWatermark
+    b.extend(100i64.to_be_bytes()); // LastStableOffset
+    b.extend((-1i32).to_be_bytes()); // AbortedTransactions: null
+    b.extend((records.len() as i32).to_be_bytes());
+    b.extend(records);
+    sized(b)
+}
+
+fn uvarint(b: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        b.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    b.push(v as u8);
+}
+
+fn sized(mut b: Vec<u8>) -> Vec<u8> {
+    let n = (b.len() - 4) as u32;
+    b[..4].copy_from_slice(&n.to_be_bytes());
+    b
+}
+
+/// Compresses `data` with the codec of attributes bits 0-2 (as Kafka's clients do:
+/// gzip, raw snappy, LZ4 frame, zstd); other codecs leave it as is.
+pub fn compress(codec: u8, data: &[u8]) -> Vec<u8> {
+    match codec {
+        1 => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            let _ = e.write_all(data);
+            e.finish().unwrap_or_default()
+        }
+        2 => snap::raw::Encoder::new()
+            .compress_vec(data)
+            .unwrap_or_default(),
+        3 => {
+            let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+            let _ = e.write_all(data);
+            e.finish().unwrap_or_default()
+        }
+        4 => zstd::encode_all(data, 1).unwrap_or_default(),
+        _ => data.to_vec(),
+    }
+}
+
+/// A RecordBatch v2 around `records` (already compressed if `attrs` says so), with a
+/// valid CRC-32C.
+pub fn batch_v2(base_offset: i64, attrs: i16, count: i32, records: &[u8]) -> Vec<u8> {
+    let mut a = Vec::new();
+    a.extend(attrs.to_be_bytes());
+    a.extend((count - 1).max(0).to_be_bytes()); // lastOffsetDelta
+    a.extend(1_714_564_800_123i64.to_be_bytes()); // baseTimestamp
+    a.extend(1_714_564_800_123i64.to_be_bytes()); // maxTimestamp
+    a.extend((-1i64).to_be_bytes()); // producerId
+    a.extend((-1i16).to_be_bytes()); // producerEpoch
+    a.extend((-1i32).to_be_bytes()); // baseSequence
+    a.extend(count.to_be_bytes());
+    a.extend(records);
+    let mut b = base_offset.to_be_bytes().to_vec();
+    b.extend(((9 + a.len()) as i32).to_be_bytes());
+    b.extend((-1i32).to_be_bytes()); // partitionLeaderEpoch
+    b.push(2);
+    b.extend(crc32c::crc32c(&a).to_be_bytes());
+    b.extend(a);
+    b
+}
+
+/// A legacy message (magic 0 or 1) with a null key and `value`, with a valid CRC-32.
+pub fn legacy_message(offset: i64, magic: u8, attrs: u8, value: Option<&[u8]>) -> Vec<u8> {
+    let mut m = vec![magic, attrs];
+    if magic == 1 {
+        m.extend(1_714_564_800_123i64.to_be_bytes());
+    }
+    m.extend((-1i32).to_be_bytes());
+    match value {
+        None => m.extend((-1i32).to_be_bytes()),
+        Some(v) => {
+            m.extend((v.len() as i32).to_be_bytes());
+            m.extend(v);
+        }
+    }
+    let mut b = offset.to_be_bytes().to_vec();
+    b.extend(((4 + m.len()) as i32).to_be_bytes());
+    b.extend(crc32fast::hash(&m).to_be_bytes());
+    b.extend(m);
+    b
+}
+
+/// Sets the codec bits of the first entry of a records field and fixes its checksum.
+fn set_codec(records: &mut [u8], codec: u8) {
+    if records.len() < 17 {
+        return;
+    }
+    let len = i32::from_be_bytes([records[8], records[9], records[10], records[11]]);
+    let end = (12usize.saturating_add(len.max(0) as usize)).min(records.len());
+    match records[16] {
+        2 if end >= 23 => {
+            records[22] = (records[22] & !7) | codec;
+            let crc = crc32c::crc32c(&records[21..end]);
+            records[17..21].copy_from_slice(&crc.to_be_bytes());
+        }
+        0 | 1 if end >= 18 => {
+            records[17] = (records[17] & !7) | codec;
+            let crc = crc32fast::hash(&records[16..end]);
+            records[12..16].copy_from_slice(&crc.to_be_bytes());
+        }
+        _ => {}
+    }
+}
+
+/// The records field the `records` target builds from its input (see [`records`]), and
+/// whether it goes in a Fetch response (true) or a Produce request.
+pub fn records_field(data: &[u8]) -> Option<(Vec<u8>, bool)> {
+    let (&ctl, rest) = data.split_first()?;
+    let codec = ctl & 7;
+    let magic = match (ctl >> 3) & 3 {
+        0 => 0,
+        1 => 1,
+        _ => 2,
+    };
+    let fetch = ctl & 0x20 != 0;
+    let field = if ctl & 0x40 == 0 {
+        // The rest is a whole records field; bit 7 sets the first entry's codec.
+        let mut f = rest.to_vec();
+        if ctl & 0x80 != 0 {
+            set_codec(&mut f, codec);
+        }
+        f
+    } else {
+        // The rest is record data: byte 0 a record count, byte 1 more attribute bits
+        // (timestamp type, transactional, control), then the records (or, for magic 0/1,
+        // the inner message set), compressed here with the codec.
+        let [count, extra, payload @ ..] = rest else {
+            return None;
+        };
+        let comp = compress(codec, payload);
+        if magic == 2 {
+            let attrs = i16::from(codec) | i16::from(extra & 0x78);
+            batch_v2(0, attrs, i32::from(*count), &comp)
+        } else {
+            legacy_message(0, magic, codec | (extra & 0x08), Some(&comp))
+        }
+    };
+    Some((field, fetch))
+}
+
+/// Target `records`: byte 0 chooses the codec (bits 0-2), the magic (bits 3-4: 0, 1,
+/// else 2), the container (bit 5: a Fetch v4 response, where a cut last batch is legal,
+/// else a Produce v9 request) and the mode (bit 6): either the rest is a whole records
+/// field (bit 7: give its first entry that codec, with a fixed checksum), or record data
+/// that is compressed here and wrapped in one batch or legacy wrapper message. The frame
+/// is decoded and checked.
+pub fn records(data: &[u8]) {
+    let Some((field, fetch)) = records_field(data) else {
+        return;
+    };
+    let frame = if fetch {
+        fetch_v4_response(&field)
+    } else {
+        produce_v9(&field)
+    };
+    let known = if fetch {
+        Known::response(1, 4)
+    } else {
+        Known::request()
+    };
+    let arena = Buffers::new();
+    let m = decode(schema(), options(), &arena, &frame, &known);
+    check_message(&m);
+}

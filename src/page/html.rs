@@ -1,0 +1,462 @@
+//! A page as one self-contained HTML file (inline CSS and a little inline script,
+//! nothing fetched), and the HTML index.
+//!
+//! The byte grid is a table whose cells carry their region's colour (the regions the
+//! terminal colours: frame, rpc header, request body, response body, RecordBatch,
+//! Record, tagged_fields), with a legend. Each tree row carries the span of its bytes
+//! (`data-g` grid, `data-o` offset, `data-l` length, `data-d` depth): hovering or
+//! selecting a row highlights its bytes, and hovering a byte highlights the deepest row
+//! that covers it (clicking it selects that row).
+
+use std::io::{self, Write};
+
+use super::{groups, page_options, page_stem, region_runs, runs_text, IndexEntry, Page, Side};
+use crate::render::{text as rtext, RenderOptions};
+use crate::schema::Schema;
+use crate::tree::{Message, Node, Region};
+
+/// `s` with `&`, `<`, `>`, `"` and `'` escaped.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// The CSS class of a region.
+pub fn region_class(r: Region) -> &'static str {
+    match r {
+        Region::Frame => "rg-frame",
+        Region::Header => "rg-header",
+        Region::RequestBody => "rg-request",
+        Region::ResponseBody => "rg-response",
+        Region::RecordBatch => "rg-batch",
+        Region::Record => "rg-record",
+        Region::TaggedFields => "rg-tagged",
+    }
+}
+
+const CSS: &str = r#"
+:root { --fg:#1d2330; --muted:#5b6475; --line:#d7dbe3; --hl:#e8590c; --sel:#1c7ed6; }
+* { box-sizing: border-box; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg);
+       margin: 0 auto; padding: 1.2rem 1.5rem 3rem; max-width: 1400px; background: #fff; }
+h1 { font-size: 1.8rem; margin: .2rem 0 .6rem; }
+h2 { font-size: 1.35rem; margin: 2rem 0 .3rem; border-bottom: 1px solid var(--line); padding-bottom: .2rem; }
+h3 { font-size: .95rem; text-transform: lowercase; color: var(--muted); margin: 1rem 0 .3rem; font-weight: 600; }
+a { color: #1864ab; }
+p.intro { max-width: 60rem; }
+table.meta { border-collapse: collapse; margin: .6rem 0 1rem; }
+table.meta th { text-align: left; font-weight: 600; padding: .15rem 1.2rem .15rem 0; color: var(--muted); }
+table.meta td { padding: .15rem 0; font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 14px; }
+.legend { display: flex; flex-wrap: wrap; gap: .4rem .9rem; margin: .4rem 0 .8rem; font-size: 13px; }
+.legend span.sw { display: inline-block; width: 1.1em; height: 1.1em; vertical-align: -.2em; margin-right: .3em;
+                  border: 1px solid #0002; border-radius: 3px; }
+.title { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-weight: 600; margin: .3rem 0 .6rem; }
+.panes { display: flex; flex-wrap: wrap; gap: 1.5rem; align-items: flex-start; }
+.gridpane { position: sticky; top: .5rem; flex: 0 0 auto; max-width: 36rem; }
+.gridpane .runs { margin-top: .3rem; }
+.treepane { flex: 1 1 40rem; min-width: 0; overflow-x: auto; }
+.caption { font-size: 13px; color: var(--muted); margin-bottom: .2rem; }
+table.grid { border-collapse: separate; border-spacing: 2px; font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 13px; }
+table.grid th { font-weight: normal; color: var(--muted); padding: 0 .25rem; text-align: center; }
+table.grid th.off { text-align: right; padding-right: .5rem; }
+table.grid td.b { padding: .1rem .3rem; border-radius: 3px; text-align: center; cursor: pointer; border: 1px solid transparent; }
+table.grid td.b.hl { background: var(--hl) !important; color: #fff; font-weight: 700; }
+table.grid td.b.sel { border-color: var(--sel); box-shadow: inset 0 0 0 1px var(--sel); }
+.rg-frame { background: #dee2e6; }
+.rg-header { background: #99e9f2; }
+.rg-request { background: #b2f2bb; }
+.rg-response { background: #a5d8ff; }
+.rg-batch { background: #ffec99; }
+.rg-record { background: #fcc2d7; }
+.rg-tagged { background: #e9ecef; text-decoration: underline; }
+.tree { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 13px; line-height: 1.5; }
+.tree .row { white-space: pre; padding: 0 .4rem; border-left: 4px solid transparent; cursor: pointer; border-radius: 2px; }
+.tree .row:focus { outline: none; }
+.tree .row.hl { background: #fff4e6; border-left-color: var(--hl); }
+.tree .row.sel { background: #e7f5ff; border-left-color: var(--sel); }
+.tree .c { color: #adb5bd; }
+.tree .n { font-weight: 700; }
+.tree .s { color: var(--muted); }
+.tree .d { color: #2b8a3e; }
+.tree .err { color: #c92a2a; font-weight: 700; }
+pre.json { background: #f8f9fa; border: 1px solid var(--line); border-radius: 4px; padding: .7rem .9rem; overflow-x: auto; font-size: 13px; }
+table.index { border-collapse: collapse; margin: .4rem 0 1rem; }
+table.index th, table.index td { padding: .2rem .8rem .2rem 0; text-align: left; }
+table.index td.num { text-align: right; font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; }
+"#;
+
+const SCRIPT: &str = r#"
+(function () {
+  'use strict';
+  var rows = Array.prototype.slice.call(document.querySelectorAll('.tree .row[data-g]'));
+  var grids = {};
+  Array.prototype.forEach.call(document.querySelectorAll('table.grid'), function (t) {
+    grids[t.getAttribute('data-g')] = Array.prototype.slice.call(t.querySelectorAll('td.b'));
+  });
+  function mark(row, cls, on) {
+    if (!row) { return; }
+    var cells = grids[row.getAttribute('data-g')] || [];
+    var o = +row.getAttribute('data-o'), l = +row.getAttribute('data-l');
+    for (var i = o; i < o + l && i < cells.length; i++) { cells[i].classList.toggle(cls, on); }
+    row.classList.toggle(cls, on);
+  }
+  var selected = null;
+  function select(row) {
+    if (selected === row) { return; }
+    mark(selected, 'sel', false);
+    selected = row;
+    mark(selected, 'sel', true);
+  }
+  rows.forEach(function (r) {
+    r.addEventListener('mouseenter', function () { mark(r, 'hl', true); });
+    r.addEventListener('mouseleave', function () { mark(r, 'hl', false); });
+    r.addEventListener('focus', function () { select(r); });
+    r.addEventListener('click', function () { r.focus(); });
+    r.addEventListener('keydown', function (e) {
+      var i = rows.indexOf(r);
+      if (e.key === 'ArrowDown' && i + 1 < rows.length) { rows[i + 1].focus(); e.preventDefault(); }
+      if (e.key === 'ArrowUp' && i > 0) { rows[i - 1].focus(); e.preventDefault(); }
+    });
+  });
+  Object.keys(grids).forEach(function (g) {
+    var rs = rows.filter(function (r) { return r.getAttribute('data-g') === g && +r.getAttribute('data-l') > 0; });
+    grids[g].forEach(function (c, i) {
+      var hovered = null;
+      c.addEventListener('mouseenter', function () {
+        var best = null, bd = -1;
+        rs.forEach(function (r) {
+          var o = +r.getAttribute('data-o'), l = +r.getAttribute('data-l'), d = +r.getAttribute('data-d');
+          if (i >= o && i < o + l && d >= bd) { best = r; bd = d; }
+        });
+        hovered = best;
+        mark(hovered, 'hl', true);
+      });
+      c.addEventListener('mouseleave', function () { mark(hovered, 'hl', false); hovered = null; });
+      c.addEventListener('click', function () { if (hovered) { hovered.focus(); } });
+    });
+  });
+})();
+"#;
+
+fn head(w: &mut dyn Write, title: &str) -> io::Result<()> {
+    writeln!(w, "<!DOCTYPE html>")?;
+    writeln!(w, "<html lang=\"en\">")?;
+    writeln!(w, "<head>")?;
+    writeln!(w, "<meta charset=\"utf-8\">")?;
+    writeln!(
+        w,
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+    )?;
+    writeln!(w, "<title>{}</title>", esc(title))?;
+    writeln!(w, "<style>{CSS}</style>")?;
+    writeln!(w, "</head>")?;
+    writeln!(w, "<body>")
+}
+
+fn legend(w: &mut dyn Write) -> io::Result<()> {
+    write!(w, "<div class=\"legend\">")?;
+    for r in Region::ALL {
+        write!(
+            w,
+            "<span><span class=\"sw {}\"></span>{}</span>",
+            region_class(r),
+            esc(r.label())
+        )?;
+    }
+    writeln!(w, "</div>")
+}
+
+fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, gid: &str) -> io::Result<()> {
+    let buf = msg.buffer(id);
+    let (regions, _) = rtext::byte_regions(msg, id);
+    let width = rtext::offset_width(buf.len());
+    let caption = if id == 0 {
+        format!("byte layout ({} bytes, 16 bytes per row)", buf.len())
+    } else {
+        format!(
+            "decompressed buffer {id} ({} bytes, 16 bytes per row)",
+            buf.len()
+        )
+    };
+    writeln!(w, "<div class=\"caption\">{}</div>", esc(&caption))?;
+    writeln!(w, "<table class=\"grid\" data-g=\"{gid}\">")?;
+    write!(w, "<tr><th></th>")?;
+    for c in 0..16 {
+        write!(w, "<th>{c:X}</th>")?;
+    }
+    writeln!(w, "</tr>")?;
+    for (row, chunk) in buf.chunks(16).enumerate() {
+        let base = row * 16;
+        write!(w, "<tr><th class=\"off\">{:0width$x}</th>", base)?;
+        for (j, b) in chunk.iter().enumerate() {
+            let i = base + j;
+            let cls = regions[i].map(region_class).unwrap_or("");
+            write!(
+                w,
+                "<td class=\"b {cls}\" title=\"0x{i:0width$x}\">{b:02x}</td>"
+            )?;
+        }
+        writeln!(w, "</tr>")?;
+    }
+    writeln!(w, "</table>")?;
+    let runs: Vec<String> = region_runs(msg, id)
+        .iter()
+        .map(|(r, runs)| format!("{} {}", r.label(), runs_text(runs)))
+        .collect();
+    writeln!(
+        w,
+        "<div class=\"caption runs\">{}</div>",
+        esc(&runs.join(" · "))
+    )
+}
+
+/// A tree line split for colouring: the name, the middle (type, value, annotation),
+/// the span and the description.
+fn line_html(line: &str, name: &str) -> String {
+    let (front, rest) = match line.find(" [0x").or_else(|| line.find(" [buf")) {
+        Some(i) => line.split_at(i),
+        None => (line, ""),
+    };
+    let (span, desc) = match rest.find(']') {
+        Some(j) => rest.split_at(j + 1),
+        None => (rest, ""),
+    };
+    let (n, mid) = if front.starts_with(name) {
+        front.split_at(name.len())
+    } else {
+        ("", front)
+    };
+    format!(
+        "<span class=\"n\">{}</span>{}<span class=\"s\">{}</span><span class=\"d\">{}</span>",
+        esc(n),
+        esc(mid),
+        esc(span),
+        esc(desc)
+    )
+}
+
+struct TreeHtml<'o> {
+    opts: &'o RenderOptions,
+    side: &'o str,
+}
+
+impl TreeHtml<'_> {
+    fn node(
+        &self,
+        w: &mut dyn Write,
+        n: &Node<'_>,
+        parent: Option<&Node<'_>>,
+        lead: &str,
+        cont: &str,
+        depth: usize,
+    ) -> io::Result<()> {
+        let line = rtext::node_line(n, parent, self.opts);
+        let full = n
+            .description
+            .as_deref()
+            .map(|d| format!(" title=\"{}\"", esc(&rtext::cut_description(d, true))))
+            .unwrap_or_default();
+        writeln!(
+            w,
+            "<div class=\"row\" tabindex=\"0\" data-g=\"{}-{}\" data-o=\"{}\" data-l=\"{}\" data-d=\"{depth}\"{full}><span class=\"c\">{}</span>{}</div>",
+            self.side,
+            n.buffer,
+            n.offset,
+            n.length,
+            esc(lead),
+            line_html(&line, &n.name)
+        )?;
+        for (label, msg) in [("!! error: ", &n.error), ("! warning: ", &n.warning)] {
+            if let Some(m) = msg {
+                writeln!(
+                    w,
+                    "<div class=\"row note\"><span class=\"c\">{}</span><span class=\"err\">{}{}</span></div>",
+                    esc(cont),
+                    label,
+                    esc(m)
+                )?;
+            }
+        }
+        let last = n.children.len().saturating_sub(1);
+        for (i, c) in n.children.iter().enumerate() {
+            let next = if i == last { "    " } else { "|   " };
+            self.node(
+                w,
+                c,
+                Some(n),
+                &format!("{cont}+-- "),
+                &format!("{cont}{next}"),
+                depth + 1,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn side_html(
+    w: &mut dyn Write,
+    schema: &Schema,
+    page: &Page,
+    side: &Side,
+    opts: &RenderOptions,
+) -> io::Result<()> {
+    let sid = match side.kind {
+        crate::schema::MessageKind::Response => "resp",
+        _ => "req",
+    };
+    let dopts = page_options();
+    let arena = crate::tree::Buffers::new();
+    let msg = side.decode(schema, &dopts, &arena, page.api_key, page.version);
+    writeln!(w, "<section id=\"{}\">", side.label())?;
+    writeln!(w, "<h2>{}</h2>", side.heading())?;
+    writeln!(
+        w,
+        "<div class=\"title\">{}</div>",
+        esc(&side.title(page.version))
+    )?;
+    writeln!(w, "<div class=\"panes\">")?;
+    writeln!(w, "<div class=\"gridpane\">")?;
+    for id in 0..=msg.buffers.len() as u32 {
+        grid(w, &msg, id, &format!("{sid}-{id}"))?;
+    }
+    writeln!(w, "</div>")?;
+    writeln!(w, "<div class=\"treepane\">")?;
+    writeln!(w, "<h3>object tree</h3>")?;
+    writeln!(w, "<div class=\"tree\">")?;
+    let t = TreeHtml { opts, side: sid };
+    t.node(w, &msg.tree, None, "", "", 0)?;
+    writeln!(w, "</div>")?;
+    writeln!(w, "</div>")?;
+    writeln!(w, "</div>")?;
+    writeln!(w, "<h3>kafka message schema (.json)</h3>")?;
+    writeln!(w, "<pre class=\"json\">{}</pre>", esc(&side.definition))?;
+    writeln!(w, "</section>")
+}
+
+/// Prints `page` as a self-contained HTML document. `index` is the index page's file
+/// name to link back to, when the page is one of a set.
+///
+/// # Errors
+/// The writer's errors.
+pub fn render(
+    w: &mut dyn Write,
+    schema: &Schema,
+    page: &Page,
+    opts: &RenderOptions,
+    index: Option<&str>,
+) -> io::Result<()> {
+    let opts = RenderOptions {
+        color: false,
+        ..opts.clone()
+    };
+    head(w, &format!("{} v{} — kwire", page.api_name, page.version))?;
+    if let Some(i) = index {
+        writeln!(w, "<nav><a href=\"{}\">All APIs</a></nav>", esc(i))?;
+    }
+    writeln!(w, "<h1>{}</h1>", esc(&page.api_name))?;
+    writeln!(w, "<p class=\"intro\">{}</p>", esc(&page.intro()))?;
+    writeln!(w, "<table class=\"meta\">")?;
+    for (k, v) in page.metadata() {
+        writeln!(w, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v))?;
+    }
+    writeln!(w, "</table>")?;
+    legend(w)?;
+    for side in page.sides() {
+        side_html(w, schema, page, side, &opts)?;
+    }
+    if page.response.is_none() {
+        writeln!(
+            w,
+            "<section id=\"response\"><h2>Response</h2><p>The schema has no response at v{}.</p></section>",
+            page.version
+        )?;
+    }
+    writeln!(w, "<script>{SCRIPT}</script>")?;
+    writeln!(w, "</body>")?;
+    writeln!(w, "</html>")
+}
+
+/// Prints the HTML index of `entries` (pages named by [`page_stem`] with extension
+/// `ext`).
+///
+/// # Errors
+/// The writer's errors.
+pub fn index_html(w: &mut dyn Write, entries: &[IndexEntry], ext: &str) -> io::Result<()> {
+    head(w, "Kafka APIs — kwire")?;
+    writeln!(w, "<h1>Kafka APIs</h1>")?;
+    writeln!(
+        w,
+        "<p class=\"intro\">One page per API: the smallest legal request and response at the \
+         API's newest version, their bytes, object trees and definitions. Made by <code>kwire \
+         pages</code>; grouped by the listeners each definition lists (an API may be in \
+         several groups).</p>"
+    )?;
+    let gs = groups(entries);
+    write!(w, "<p>")?;
+    for (i, (g, _)) in gs.iter().enumerate() {
+        if i > 0 {
+            write!(w, " · ")?;
+        }
+        write!(w, "<a href=\"#{}\">{}</a>", esc(&anchor(g)), esc(g))?;
+    }
+    writeln!(w, "</p>")?;
+    let all = entries.iter().any(|e| !e.versions.is_empty());
+    for (g, es) in gs {
+        writeln!(w, "<h2 id=\"{}\">{}</h2>", esc(&anchor(&g)), esc(&g))?;
+        writeln!(w, "<table class=\"index\">")?;
+        writeln!(
+            w,
+            "<tr><th>key</th><th>API</th><th>version</th><th>request</th><th>response</th>{}</tr>",
+            if all { "<th>versions</th>" } else { "" }
+        )?;
+        for e in es {
+            let vs: Vec<String> = e
+                .versions
+                .iter()
+                .map(|v| {
+                    format!(
+                        "<a href=\"{}.{ext}\">v{v}</a>",
+                        esc(&page_stem(&e.api_name, Some(*v)))
+                    )
+                })
+                .collect();
+            writeln!(
+                w,
+                "<tr><td class=\"num\">{}</td><td><a href=\"{}.{ext}\">{}</a></td><td class=\"num\">v{}</td><td class=\"num\">{} B</td><td class=\"num\">{}</td>{}</tr>",
+                e.api_key,
+                esc(&page_stem(&e.api_name, None)),
+                esc(&e.api_name),
+                e.version,
+                e.sizes.0,
+                e.sizes
+                    .1
+                    .map(|s| format!("{s} B"))
+                    .unwrap_or_else(|| "none".into()),
+                if all {
+                    format!("<td>{}</td>", vs.join(" "))
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+        writeln!(w, "</table>")?;
+    }
+    writeln!(w, "</body>")?;
+    writeln!(w, "</html>")
+}
+
+fn anchor(g: &str) -> String {
+    g.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}

@@ -1,0 +1,284 @@
+//! The command line as a user runs it: colour rules, the seed frames with a run-time
+//! schema, raw bodies without size prefix, read filters and the closing counts.
+
+mod common;
+
+use assert_cmd::Command;
+use serde_json::Value as J;
+
+const REQ: &str = "000000230014000600000000000000020100000000000000000000000000000000000000000000";
+const RESP: &str = "000000200000000000000000000201000000000000000000000000000000000000010000";
+
+fn kwire() -> Command {
+    let mut c = Command::cargo_bin("kwire").unwrap();
+    c.env_remove("NO_COLOR").env_remove("KWIRE_SCHEMA");
+    c
+}
+
+fn stdout(c: &mut Command) -> String {
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn colour_only_when_asked_or_on_a_terminal() {
+    let always = stdout(kwire().args(["decode", "--hex", REQ, "--color", "always"]));
+    assert!(always.contains("\x1b["), "no escapes with --color always");
+    // NO_COLOR does not override an explicit --color always
+    let always_nc = stdout(
+        kwire()
+            .env("NO_COLOR", "1")
+            .args(["decode", "--hex", REQ, "--color", "always"]),
+    );
+    assert!(always_nc.contains("\x1b["));
+    // stdout is a pipe here: auto means no colour
+    let auto = stdout(kwire().args(["decode", "--hex", REQ]));
+    assert!(!auto.contains('\x1b'), "escapes on a pipe");
+    let never = stdout(kwire().args(["decode", "--hex", REQ, "--color", "never"]));
+    assert!(!never.contains('\x1b'));
+    let nc = stdout(kwire().env("NO_COLOR", "1").args(["decode", "--hex", REQ]));
+    assert!(!nc.contains('\x1b'));
+    // and the colourless output is the coloured one without its escapes
+    let stripped = strip_ansi(&always);
+    assert_eq!(
+        stripped.lines().filter(|l| l.contains("[0x")).count(),
+        never.lines().filter(|l| l.contains("[0x")).count()
+    );
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::new();
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == '\x1b' {
+            for d in it.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// With `--schema` on a Kafka 4.x definition folder, body lines carry the `about` text
+/// exactly as the reference page shows it (cut to 75 characters plus `...`).
+#[test]
+fn about_descriptions_with_a_runtime_schema() {
+    let Some(sh) = common::shared("about_descriptions_with_a_runtime_schema") else {
+        return;
+    };
+    let schema = sh.join("kafka-schema/4.3/clients");
+    for (section, args) in [
+        ("## Request", vec!["--hex", REQ]),
+        (
+            "## Response",
+            vec!["--hex", RESP, "--api-key", "20", "--api-version", "6"],
+        ),
+    ] {
+        let mut c = kwire();
+        c.arg("decode")
+            .args(&args)
+            .args(["--no-bytes", "--color", "never", "--schema"])
+            .arg(&schema);
+        let out = stdout(&mut c);
+        let reference = common::reference_tree(section).expect("reference page");
+        let mut checked = 0;
+        for want in &reference {
+            let p = common::prefix(want);
+            let got = out
+                .lines()
+                .find(|l| l.starts_with(p))
+                .unwrap_or_else(|| panic!("no line {p}\n{out}"));
+            // Body fields carry Kafka's about text; structural lines (size, length) are
+            // phrased for decoded traffic rather than for a sample page.
+            let structural = p.contains(" size int32") || p.contains(" length uvarint");
+            if !structural {
+                assert_eq!(got, want, "{section}");
+                checked += 1;
+            }
+        }
+        assert!(checked >= 14, "{checked}");
+        let j = stdout(
+            kwire()
+                .arg("decode")
+                .args(&args)
+                .args(["--format", "json", "--schema"])
+                .arg(&schema),
+        );
+        let m: J = serde_json::from_str(j.trim()).unwrap();
+        assert_eq!(m["schema_release"], "user");
+    }
+}
+
+#[test]
+fn raw_fetch_v0_bodies_without_size_prefix() {
+    let Some(sh) = common::shared("raw_fetch_v0_bodies_without_size_prefix") else {
+        return;
+    };
+    let dir = sh.join("captures/public/kafka-rust__kafka-rust");
+    let want: Vec<String> = std::fs::read_to_string(dir.join("fetch2.txt"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let out = stdout(
+        kwire()
+            .args([
+                "decode",
+                "--no-size-prefix",
+                "--api-key",
+                "1",
+                "--api-version",
+                "0",
+                "--format",
+                "values",
+                "--raw",
+            ])
+            .arg(dir.join("fetch2.mytopic.nocompression.kafka.0900")),
+    );
+    let v: J = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["header"]["correlation_id"], 5);
+    let batches = &v["body"]["Responses"][0]["Partitions"][0]["Records"];
+    let value_hex = batches[0]["value"].as_str().unwrap();
+    let bytes: Vec<u8> = (0..value_hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&value_hex[i..i + 2], 16).unwrap())
+        .collect();
+    assert_eq!(String::from_utf8(bytes).unwrap(), want.join("\n"));
+    // the altered CRC is shown as an error, the run still succeeds
+    let o = kwire()
+        .args([
+            "decode",
+            "--no-size-prefix",
+            "--api-key",
+            "1",
+            "--api-version",
+            "0",
+            "--format",
+            "json",
+            "--raw",
+        ])
+        .arg(dir.join("fetch2.mytopic.nocompression.invalid_crc.kafka.0900"))
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let m: J = serde_json::from_slice(&o.stdout).unwrap();
+    let errs = m["errors"].as_array().unwrap();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0]["message"].as_str().unwrap().contains("CRC"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn read_filters_and_closing_counts() {
+    let Some(sh) = common::shared("read_filters_and_closing_counts") else {
+        return;
+    };
+    let f = sh.join("captures/lab/ck_consumer_group.pcapng");
+    let lines = |args: &[&str]| -> Vec<J> {
+        let out = stdout(
+            kwire()
+                .arg("read")
+                .arg(&f)
+                .args(["--format", "json"])
+                .args(args),
+        );
+        out.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let all = lines(&[]);
+    assert_eq!(all.len(), 70);
+    let hb = lines(&["--api", "Heartbeat"]);
+    assert_eq!(hb.len(), 12);
+    assert!(hb.iter().all(|m| m["api_name"] == "Heartbeat"));
+    assert_eq!(lines(&["--api", "12", "--requests"]).len(), 6);
+    assert!(lines(&["--responses"])
+        .iter()
+        .all(|m| m["kind"] == "response"));
+    let errs = lines(&["--errors"]);
+    assert_eq!(errs.len(), 1);
+    assert_eq!(errs[0]["api_name"], "JoinGroup");
+    let c3 = lines(&["--correlation-id", "3"]);
+    assert!(!c3.is_empty() && c3.iter().all(|m| m["correlation_id"] == 3));
+    let topic = lines(&["--topic", "events", "--requests"]);
+    assert!(
+        topic.iter().any(|m| m["api_name"] == "Fetch")
+            && topic.iter().any(|m| m["api_name"] == "Metadata")
+    );
+    assert!(lines(&["--topic", "no-such-topic"]).is_empty());
+    // the closing line on stderr counts what was read
+    let o = kwire()
+        .arg("read")
+        .arg(&f)
+        .args(["--format", "summary"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.contains("117 packets, 3 connections, 70 messages decoded (70 shown), 0 with errors"),
+        "{err}"
+    );
+}
+
+#[test]
+fn closed_pipe_ends_quietly() {
+    // `kwire ... | head`: writing into a closed pipe ends with status 0 and no error text.
+    let Some(sh) = common::shared("closed_pipe_ends_quietly") else {
+        return;
+    };
+    let f = sh.join("captures/lab/ck_consumer_group.pcapng");
+    let bin = assert_cmd::cargo::cargo_bin("kwire");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' read '{}' --color never | head -1; echo \"status=${{PIPESTATUS:-0}}\"",
+            bin.display(),
+            f.display()
+        ))
+        .output()
+        .unwrap();
+    let so = String::from_utf8_lossy(&out.stdout);
+    assert!(so.lines().count() == 2, "{so}");
+    let se = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !se.contains("Broken pipe") && !se.contains("panicked"),
+        "{se}"
+    );
+}
+
+#[test]
+fn decode_pairs_directional_lines() {
+    // c>s and s>c lines: the response decodes with its request's key and version.
+    let text = format!("c>s {REQ}\ns>c {RESP}\n");
+    let out = stdout(kwire().args(["decode", "--format", "json", "--hex", &text]));
+    let ms: Vec<J> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(ms.len(), 2);
+    assert_eq!(
+        (
+            ms[1]["kind"].as_str(),
+            ms[1]["api_name"].as_str(),
+            ms[1]["api_version"].as_i64()
+        ),
+        (Some("response"), Some("DeleteTopics"), Some(6))
+    );
+    assert!(ms[1]["errors"].as_array().unwrap().is_empty());
+    // a lone response without --api-key shows its header and a raw body with a hint
+    let out = stdout(kwire().args([
+        "decode", "--format", "json", "--kind", "response", "--hex", RESP,
+    ]));
+    let m: J = serde_json::from_str(out.trim()).unwrap();
+    assert!(m["warnings"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("--api-key"));
+}

@@ -1,0 +1,77 @@
+//! The HTML page of DeleteTopics v6 in a real browser: Debian's Chromium, headless,
+//! driven by `tests/browser/page-check.mjs` (playwright-core from npm, no browser
+//! download; `.ci/run` installs both). The page loads from a `file://` URL with no
+//! console errors and nothing fetched, hovering a tree row marks its bytes, hovering a
+//! byte marks the deepest row, clicking a row selects it; a screenshot goes under
+//! `target/page-browser/`.
+//!
+//! Without Chromium, Node.js or `tests/browser/node_modules` the test says it skips
+//! (and fails under `KWIRE_NO_SKIP=1`).
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+fn skip(why: &str) {
+    if std::env::var("KWIRE_NO_SKIP").as_deref() == Ok("1") {
+        panic!("html_page_in_chromium: {why}, and KWIRE_NO_SKIP=1 forbids skipping");
+    }
+    eprintln!("html_page_in_chromium: skipped: {why} (see .ci/run for the install steps)");
+}
+
+fn has_node() -> bool {
+    std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn html_page_in_chromium() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let chromium = std::env::var_os("KWIRE_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    if !chromium.exists() {
+        return skip(&format!("no Chromium at {}", chromium.display()));
+    }
+    if !has_node() {
+        return skip("no node");
+    }
+    let browser = root.join("tests/browser");
+    if !browser.join("node_modules/playwright-core").exists() {
+        return skip("tests/browser/node_modules/playwright-core is not installed");
+    }
+    let out_dir = root.join("target/page-browser");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let html = Command::cargo_bin("kwire")
+        .unwrap()
+        .env_remove("KWIRE_SCHEMA")
+        .args(["page", "DeleteTopics", "--format", "html"])
+        .output()
+        .unwrap();
+    assert!(html.status.success());
+    let page = out_dir.join("DeleteTopics.html");
+    std::fs::write(&page, &html.stdout).unwrap();
+    let shot = out_dir.join("DeleteTopics.png");
+    std::fs::remove_file(&shot).ok();
+    let run = std::process::Command::new("node")
+        .current_dir(&browser)
+        .arg("page-check.mjs")
+        .arg(&page)
+        .arg(&shot)
+        .env("KWIRE_CHROMIUM", &chromium)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "page-check failed:\n{stdout}\n{stderr}"
+    );
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
+    println!("screenshot: {}", shot.display());
+    eprintln!("html_page_in_chromium: screenshot: {}", shot.display());
+}
