@@ -36,7 +36,7 @@ pub fn to_values(msg: &Message<'_>) -> Value {
     }
     o.insert("api_version".into(), msg.api_version.into());
     let mut header = Map::new();
-    let mut body = Map::new();
+    let mut body = Value::Object(Map::new());
     for c in &msg.tree.children {
         match c.kind {
             NodeKind::Header => {
@@ -44,12 +44,19 @@ pub fn to_values(msg: &Message<'_>) -> Value {
                 header.shift_remove("request_api_key");
                 header.shift_remove("request_api_version");
             }
-            NodeKind::Body => body = struct_map(msg, &c.children),
+            NodeKind::Body => body = Value::Object(struct_map(msg, &c.children)),
+            // A body the schema could not walk (unknown api_key or version, a response
+            // whose request was not seen) stays its bytes, as hex: never dropped.
+            NodeKind::Field if c.name == "body" => {
+                if let TV::Bytes(b) = c.value {
+                    body = Value::String(to_hex(b));
+                }
+            }
             _ => {}
         }
     }
     o.insert("header".into(), Value::Object(header));
-    o.insert("body".into(), Value::Object(body));
+    o.insert("body".into(), body);
     Value::Object(o)
 }
 

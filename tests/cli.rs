@@ -222,7 +222,9 @@ fn read_filters_and_closing_counts() {
         .unwrap();
     let err = String::from_utf8(o.stderr).unwrap();
     assert!(
-        err.contains("117 packets, 3 connections, 70 messages decoded (70 shown), 0 with errors"),
+        err.contains(
+            "117 packets, 3 connections, 70 messages decoded (70 shown), 0 with decode errors"
+        ),
         "{err}"
     );
 }
@@ -281,4 +283,115 @@ fn decode_pairs_directional_lines() {
         .as_str()
         .unwrap()
         .contains("--api-key"));
+}
+
+#[test]
+fn detect_keeps_connections_on_the_broker_port() {
+    // --detect only adds connections: the bundled capture decodes the same with it.
+    let plain = kwire()
+        .args(["read", "captures/demo.pcap", "--format", "summary"])
+        .output()
+        .unwrap();
+    let detect = kwire()
+        .args([
+            "read",
+            "captures/demo.pcap",
+            "--format",
+            "summary",
+            "--detect",
+        ])
+        .output()
+        .unwrap();
+    assert!(plain.status.success() && detect.status.success());
+    assert_eq!(plain.stdout, detect.stdout);
+    assert_eq!(String::from_utf8_lossy(&plain.stdout).lines().count(), 46);
+}
+
+#[test]
+fn wrong_port_gets_a_hint_and_unknown_apis_an_error() {
+    let o = kwire()
+        .args(["read", "captures/demo.pcap", "--port", "9999"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no Kafka connection on port 9999: try --port P or --detect"),
+        "{err}"
+    );
+    let o = kwire()
+        .args(["read", "captures/demo.pcap", "--api", "Bogus"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--api Bogus: no such API"));
+    // correlation ids are int32 and may be negative
+    let o = kwire()
+        .args(["read", "captures/demo.pcap", "--correlation-id", "-5"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn tshark_packet_dumps_decode_their_tcp_payload() {
+    // A `tshark -x` style dump of one Ethernet/IPv4/TCP packet carrying the seed request.
+    let payload = common::hex(REQ);
+    let mut pkt = Vec::new();
+    etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+        .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+        .tcp(50000, 9092, 1, 65535)
+        .write(&mut pkt, &payload)
+        .unwrap();
+    let mut dump = String::new();
+    for (i, row) in pkt.chunks(16).enumerate() {
+        let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+        let ascii: String = row
+            .iter()
+            .map(|&b| {
+                if (0x20..0x7f).contains(&b) {
+                    b as char
+                } else {
+                    '.'
+                }
+            })
+            .collect();
+        dump.push_str(&format!("{:04x}  {:<48} {ascii}\n", i * 16, hex.join(" ")));
+    }
+    let o = kwire()
+        .args(["decode", "--format", "summary"])
+        .write_stdin(dump)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "DeleteTopics v6 request corr=0 topics=id:00000000"
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("decoding its TCP payload (39 bytes)"));
+}
+
+#[test]
+fn empty_raw_input_is_an_error() {
+    let o = kwire()
+        .args(["decode", "--raw", "/dev/null"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no bytes in the input"));
+}
+
+#[test]
+fn values_keep_a_body_kwire_could_not_walk() {
+    let o = kwire()
+        .args([
+            "decode", "--kind", "response", "--format", "values", "--hex", RESP,
+        ])
+        .output()
+        .unwrap();
+    let v: J = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["body"],
+        "00000000000201000000000000000000000000000000000000010000"
+    );
 }

@@ -229,3 +229,9 @@ fn unsupported_api_versions_request_gets_a_v0_answer() {
     assert!(errs.is_empty(), "{errs:?}");
     assert_eq!(warns, e(&[(0, "the request was ApiVersions v9; the broker answered UNSUPPORTED_VERSION with a v0 body")]));
 }
+
+#[test]
+fn empty_frame_is_an_error() {
+    let (errs, _) = errors(&hex("00000000"), &Known::request());
+    assert_eq!(errs, e(&[(0, "frame size 0: no header follows")]));
+}

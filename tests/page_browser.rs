@@ -15,7 +15,11 @@ fn skip(why: &str) {
     if std::env::var("KWIRE_NO_SKIP").as_deref() == Ok("1") {
         panic!("html_page_in_chromium: {why}, and KWIRE_NO_SKIP=1 forbids skipping");
     }
-    eprintln!("html_page_in_chromium: skipped: {why} (see .ci/run for the install steps)");
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("html_page_in_chromium: skipped: {why} (see .ci/run for the install steps)\n")
+            .as_bytes(),
+    );
 }
 
 fn has_node() -> bool {

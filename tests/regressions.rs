@@ -874,7 +874,7 @@ fn kwire_read_counts_the_malformed_frame() {
     let last = stderr.lines().last().unwrap_or_default();
     assert!(
         last.contains(
-            "6 messages decoded (6 shown), 1 with errors, 0 incomplete, 0 undecodable, \
+            "6 messages decoded (6 shown), 1 with decode errors, 0 incomplete, 0 undecodable, \
              0 SASL tokens, 0 unanswered requests; notices: none"
         ),
         "{stderr}"

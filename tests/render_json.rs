@@ -348,27 +348,20 @@ fn decoded_seed_frames() {
         let got: Vec<&str> = s.lines().map(prefix).collect();
         let want: Vec<String> = match want {
             Some(w) => w.iter().map(|l| prefix(l).to_string()).collect(),
-            None => continue,
+            None => {
+                common::skip("decoded_seed_frames", "the reference page was not found");
+                continue;
+            }
         };
         assert_eq!(got, want);
     }
-}
-
-fn shared() -> Option<std::path::PathBuf> {
-    let p = std::env::var_os("KWIRE_SHARED")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared"))
-        });
-    p.is_dir().then_some(p)
 }
 
 /// Every frame of the lab captures through every printer: no panic, JSON lines valid
 /// against the schema, values lines parse, one summary line each.
 #[test]
 fn lab_frames_through_every_printer() {
-    let Some(shared) = shared() else {
-        eprintln!("skipped: ../shared not found");
+    let Some(shared) = common::shared("lab_frames_through_every_printer") else {
         return;
     };
     let dir = shared.join("captures/lab/hex");

@@ -405,9 +405,14 @@ struct Frame {
     stream: u64,
 }
 
-fn read_decode_input(a: &DecodeArgs) -> Result<Vec<hex::HexChunk>, CliError> {
-    let text_chunks =
-        |t: &str| hex::parse_hex(t).map_err(|e| CliError::Msg(format!("hex input: {e}")));
+/// The chunks of the input, and the hex-dump style they were written in (for text).
+type Input = (Vec<hex::HexChunk>, Option<hex::HexFormat>);
+
+fn read_decode_input(a: &DecodeArgs) -> Result<Input, CliError> {
+    let text_chunks = |t: &str| {
+        let chunks = hex::parse_hex(t).map_err(|e| CliError::Msg(format!("hex input: {e}")))?;
+        Ok((chunks, Some(hex::detect_format(t))))
+    };
     let raw = |b: Vec<u8>| {
         vec![hex::HexChunk {
             direction: None,
@@ -427,7 +432,7 @@ fn read_decode_input(a: &DecodeArgs) -> Result<Vec<hex::HexChunk>, CliError> {
     if let Some(b) = &a.base64 {
         let bytes =
             hex::parse_base64(b).map_err(|e| CliError::Msg(format!("base64 input: {e}")))?;
-        return Ok(raw(bytes));
+        return Ok((raw(bytes), None));
     }
     if let Some(f) = &a.raw {
         let mut v = Vec::new();
@@ -436,11 +441,45 @@ fn read_decode_input(a: &DecodeArgs) -> Result<Vec<hex::HexChunk>, CliError> {
         } else {
             v = std::fs::read(f).map_err(|e| CliError::Msg(format!("{}: {e}", f.display())))?;
         }
-        return Ok(raw(v));
+        return Ok((raw(v), None));
     }
     let mut t = String::new();
     io::stdin().lock().read_to_string(&mut t)?;
     text_chunks(&t)
+}
+
+/// Wireshark and `tshark -x` dumps hold whole packets: where a chunk parses as
+/// Ethernet/IP/TCP (etherparse), its TCP payload is what kwire decodes, and packets with
+/// no payload are left out with a note.
+fn tcp_payloads(chunks: Vec<hex::HexChunk>, notes: &mut Vec<String>) -> Vec<hex::HexChunk> {
+    let mut out = Vec::new();
+    for mut c in chunks {
+        let payload = match etherparse::SlicedPacket::from_ethernet(&c.bytes) {
+            Ok(etherparse::SlicedPacket {
+                transport: Some(etherparse::TransportSlice::Tcp(t)),
+                ..
+            }) => Some(t.payload().to_vec()),
+            _ => None,
+        };
+        match payload {
+            None => out.push(c),
+            Some(p) if p.is_empty() => notes.push(format!(
+                "line {}: a TCP packet with no payload, left out",
+                c.line
+            )),
+            Some(p) => {
+                notes.push(format!(
+                    "line {}: a whole packet ({} bytes): decoding its TCP payload ({} bytes)",
+                    c.line,
+                    c.bytes.len(),
+                    p.len()
+                ));
+                c.bytes = p;
+                out.push(c);
+            }
+        }
+    }
+    out
 }
 
 /// Splits a chunk into frames by their size prefixes; what does not split is reported.
@@ -497,15 +536,23 @@ fn decode_command(
             "--api-key and --api-version go together".into(),
         ));
     }
-    let chunks = read_decode_input(a)?;
-    if chunks.is_empty() {
+    let (chunks, format) = read_decode_input(a)?;
+    let mut notes = Vec::new();
+    let chunks = if format == Some(hex::HexFormat::Wireshark) {
+        tcp_payloads(chunks, &mut notes)
+    } else {
+        chunks
+    };
+    if chunks.iter().all(|c| c.bytes.is_empty()) {
+        for n in &notes {
+            eprintln!("kwire: {n}");
+        }
         return Err(CliError::Msg("no bytes in the input".into()));
     }
     let layout = Layout {
         size_prefix: !(a.no_size_prefix || a.body_only),
         header: !a.body_only,
     };
-    let mut notes = Vec::new();
     let frames: Vec<Frame> = chunks
         .iter()
         .flat_map(|c| split_frames(c, layout.size_prefix, &mut notes))

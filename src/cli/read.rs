@@ -38,7 +38,7 @@ pub struct ReadArgs {
     #[arg(long = "api", value_name = "NAME|KEY")]
     pub apis: Vec<String>,
     /// Only messages with this correlation_id.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub correlation_id: Option<i32>,
     /// Only messages that mention this topic.
     #[arg(long)]
@@ -240,13 +240,27 @@ pub fn run_capture(
             p.request.frame
         ));
     }
+    if stats.connections == 0 && stats.tcp_segments > 0 {
+        let ports: Vec<String> = copts.ports.iter().map(u16::to_string).collect();
+        lines.push(format!(
+            "kwire: {} TCP segments, but no Kafka connection on port {}: try --port P or --detect",
+            stats.tcp_segments,
+            ports.join(", ")
+        ));
+    }
     let skipped: Vec<String> = tally
         .notices
         .iter()
-        .map(|(k, (n, b))| format!("{k} x{n} ({b} bytes)"))
+        .map(|(k, (n, b))| {
+            if *b > 0 {
+                format!("{k} x{n} ({b} bytes)")
+            } else {
+                format!("{k} x{n}")
+            }
+        })
         .collect();
     lines.push(format!(
-        "kwire: {} packets, {} connections, {} messages decoded ({} shown), {} with errors, {} incomplete, {} undecodable, {} SASL tokens, {} unanswered requests; notices: {}",
+        "kwire: {} packets, {} connections, {} messages decoded ({} shown), {} with decode errors, {} incomplete, {} undecodable, {} SASL tokens, {} unanswered requests; notices: {}",
         stats.packets,
         stats.connections,
         tally.messages,
@@ -271,6 +285,21 @@ pub fn read_command(
     a: &ReadArgs,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
+    for x in &a.apis {
+        let known = match x.parse::<i16>() {
+            Ok(k) => schema.api_name(k).is_some(),
+            Err(_) => schema.api_keys().iter().any(|k| {
+                schema
+                    .api_name(*k)
+                    .is_some_and(|n| n.eq_ignore_ascii_case(x))
+            }),
+        };
+        if !known {
+            return Err(CliError::Msg(format!(
+                "--api {x}: no such API (see `kwire apis`)"
+            )));
+        }
+    }
     let ropts = render_options(cli, &a.out);
     let closing = run_capture(schema, &a.capture, |m, ctx| {
         if matches_filters(a, schema, m) {

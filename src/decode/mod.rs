@@ -386,6 +386,8 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
                 let have = frame.len() - 4;
                 if size < 0 {
                     s.error = Some(format!("negative frame size {size}"));
+                } else if size == 0 && known.layout.header {
+                    s.error = Some("frame size 0: no header follows".to_string());
                 } else if (size as usize) > have {
                     s.error = Some(format!(
                         "frame truncated: size says {size} bytes, {have} present"

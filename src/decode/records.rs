@@ -1721,7 +1721,10 @@ mod tests {
             if std::env::var("KWIRE_NO_SKIP").as_deref() == Ok("1") {
                 panic!("KWIRE_SHARED not set and KWIRE_NO_SKIP=1");
             }
-            println!("skipped: KWIRE_SHARED not set");
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                concat!(module_path!(), ": skipped: KWIRE_SHARED not set\n").as_bytes(),
+            );
             return;
         };
         let dir = std::path::Path::new(&shared).join("captures/public/kafka-rust__kafka-rust");

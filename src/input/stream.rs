@@ -695,7 +695,13 @@ impl Conn {
             }
         }
         let over = self.pending_bytes[0] > 64 * 1024 || self.pending_bytes[1] > 64 * 1024;
-        if !sink.opts.detect {
+        // A connection on a configured broker port is Kafka by its port, with or without
+        // --detect (which only adds connections on other ports).
+        let by_port = self
+            .addrs
+            .iter()
+            .any(|a| sink.opts.ports.contains(&a.port()));
+        if !sink.opts.detect || by_port {
             if waiting && !final_ && !over && self.client.is_some() {
                 return;
             }
@@ -721,13 +727,19 @@ impl Conn {
             if synced {
                 // must start with a plausible request
                 if p.len() >= 4 + PEEK || at_end {
-                    if let Scan::Found(0) = find_frame_start(
-                        &p[..p.len().min(4 + PEEK)],
-                        Direction::ToServer,
-                        max_frame,
-                        plaus,
-                        true,
-                    ) {
+                    // The stream's first bytes: a sane size prefix and a plausible request
+                    // header in what follows (the frame itself may be longer than what is
+                    // here yet).
+                    let size = if p.len() >= 4 {
+                        i32::from_be_bytes([p[0], p[1], p[2], p[3]])
+                    } else {
+                        -1
+                    };
+                    let starts_with_request = size >= 0
+                        && (size as u64 + 4) <= max_frame as u64
+                        && plaus
+                            .plausible_request(&p[4..p.len().min(4 + PEEK).min(4 + size as usize)]);
+                    if starts_with_request {
                         self.client = Some(s);
                         self.start_kafka(sink);
                         return;

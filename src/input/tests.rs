@@ -878,7 +878,10 @@ fn shared_dir() -> Option<std::path::PathBuf> {
             if std::env::var("KWIRE_NO_SKIP").as_deref() == Ok("1") {
                 panic!("KWIRE_SHARED not set and KWIRE_NO_SKIP=1");
             }
-            println!("skipped: KWIRE_SHARED not set");
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                concat!(module_path!(), ": skipped: KWIRE_SHARED not set\n").as_bytes(),
+            );
             None
         }
     }

@@ -211,13 +211,23 @@ pub fn response(frame: &[u8]) -> Message<'_> {
     m
 }
 
-/// The reference page, when `../shared` is beside the checkout.
+/// The reference page from `$KWIRE_SHARED/reference` (or `../shared` beside the
+/// checkout when `KWIRE_SHARED` is unset), when it is there.
 pub fn reference() -> Option<String> {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/reference/delete-topics-v6.md"
-    ))
-    .ok()
+    let base = std::env::var_os("KWIRE_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared")));
+    std::fs::read_to_string(base.join("reference/delete-topics-v6.md")).ok()
+}
+
+/// Says on the terminal that `test` skips and why (written to stderr directly, so it shows
+/// even when the test harness captures output), or panics when `KWIRE_NO_SKIP=1`.
+pub fn skip(test: &str, why: &str) {
+    use std::io::Write;
+    if std::env::var("KWIRE_NO_SKIP").as_deref() == Ok("1") {
+        panic!("{test}: {why}, and KWIRE_NO_SKIP=1 forbids skipping");
+    }
+    let _ = writeln!(std::io::stderr(), "{test}: skipped: {why}");
 }
 
 /// The tree lines of the reference's request (`## Request`) or response section.
@@ -263,10 +273,7 @@ pub fn shared(test: &str) -> Option<PathBuf> {
     match std::env::var_os("KWIRE_SHARED") {
         Some(p) => Some(PathBuf::from(p)),
         None => {
-            if std::env::var("KWIRE_NO_SKIP").as_deref() == Ok("1") {
-                panic!("{test}: KWIRE_SHARED is not set and KWIRE_NO_SKIP=1 forbids skipping");
-            }
-            eprintln!("{test}: skipped: KWIRE_SHARED not set");
+            skip(test, "KWIRE_SHARED is not set");
             None
         }
     }

@@ -31,7 +31,10 @@ pub fn skip(test: &str, why: &str) {
     if no_skip() {
         panic!("{test}: {why}, and KWIRE_NO_SKIP=1 forbids skipping");
     }
-    eprintln!("{test}: skipped: {why}");
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("{test}: skipped: {why}\n").as_bytes(),
+    );
 }
 
 fn walk_dir(dir: &Path, out: &mut Vec<PathBuf>) {
