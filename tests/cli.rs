@@ -395,3 +395,12 @@ fn values_keep_a_body_kwire_could_not_walk() {
         "00000000000201000000000000000000000000000000000000010000"
     );
 }
+
+#[test]
+fn a_folder_is_not_a_capture() {
+    let o = kwire().args(["read", "captures"]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("captures: is a folder, not a capture file")
+    );
+}

@@ -153,6 +153,12 @@ pub fn run_capture(
     let input: Box<dyn Read + Send> = if a.file.as_os_str() == "-" {
         Box::new(std::io::stdin())
     } else {
+        if a.file.is_dir() {
+            return Err(CliError::Msg(format!(
+                "{}: is a folder, not a capture file",
+                a.file.display()
+            )));
+        }
         let f = std::fs::File::open(&a.file)
             .map_err(|e| CliError::Msg(format!("{}: {e}", a.file.display())))?;
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
