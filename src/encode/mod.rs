@@ -165,7 +165,7 @@ pub fn to_hex(b: &[u8]) -> String {
 /// Bytes from hex (either case, even length, no separators).
 pub(crate) fn from_hex(s: &str, path: &str) -> Res<Vec<u8>> {
     let b = s.as_bytes();
-    if b.len() % 2 != 0 {
+    if !b.len().is_multiple_of(2) {
         return Err(EncodeError::new(
             path,
             EncodeErrorKind::BadValue("hex string of odd length".into()),

@@ -218,7 +218,7 @@ impl<'p> Extractor<'p> {
         out: &mut dyn FnMut(Event),
     ) {
         let cutoff = frame.saturating_sub(FRAG_WINDOW);
-        if frame % 256 == 0 {
+        if frame.is_multiple_of(256) {
             self.defrag.retain(|t| *t >= cutoff);
         }
         let res = match SlicedPacket::from_ip(ip) {

@@ -293,7 +293,7 @@ fn push_hex_digits(
             HexErrorKind::InvalidCharacter(char_at(digits, run)),
         ));
     }
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(line.err(base, HexErrorKind::OddDigitCount));
     }
     for pair in digits.as_bytes().chunks_exact(2) {
@@ -360,7 +360,7 @@ fn plain_token(
             HexErrorKind::InvalidCharacter(char_at(tok, run)),
         ));
     }
-    if tok.len() % 2 != 0 {
+    if !tok.len().is_multiple_of(2) {
         if allow_odd {
             let (even, last) = tok.split_at(tok.len() - 1);
             push_hex_digits(line, base, even, out)?;
@@ -802,11 +802,7 @@ fn spaced_token(rest: &str, min_spaces: usize, max_spaces: usize, width: &[usize
     }
     let after = &rest[spaces..];
     let run = hex_run(after);
-    width.contains(&run)
-        && after[run..]
-            .chars()
-            .next()
-            .map_or(true, char::is_whitespace)
+    width.contains(&run) && after[run..].chars().next().is_none_or(char::is_whitespace)
 }
 
 /// Tells which layout [`parse_hex`] will read `text` as. Detection looks at the first
@@ -834,7 +830,7 @@ fn detect(all: &[Line]) -> (HexFormat, bool) {
     let zero = !off.is_empty() && off.bytes().all(|b| b == b'0');
     if (1..=16).contains(&off.len())
         && rest.starts_with(':')
-        && rest[1..].chars().next().map_or(true, char::is_whitespace)
+        && rest[1..].chars().next().is_none_or(char::is_whitespace)
     {
         (HexFormat::Xxd, false)
     } else if (8..=16).contains(&off.len())
