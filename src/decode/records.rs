@@ -257,18 +257,29 @@ fn varint_sized<'a>(
         } else {
             format!("length {len}, {} bytes left", r.left())
         };
-        set_error(out, msg);
-        let n = r.left();
-        if n > 0 {
-            out.push(r.error_leaf(
-                "rest",
-                "bytes",
-                format!("{n} bytes not decoded after a bad length"),
-            ));
-        }
-        return Err(Stop);
+        return stop_after_bad_length(r, out, msg, "length");
     }
     Ok(r.split(len as usize))
+}
+
+/// Sets `msg` on the length leaf just pushed, covers the rest of `r` with a `rest` leaf
+/// (so the leaves still tile) and stops: what a bad `what` length leaves behind.
+fn stop_after_bad_length<'a, T>(
+    r: &mut Reader<'a>,
+    out: &mut Vec<Node<'a>>,
+    msg: String,
+    what: &str,
+) -> Res<T> {
+    set_error(out, msg);
+    let n = r.left();
+    if n > 0 {
+        out.push(r.error_leaf(
+            "rest",
+            "bytes",
+            format!("{n} bytes not decoded after a bad {what}"),
+        ));
+    }
+    Err(Stop)
 }
 
 /// `a` `b` and the decimal digits of `n` in one allocation (`varint len=12`).
@@ -577,16 +588,7 @@ fn record_fields<'a>(
         } else {
             format!("record length {len}, only {} bytes left", r.left())
         };
-        set_error(out, msg);
-        let n = r.left();
-        if n > 0 {
-            out.push(r.error_leaf(
-                "rest",
-                "bytes",
-                format!("{n} bytes not decoded after a bad record length"),
-            ));
-        }
-        return Err(Stop);
+        return stop_after_bad_length(r, out, msg, "record length");
     }
     let Some(mut body) = r.split(len as usize) else {
         return Err(Stop);
