@@ -2,7 +2,7 @@
 
 use super::output::{print_message, render_options};
 use super::{Cli, CliError, OutputArgs};
-use crate::decode::DecodeOptions;
+use crate::decode::{DecodeOptions, Detail};
 use crate::input::{self, CaptureOptions, Event, FrameKind};
 use crate::schema::Schema;
 use crate::session::Session;
@@ -136,7 +136,8 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
 }
 
 /// Reads a capture, decodes every Kafka message (pairing responses with requests) and
-/// hands each to `on_message`; notices go to stderr as they come. Returns the closing
+/// hands each to `on_message`, decoded at `detail` (see [`Detail`]: `Summary` keeps only
+/// what the summary line and the filters read); notices go to stderr as they come. Returns the closing
 /// lines for stderr (requests left unanswered, then one line counting packets,
 /// connections, messages, errors and what was skipped), for the caller to print once
 /// its output is flushed.
@@ -146,6 +147,7 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
 pub fn run_capture(
     schema: &Schema,
     a: &CaptureArgs,
+    detail: Detail,
     mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
 ) -> Result<Vec<String>, CliError> {
     // A progress bar on stderr for large files, when stderr is a terminal.
@@ -184,7 +186,10 @@ pub fn run_capture(
         ..CaptureOptions::default()
     };
     let plaus = SchemaPlausibility(schema);
-    let dopts = DecodeOptions::default();
+    let dopts = DecodeOptions {
+        detail,
+        ..DecodeOptions::default()
+    };
     let mut session = Session::new(schema, &dopts);
     let mut tally = Tally::default();
     let mut io_err: Option<std::io::Error> = None;
@@ -307,7 +312,13 @@ pub fn read_command(
         }
     }
     let ropts = render_options(cli, &a.out);
-    let closing = run_capture(schema, &a.capture, |m, ctx| {
+    // The summary line needs a fraction of the tree: decode only that much.
+    let detail = if a.out.format == super::Format::Summary {
+        Detail::Summary
+    } else {
+        Detail::Full
+    };
+    let closing = run_capture(schema, &a.capture, detail, |m, ctx| {
         if matches_filters(a, schema, m) {
             print_message(m, Some(ctx), &ropts, a.out.format, out)?;
             Ok(true)
@@ -337,7 +348,7 @@ pub struct StatsArgs {
 /// A file that cannot be opened or is not a capture; output errors.
 pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut st = crate::stats::Stats::default();
-    let closing = run_capture(schema, &a.capture, |m, ctx| {
+    let closing = run_capture(schema, &a.capture, Detail::Full, |m, ctx| {
         st.add(m, ctx);
         Ok(true)
     })?;

@@ -128,12 +128,45 @@ fn decompress_inner(
         Codec::Snappy => snappy(data, cap),
         Codec::Lz4 => lz4(data, cap, legacy_lz4),
         Codec::Zstd => {
+            if let Some(out) = zstd_one_shot(data, cap) {
+                return plain(out);
+            }
             let d = zstd::stream::read::Decoder::with_buffer(data)
                 .map_err(|e| format!("zstd decoder: {e}"))?;
             plain(read_capped(d, data.len(), cap, "zstd")?)
         }
         Codec::Unknown(n) => Err(format!("unknown compression codec {n}")),
     }
+}
+
+/// Largest ratio of stated to compressed size that [`zstd_one_shot`] sizes a buffer for;
+/// beyond it the streaming decoder grows its output as real data comes.
+const ZSTD_ONE_SHOT_RATIO: usize = 64;
+
+/// Decodes a zstd frame that states its decompressed size (librdkafka and one-shot
+/// compressors write it; Java's streaming producer does not) in one call, straight into
+/// a buffer of that size, with a context reused across calls. `None` leaves the data to
+/// the streaming decoder: no stated size, a size over the cap or over
+/// [`ZSTD_ONE_SHOT_RATIO`] times the input, several frames, or corrupt data (which the
+/// streaming decoder then reports).
+fn zstd_one_shot(data: &[u8], cap: usize) -> Option<Vec<u8>> {
+    thread_local! {
+        static DCTX: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let n = zstd::zstd_safe::get_frame_content_size(data).ok()??;
+    let n = usize::try_from(n)
+        .ok()
+        .filter(|n| *n <= cap && *n <= data.len().saturating_mul(ZSTD_ONE_SHOT_RATIO))?;
+    DCTX.with(|c| {
+        let mut c = c.try_borrow_mut().ok()?;
+        if c.is_none() {
+            *c = zstd::bulk::Decompressor::new().ok();
+        }
+        let mut out = Vec::with_capacity(n);
+        c.as_mut()?.decompress_to_buffer(data, &mut out).ok()?;
+        (out.len() == n).then_some(out)
+    })
 }
 
 fn snappy_raw(data: &[u8], cap: usize) -> Result<Vec<u8>, String> {

@@ -91,6 +91,24 @@ pub struct DecodeOptions {
     /// Use the reference page's phrasing for structural descriptions ("one sample
     /// element follows", "patched after encoding").
     pub page_mode: bool,
+    /// How much of the tree to keep: everything, or what the summary line needs.
+    pub detail: Detail,
+}
+
+/// How much of the tree the decoder keeps. Every byte is read and checked the same way
+/// at either level: what differs is which nodes are stored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Detail {
+    /// Every field, length prefix and record: the tree tiles the frame.
+    #[default]
+    Full,
+    /// Only the nodes the summary line, the session (pairing, topic ids) and the `read`
+    /// filters look at: the header, nodes with an error or a warning, topic names and
+    /// ids, partitions, group and transactional ids, non-zero error codes,
+    /// `ProtocolType`, `Acks`, and containers holding any of these; records as childless
+    /// `Record[i]` nodes when they decode cleanly. Such a tree does not tile the frame and
+    /// is for `--format summary` only.
+    Summary,
 }
 
 impl Default for DecodeOptions {
@@ -99,6 +117,7 @@ impl Default for DecodeOptions {
             max_decompressed: 64 << 20,
             max_depth: 64,
             page_mode: false,
+            detail: Detail::Full,
         }
     }
 }

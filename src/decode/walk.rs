@@ -10,7 +10,7 @@
 //! straight into the tree, so boxing it would only add an allocation per error.
 #![allow(clippy::result_large_err)]
 
-use super::{records, Cx, Reader};
+use super::{records, Cx, Detail, Reader};
 use crate::errors::error_name;
 use crate::schema::{Field, FieldType, MessageDef, Prim};
 use crate::tree::{Node, NodeKind, Region, Value};
@@ -90,6 +90,25 @@ fn minus_one_is_none(f: &Field) -> bool {
         || f.name == "CoordinatorId"
 }
 
+/// Whether [`Detail::Summary`] keeps `n`: what the summary line
+/// (`render::summary`), the session (`Acks`, `ProtocolType`, topic names beside their
+/// ids) and the `read` filters (topics, non-zero error codes) look at, and every node
+/// holding an error, a warning or children.
+fn summary_keeps(n: &Node<'_>) -> bool {
+    if n.error.is_some() || n.warning.is_some() || !n.children.is_empty() {
+        return true;
+    }
+    let name: &str = &n.name;
+    match name {
+        "GroupId" | "TransactionalId" | "ProtocolType" | "Acks" | "Name" | "Index" => true,
+        _ => {
+            name.contains("Topic")
+                || name.starts_with("Partition")
+                || (name.ends_with("ErrorCode") && n.value != Value::Int(0))
+        }
+    }
+}
+
 fn plural(n: u64, one: &str) -> String {
     if n == 1 {
         format!("1 {one}")
@@ -131,6 +150,11 @@ impl<'c, 'a> Walk<'c, 'a> {
         } else {
             Cow::Borrowed(f.name.as_str())
         }
+    }
+
+    /// Whether `n` goes into the tree at this detail level (the header is always kept).
+    fn keeps(&self, n: &Node<'_>) -> bool {
+        self.cx.opts.detail == Detail::Full || self.guide_style || summary_keeps(n)
     }
 
     fn field_flexible(&self, f: &Field) -> bool {
@@ -227,13 +251,20 @@ impl<'c, 'a> Walk<'c, 'a> {
             out.push(self.err_leaf(r, "unread", "bytes", m));
             return Err(Stop);
         }
-        out.reserve(fields.len() + 1);
+        let full = self.cx.opts.detail == Detail::Full;
+        if full {
+            out.reserve(fields.len() + 1);
+        }
         for f in fields {
             if !f.versions.contains(self.version) || (self.flexible && f.is_tagged(self.version)) {
                 continue;
             }
             match self.field(r, f) {
-                Ok(n) => out.push(n),
+                Ok(n) => {
+                    if self.keeps(&n) {
+                        out.push(n)
+                    }
+                }
                 Err(n) => {
                     out.push(n);
                     return Err(Stop);
@@ -279,7 +310,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             .describe(tag_desc);
         count_leaf.region = Region::TaggedFields;
         if count == 0 {
-            out.push(count_leaf);
+            if self.keeps(&count_leaf) {
+                out.push(count_leaf);
+            }
             return Ok(());
         }
         let mut group = Node::new("tagged_fields", "tagged_fields", NodeKind::Group, off);
@@ -897,7 +930,8 @@ impl<'c, 'a> Walk<'c, 'a> {
             node.length = r.pos - start;
             return Ok(node);
         };
-        l.description = Some(match (count, self.cx.opts.page_mode) {
+        let full = self.cx.opts.detail == Detail::Full;
+        l.description = (full || self.guide_style).then(|| match (count, self.cx.opts.page_mode) {
             (1, true) => Cow::Borrowed("one sample element follows"),
             (1, false) => Cow::Borrowed("1 element follows"),
             (n, _) => {
@@ -907,7 +941,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
         });
         node.value = Value::Count(count);
-        node.children.push(l);
+        if self.keeps(&l) {
+            node.children.push(l);
+        }
         let min = self.min_size(inner, f, 0) as u64;
         if count.saturating_mul(min.max(1)) > r.left() as u64 && min > 0 {
             let m = format!(
@@ -920,20 +956,30 @@ impl<'c, 'a> Walk<'c, 'a> {
             node.length = r.pos - start;
             return Err(node);
         }
-        node.children
-            .reserve(count.min(r.left() as u64 + 1) as usize);
+        if full {
+            node.children
+                .reserve(count.min(r.left() as u64 + 1) as usize);
+        }
         let elem_struct = match inner {
             FieldType::Struct(s) => Some((s.as_str(), self.struct_fields(f, s))),
             _ => None,
         };
         for i in 0..count {
-            let base = elem_struct.map(|(s, _)| s).unwrap_or(&name);
-            let mut ename = String::with_capacity(base.len() + 8);
-            ename.push_str(base);
-            ename.push('[');
-            ename.push_str(itoa::Buffer::new().format(i));
-            ename.push(']');
-            let ename: Cow<'a, str> = Cow::Owned(ename);
+            let base: Cow<'a, str> = match elem_struct {
+                Some((s, _)) => Cow::Borrowed(s),
+                None => name.clone(),
+            };
+            let ename: Cow<'a, str> = if full || self.guide_style {
+                let mut e = String::with_capacity(base.len() + 8);
+                e.push_str(&base);
+                e.push('[');
+                e.push_str(itoa::Buffer::new().format(i));
+                e.push(']');
+                Cow::Owned(e)
+            } else {
+                // The summary looks at what an element's name starts with, not its index.
+                base
+            };
             let res = match (inner, elem_struct) {
                 (FieldType::Prim(p), _) => self.prim(r, f, *p, ename, flexible),
                 (FieldType::Struct(s), Some((_, Some(fields)))) => {
@@ -951,7 +997,11 @@ impl<'c, 'a> Walk<'c, 'a> {
                 )),
             };
             match res {
-                Ok(n) => node.children.push(n),
+                Ok(n) => {
+                    if self.keeps(&n) {
+                        node.children.push(n)
+                    }
+                }
                 Err(n) => {
                     node.children.push(n);
                     node.length = r.pos - start;
