@@ -10,7 +10,7 @@ use crate::input::{self, DefaultPlausibility, Frame, FrameKind, FramePlausibilit
 use crate::render::Context;
 use crate::schema::Schema;
 use crate::tree::{Buffers, Direction, Message, Node, Value};
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::time::Duration;
 
 /// Pairing state over one capture.

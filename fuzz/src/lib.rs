@@ -12,10 +12,11 @@
 use std::io::Write;
 use std::sync::OnceLock;
 
-use kwire::cli::read::SchemaPlausibility;
-use kwire::decode::{decode, DecodeOptions, Known, Layout};
+use kwire::cli::read::{has_error_code, mentions_topic, SchemaPlausibility};
+use kwire::decode::{decode, DecodeOptions, Detail, Known, Layout};
 use kwire::input::hex::{parse_base64, parse_hex};
 use kwire::input::{read_capture, CaptureOptions, Event, FrameKind};
+use kwire::render::{summary, RenderOptions};
 use kwire::schema::Schema;
 use kwire::session::Session;
 use kwire::tree::{Buffers, Direction, Message};
@@ -34,6 +35,64 @@ pub fn options() -> &'static DecodeOptions {
         max_decompressed: 4 << 20,
         ..DecodeOptions::default()
     })
+}
+
+/// [`options`] at the summary detail level.
+pub fn summary_options() -> &'static DecodeOptions {
+    static O: OnceLock<DecodeOptions> = OnceLock::new();
+    O.get_or_init(|| DecodeOptions {
+        detail: Detail::Summary,
+        ..options().clone()
+    })
+}
+
+/// The topic names a message mentions, as `kwire read --topic` matches them.
+fn topics(m: &Message<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    m.tree.walk(&mut |n, _| {
+        if let kwire::tree::Value::Str(s) = n.value {
+            out.push(s.to_string());
+        }
+        if let Some(t) = n
+            .annotation
+            .as_deref()
+            .and_then(|a| a.strip_prefix("topic "))
+        {
+            out.push(t.to_string());
+        }
+    });
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A message decoded at the summary detail level keeps what the summary line, the
+/// closing counts and `kwire read`'s filters read: the same errors at the same offsets,
+/// the same summary line, the same answers to `--topic` and `--errors`.
+pub fn check_summary_detail(full: &Message<'_>, sum: &Message<'_>) {
+    assert_eq!(
+        full.errors(),
+        sum.errors(),
+        "errors differ at the summary detail level"
+    );
+    let opts = RenderOptions::default();
+    assert_eq!(
+        summary::line(full, None, &opts),
+        summary::line(sum, None, &opts),
+        "summary lines differ"
+    );
+    assert_eq!(
+        has_error_code(full),
+        has_error_code(sum),
+        "--errors differs"
+    );
+    for t in topics(full) {
+        assert_eq!(
+            mentions_topic(full, &t),
+            mentions_topic(sum, &t),
+            "--topic {t:?} differs"
+        );
+    }
 }
 
 /// Asserts the invariants of one decoded message.
@@ -111,6 +170,9 @@ pub fn frame(data: &[u8]) {
         let arena = Buffers::new();
         let m = decode(schema(), options(), &arena, frame, &known);
         check_message(&m);
+        let arena2 = Buffers::new();
+        let s = decode(schema(), summary_options(), &arena2, frame, &known);
+        check_summary_detail(&m, &s);
     }
 }
 
@@ -128,6 +190,9 @@ pub fn capture(data: &[u8]) {
         };
         let plaus = SchemaPlausibility(schema());
         let mut session = Session::new(schema(), options());
+        // A second session at the summary detail level: pairing, protocol types and
+        // topic ids must come out the same.
+        let mut summary_session = Session::new(schema(), summary_options());
         let mut frames = 0u64;
         let res = read_capture(data, &opts, &plaus, |ev| {
             if let Event::Frame(f) = ev {
@@ -142,7 +207,12 @@ pub fn capture(data: &[u8]) {
                     );
                 }
                 let arena = Buffers::new();
-                let (m, _) = session.decode(&f, &arena);
+                let (m, ctx) = session.decode(&f, &arena);
+                let arena2 = Buffers::new();
+                let (s, ctx2) = summary_session.decode(&f, &arena2);
+                check_summary_detail(&m, &s);
+                assert_eq!(ctx.latency, ctx2.latency, "pairing differs");
+                assert_eq!((m.api_key, m.api_version), (s.api_key, s.api_version));
                 if f.kind == FrameKind::Kafka {
                     let want = if f.ctx.direction == kwire::input::Direction::ToServer {
                         Direction::Request
@@ -427,4 +497,7 @@ pub fn records(data: &[u8]) {
     let arena = Buffers::new();
     let m = decode(schema(), options(), &arena, &frame, &known);
     check_message(&m);
+    let arena2 = Buffers::new();
+    let s = decode(schema(), summary_options(), &arena2, &frame, &known);
+    check_summary_detail(&m, &s);
 }

@@ -8,7 +8,7 @@ use crate::schema::Schema;
 use crate::session::Session;
 use crate::tree::{Buffers, Direction, Message, Value};
 use clap::Args;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
@@ -71,7 +71,44 @@ struct Tally {
     incomplete: u64,
     undecodable: u64,
     sasl_tokens: u64,
-    notices: HashMap<String, (u64, u64)>,
+    notices: BTreeMap<String, (u64, u64)>,
+}
+
+/// Whether `m` names topic `t` (`kwire read --topic`): a `Name` or `...Topic...` string
+/// equal to `t`, or a `TopicId` the session has named `t` from an earlier response.
+pub fn mentions_topic(m: &Message<'_>, t: &str) -> bool {
+    let mut hit = false;
+    m.tree.walk(&mut |n, _| {
+        if let Value::Str(s) = n.value {
+            let nm = n.name.as_ref();
+            if s == t && (nm == "Name" || nm.contains("Topic")) {
+                hit = true;
+            }
+        }
+        if n.name == "TopicId"
+            && n.annotation
+                .as_deref()
+                .and_then(|a| a.strip_prefix("topic "))
+                == Some(t)
+        {
+            hit = true;
+        }
+    });
+    hit
+}
+
+/// Whether any `...ErrorCode` field of `m` is non-zero (`kwire read --errors`, which also
+/// asks for a response).
+pub fn has_error_code(m: &Message<'_>) -> bool {
+    let mut hit = false;
+    m.tree.walk(&mut |n, _| {
+        if n.name.ends_with("ErrorCode") {
+            if let Value::Int(v) = n.value {
+                hit |= v != 0;
+            }
+        }
+    });
+    hit
 }
 
 fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
@@ -97,40 +134,12 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
         }
     }
     if let Some(t) = &a.topic {
-        let mut hit = false;
-        m.tree.walk(&mut |n, _| {
-            if let Value::Str(s) = n.value {
-                let nm = n.name.as_ref();
-                if s == t && (nm == "Name" || nm.contains("Topic")) {
-                    hit = true;
-                }
-            }
-            // a topic id the session has named from an earlier Metadata response
-            if n.name == "TopicId"
-                && n.annotation
-                    .as_deref()
-                    .and_then(|a| a.strip_prefix("topic "))
-                    == Some(t.as_str())
-            {
-                hit = true;
-            }
-        });
-        if !hit {
+        if !mentions_topic(m, t) {
             return false;
         }
     }
-    if a.errors {
-        let mut hit = false;
-        m.tree.walk(&mut |n, _| {
-            if n.name.ends_with("ErrorCode") {
-                if let Value::Int(v) = n.value {
-                    hit |= v != 0;
-                }
-            }
-        });
-        if !hit || m.direction != Direction::Response {
-            return false;
-        }
+    if a.errors && (m.direction != Direction::Response || !has_error_code(m)) {
+        return false;
     }
     true
 }

@@ -366,6 +366,52 @@ mod tests {
     }
 
     #[test]
+    fn zstd_one_shot_and_streaming_agree() {
+        // Letters from a little xorshift: compresses about 1.5 times, like record data.
+        let mut x = 0x2545_f491_u32;
+        let text: Vec<u8> = (0..100_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                b'a' + (x % 26) as u8
+            })
+            .collect();
+        // bulk::compress states the size: one shot.
+        let sized = zstd::bulk::compress(&text, 3).unwrap();
+        assert!(zstd_one_shot(&sized, 1 << 20).is_some());
+        // A streaming encoder does not: the streaming decoder.
+        let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        e.write_all(&text).unwrap();
+        let streamed = e.finish().unwrap();
+        assert!(zstd_one_shot(&streamed, 1 << 20).is_none());
+        // Two frames, the first stating its size: the second is not lost.
+        let two = [sized.clone(), sized.clone()].concat();
+        assert!(zstd_one_shot(&two, 1 << 20).is_none());
+        for (data, want) in [
+            (&sized, text.clone()),
+            (&streamed, text.clone()),
+            (&two, [text.clone(), text.clone()].concat()),
+        ] {
+            assert_eq!(
+                decompress(Codec::Zstd, data, 1 << 20, false).unwrap().data,
+                want
+            );
+        }
+        // A stated size over the cap, or a lie about it: the streaming decoder decides.
+        assert!(zstd_one_shot(&sized, 1000).is_none());
+        assert!(decompress(Codec::Zstd, &sized, 1000, false)
+            .unwrap_err()
+            .contains("cap of 1000"));
+        let mut lying = sized.clone();
+        // Frame header: magic (4), descriptor (1), then the content size field; its
+        // width follows from the descriptor's top two bits (0 with single segment: 1 byte).
+        let fcs_at = 5 + usize::from(lying[4] & 0x20 == 0);
+        lying[fcs_at] ^= 0x01;
+        assert!(zstd_one_shot(&lying, 1 << 20).is_none());
+    }
+
+    #[test]
     fn zstd_cap() {
         let big = vec![0u8; 100_000];
         let z = zstd::encode_all(&big[..], 3).unwrap();

@@ -551,7 +551,14 @@ fn record_list<'a>(
                 // counts it and needs nothing inside it.
                 let start = r.pos;
                 r.split(n);
-                let mut rec = group(texts::record(i as i64), "Record", r.buffer, start, r.pos, Vec::new());
+                let mut rec = group(
+                    texts::record(i as i64),
+                    "Record",
+                    r.buffer,
+                    start,
+                    r.pos,
+                    Vec::new(),
+                );
                 rec.region = Region::Record;
                 recs.push(rec);
                 i += 1;
@@ -1756,6 +1763,87 @@ mod tests {
             field.truncate(cut.max(1).min(field.len()));
             run(&field, true, |_, _| {});
             run(&field, false, |_, _| {});
+        }
+    }
+
+    /// A record with `key`, `value` and headers, as bytes, from parts that may be
+    /// out of range (negative lengths, huge counts).
+    fn raw_record(
+        len_delta: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[(i64, Option<&[u8]>)],
+        count_delta: i64,
+    ) -> Vec<u8> {
+        let mut body = vec![0u8];
+        body.extend(zz(5));
+        body.extend(zz(1));
+        body.extend(vbytes(key));
+        body.extend(vbytes(value));
+        body.extend(zz(headers.len() as i64 + count_delta));
+        for (klen, v) in headers {
+            body.extend(zz(*klen));
+            if *klen > 0 {
+                body.extend(std::iter::repeat_n(b'k', *klen as usize));
+            }
+            body.extend(vbytes(*v));
+        }
+        let mut out = zz(body.len() as i64 + len_delta);
+        out.extend(body);
+        out
+    }
+
+    #[test]
+    fn clean_record_check_accepts_clean_records_and_refuses_faults() {
+        let ok = raw_record(0, Some(b"k"), None, &[(3, Some(b"v")), (2, None)], 0);
+        assert_eq!(clean_record_len(&ok), Some(ok.len()));
+        // A null header key (Kafka forbids it), a length past the end, a header count
+        // one too many, bytes left inside the length: each sends the record to the
+        // full decoder.
+        for bad in [
+            raw_record(0, None, None, &[(-1, Some(b"v"))], 0),
+            raw_record(1, None, None, &[], 0),
+            raw_record(0, None, None, &[(1, None)], 1),
+            raw_record(-1, None, Some(b"xy"), &[], 0),
+        ] {
+            assert_eq!(clean_record_len(&bad), None, "{bad:02x?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// The summary's record check never calls a record clean that the full decoder
+        /// finds fault with, and covers the bytes the full decoder reads.
+        #[test]
+        fn clean_record_check_agrees_with_the_full_decoder(
+            len_delta in -3i64..3,
+            key in proptest::option::of(proptest::collection::vec(0u8..255, 0..6)),
+            value in proptest::option::of(proptest::collection::vec(0u8..255, 0..6)),
+            headers in proptest::collection::vec((-2i64..4, proptest::option::of(proptest::collection::vec(0u8..255, 0..4))), 0..3),
+            count_delta in -1i64..2,
+            flips in proptest::collection::vec((0usize..64, 0u8..255), 0..3),
+            cut in 1usize..80,
+        ) {
+            let hs: Vec<(i64, Option<&[u8]>)> = headers.iter().map(|(k, v)| (*k, v.as_deref())).collect();
+            let mut b = raw_record(len_delta, key.as_deref(), value.as_deref(), &hs, count_delta);
+            for (at, x) in flips {
+                let n = b.len();
+                b[at % n] ^= x;
+            }
+            b.truncate(cut.min(b.len()));
+            let bcx = BatchCx { base_offset: 0, base_timestamp: 0, log_append_time: false, control: false };
+            let schema = crate::schema::Schema::embedded();
+            let arena = Buffers::new();
+            let opts = DecodeOptions::default();
+            let mut cx = Cx::new(&schema, &arena, &opts);
+            let mut r = Reader::new(&b, 0, 0);
+            let n = decode_record(&mut cx, &mut r, 0, &bcx);
+            let mut problems = 0;
+            n.walk(&mut |x, _| problems += usize::from(x.error.is_some() || x.warning.is_some()));
+            if let Some(len) = clean_record_len(&b) {
+                proptest::prop_assert_eq!(problems, 0, "clean by the check, not by the decoder: {:02x?}", b);
+                proptest::prop_assert_eq!(len, r.pos);
+            }
         }
     }
 

@@ -969,7 +969,11 @@ impl<'c, 'a> Walk<'c, 'a> {
                 Some((s, _)) => Cow::Borrowed(s),
                 None => name.clone(),
             };
-            let ename: Cow<'a, str> = if full || self.guide_style {
+            // Errors inside a primitive element name it (`Topics[3]: ...`); a struct
+            // element's errors name its fields, and the summary looks at what a struct
+            // element's name starts with, not its index.
+            let indexed = full || self.guide_style || elem_struct.is_none();
+            let ename: Cow<'a, str> = if indexed {
                 let mut e = String::with_capacity(base.len() + 8);
                 e.push_str(&base);
                 e.push('[');
@@ -977,7 +981,6 @@ impl<'c, 'a> Walk<'c, 'a> {
                 e.push(']');
                 Cow::Owned(e)
             } else {
-                // The summary looks at what an element's name starts with, not its index.
                 base
             };
             let res = match (inner, elem_struct) {

@@ -10,7 +10,8 @@
 //! DLT values 12 and 14 used for raw IP by some systems), LOOP (108, big-endian family),
 //! LINUX_SLL (113), IPV4 (228), IPV6 (229), LINUX_SLL2 (276).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use std::collections::VecDeque;
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
 

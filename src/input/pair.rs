@@ -6,7 +6,8 @@
 //! response is expected: Produce with `acks=0` gets none) and [`Pairer::response`] for each
 //! response.
 
-use std::collections::{HashMap, VecDeque};
+use foldhash::{HashMap, HashMapExt};
+use std::collections::VecDeque;
 
 use super::{Notice, NoticeKind, Timestamp};
 

@@ -70,7 +70,10 @@ fn first_escape(b: &[u8]) -> Option<usize> {
         }
         i += 8;
     }
-    b[i..].iter().position(|&c| ESCAPE[c as usize]).map(|j| i + j)
+    b[i..]
+        .iter()
+        .position(|&c| ESCAPE[c as usize])
+        .map(|j| i + j)
 }
 
 /// The JSON text of a string, escaped as serde_json escapes it.

@@ -14,7 +14,8 @@ pub mod model;
 
 pub use model::{Field, FieldType, MessageDef, MessageKind, Prim, StructDef, Versions};
 
-use std::collections::{BTreeMap, HashMap};
+use foldhash::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
