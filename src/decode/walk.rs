@@ -12,7 +12,7 @@
 
 use super::{records, Cx, Detail, Reader};
 use crate::errors::error_name;
-use crate::schema::{Field, FieldType, MessageDef, Prim};
+use crate::schema::{Field, FieldType, MessageDef, Prim, SummaryFact};
 use crate::tree::{Node, NodeKind, Region, Value};
 use crate::wire::{self, LenPrefix, WireError};
 use std::borrow::Cow;
@@ -90,25 +90,6 @@ fn minus_one_is_none(f: &Field) -> bool {
         || f.name == "CoordinatorId"
 }
 
-/// Whether [`Detail::Summary`] keeps `n`: what the summary line
-/// (`render::summary`), the session (`Acks`, `ProtocolType`, topic names beside their
-/// ids) and the `read` filters (topics, non-zero error codes) look at, and every node
-/// holding an error, a warning or children.
-fn summary_keeps(n: &Node<'_>) -> bool {
-    if n.error.is_some() || n.warning.is_some() || !n.children.is_empty() {
-        return true;
-    }
-    let name: &str = &n.name;
-    match name {
-        "GroupId" | "TransactionalId" | "ProtocolType" | "Acks" | "Name" | "Index" => true,
-        _ => {
-            name.contains("Topic")
-                || name.starts_with("Partition")
-                || (name.ends_with("ErrorCode") && n.value != Value::Int(0))
-        }
-    }
-}
-
 fn plural(n: u64, one: &str) -> String {
     if n == 1 {
         format!("1 {one}")
@@ -152,9 +133,25 @@ impl<'c, 'a> Walk<'c, 'a> {
         }
     }
 
-    /// Whether `n` goes into the tree at this detail level (the header is always kept).
-    fn keeps(&self, n: &Node<'_>) -> bool {
-        self.cx.opts.detail == Detail::Full || self.guide_style || summary_keeps(n)
+    /// Whether `n`, read for field `f` (or as an element of array field `f`, or as
+    /// its length with `f` None), goes into the tree at this detail level: always at
+    /// [`Detail::Full`] and in the header; at [`Detail::Summary`] when it holds an
+    /// error, a warning or children, or when `f` is a [`SummaryFact`] of the summary
+    /// line, the session or `kwire read`'s filters.
+    fn keeps(&self, f: Option<&Field>, n: &Node<'_>) -> bool {
+        if self.cx.opts.detail == Detail::Full
+            || self.guide_style
+            || n.error.is_some()
+            || n.warning.is_some()
+            || !n.children.is_empty()
+        {
+            return true;
+        }
+        match f.map_or(SummaryFact::Never, |f| f.summary) {
+            SummaryFact::Never => false,
+            SummaryFact::Always => true,
+            SummaryFact::NonZero => n.value != Value::Int(0),
+        }
     }
 
     fn field_flexible(&self, f: &Field) -> bool {
@@ -261,7 +258,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
             match self.field(r, f) {
                 Ok(n) => {
-                    if self.keeps(&n) {
+                    if self.keeps(Some(f), &n) {
                         out.push(n)
                     }
                 }
@@ -310,7 +307,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             .describe(tag_desc);
         count_leaf.region = Region::TaggedFields;
         if count == 0 {
-            if self.keeps(&count_leaf) {
+            if self.keeps(None, &count_leaf) {
                 out.push(count_leaf);
             }
             return Ok(());
@@ -941,7 +938,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
         });
         node.value = Value::Count(count);
-        if self.keeps(&l) {
+        if self.keeps(None, &l) {
             node.children.push(l);
         }
         let min = self.min_size(inner, f, 0) as u64;
@@ -1001,7 +998,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             };
             match res {
                 Ok(n) => {
-                    if self.keeps(&n) {
+                    // A primitive element is a value of `f`; a struct element is a
+                    // container, kept for what it holds.
+                    if self.keeps(elem_struct.is_none().then_some(f), &n) {
                         node.children.push(n)
                     }
                 }

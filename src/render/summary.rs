@@ -11,6 +11,7 @@
 //! `TransactionalId`, record counts (`RecordBatch`, `Record[..]`) and non-zero
 //! `ErrorCode`s by the error name in their annotation.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use super::{api_label, latency_text, rfc3339, value_text, Context, RenderOptions};
@@ -126,12 +127,12 @@ pub fn line(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> S
     s
 }
 
-struct Topic {
-    name: String,
-    partitions: Vec<String>,
+struct Topic<'t> {
+    name: Cow<'t, str>,
+    partitions: Vec<i64>,
 }
 
-impl Topic {
+impl Topic<'_> {
     /// `name` or `name[p0,p1,...]`, appended to `s`.
     fn push_text(&self, s: &mut String) {
         s.push_str(&self.name);
@@ -143,7 +144,7 @@ impl Topic {
             if i > 0 {
                 s.push(',');
             }
-            s.push_str(p);
+            s.push_str(itoa::Buffer::new().format(*p));
         }
         if self.partitions.len() > MAX_PARTITIONS {
             s.push_str(",...");
@@ -153,22 +154,22 @@ impl Topic {
 }
 
 #[derive(Default)]
-struct Facts {
-    topics: Vec<Topic>,
-    group: Option<String>,
-    transactional: Option<String>,
+struct Facts<'t> {
+    topics: Vec<Topic<'t>>,
+    group: Option<Cow<'t, str>>,
+    transactional: Option<Cow<'t, str>>,
     batches: usize,
     records: usize,
     /// Error names with how often they occur, in order of first sight.
     errors: Vec<(String, usize)>,
 }
 
-fn str_value(n: &Node<'_>, max: usize) -> Option<String> {
-    match &n.value {
-        Value::Str(s) => Some(if s.chars().count() > max {
-            value_text(&n.value, max, false)
+fn str_value<'t>(n: &Node<'t>, max: usize) -> Option<Cow<'t, str>> {
+    match n.value {
+        Value::Str(s) => Some(if s.len() > max && s.chars().count() > max {
+            Cow::Owned(value_text(&n.value, max, false))
         } else {
-            s.to_string()
+            Cow::Borrowed(s)
         }),
         _ => None,
     }
@@ -185,8 +186,8 @@ fn int_value(v: &Value<'_>) -> Option<i64> {
 const TOPIC_NAMES: [&str; 3] = ["Name", "Topic", "TopicName"];
 const PARTITION_NAMES: [&str; 4] = ["PartitionIndex", "Partition", "PartitionId", "Index"];
 
-impl Facts {
-    fn gather(root: &Node<'_>, max: usize) -> Facts {
+impl<'t> Facts<'t> {
+    fn gather(root: &'t Node<'t>, max: usize) -> Facts<'t> {
         let mut f = Facts::default();
         f.visit(root, max, false);
         f
@@ -194,7 +195,7 @@ impl Facts {
 
     /// Visits `n`; `in_topic` is set under a topic struct, where no other topic is
     /// looked for (its configs and partitions are not topics).
-    fn visit(&mut self, n: &Node<'_>, max: usize, in_topic: bool) {
+    fn visit(&mut self, n: &'t Node<'t>, max: usize, in_topic: bool) {
         match &*n.name {
             "GroupId" if self.group.is_none() => self.group = str_value(n, max),
             "TransactionalId" if self.transactional.is_none() => {
@@ -254,7 +255,7 @@ fn is_topic_struct(n: &Node<'_>) -> bool {
     })
 }
 
-fn topic_of(n: &Node<'_>, max: usize) -> Topic {
+fn topic_of<'t>(n: &'t Node<'t>, max: usize) -> Topic<'t> {
     let name = n
         .children
         .iter()
@@ -273,15 +274,16 @@ fn topic_of(n: &Node<'_>, max: usize) -> Topic {
                             .and_then(|a| a.strip_prefix("topic ")),
                     ) {
                         // named by the capture session from an earlier Metadata response
-                        (Value::Uuid(_), Some(name)) => Some(name.to_string()),
-                        (Value::Uuid(u), None) => {
-                            Some(format!("id:{}", &u.simple().to_string()[..8]))
-                        }
+                        (Value::Uuid(_), Some(name)) => Some(Cow::Borrowed(name)),
+                        (Value::Uuid(u), None) => Some(Cow::Owned(format!(
+                            "id:{}",
+                            &u.simple().to_string()[..8]
+                        ))),
                         _ => None,
                     }
                 })
         })
-        .unwrap_or_else(|| "\"\"".to_string());
+        .unwrap_or(Cow::Borrowed("\"\""));
     let mut partitions = Vec::new();
     for c in &n.children {
         if c.kind == NodeKind::Array {
@@ -292,12 +294,12 @@ fn topic_of(n: &Node<'_>, max: usize) -> Topic {
                     .find(|x| PARTITION_NAMES.contains(&&*x.name))
                     .and_then(|x| int_value(&x.value))
                 {
-                    partitions.push(p.to_string());
+                    partitions.push(p);
                 } else if PARTITION_NAMES.iter().any(|p| e.name.starts_with(p))
                     || c.name == "Partitions"
                 {
                     if let Some(p) = int_value(&e.value) {
-                        partitions.push(p.to_string());
+                        partitions.push(p);
                     }
                 }
             }

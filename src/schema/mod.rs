@@ -12,7 +12,9 @@
 pub mod load;
 pub mod model;
 
-pub use model::{Field, FieldType, MessageDef, MessageKind, Prim, StructDef, Versions};
+pub use model::{
+    Field, FieldType, MessageDef, MessageKind, Prim, StructDef, SummaryFact, Versions,
+};
 
 use foldhash::HashMap;
 use std::collections::BTreeMap;

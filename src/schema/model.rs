@@ -298,6 +298,36 @@ pub struct Field {
     pub about: Option<String>,
     /// Inline struct fields, when the type is a struct defined here.
     pub fields: Vec<Field>,
+    /// Whether the summary detail level keeps this field's value (from its name; see
+    /// `decode::Detail::Summary`).
+    pub summary: SummaryFact,
+}
+
+/// Whether the summary detail level (`decode::Detail::Summary`) keeps a field's value:
+/// the fields the summary line, the capture session and `kwire read`'s filters read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummaryFact {
+    /// Not read by any of them.
+    Never,
+    /// Topic names and ids, partitions, group and transactional ids, `ProtocolType`,
+    /// `Acks`.
+    Always,
+    /// Error codes, when not 0 (NONE).
+    NonZero,
+}
+
+impl SummaryFact {
+    /// The fact a field called `name` (or an element of an array field called `name`) is.
+    pub fn of(name: &str) -> SummaryFact {
+        match name {
+            "GroupId" | "TransactionalId" | "ProtocolType" | "Acks" | "Name" | "Index" => {
+                SummaryFact::Always
+            }
+            n if n.contains("Topic") || n.starts_with("Partition") => SummaryFact::Always,
+            n if n.ends_with("ErrorCode") => SummaryFact::NonZero,
+            _ => SummaryFact::Never,
+        }
+    }
 }
 
 /// A struct listed in a file's `commonStructs`.
@@ -455,6 +485,7 @@ impl Field {
             check_tags(&fields, &path)?;
         }
         Ok(Field {
+            summary: SummaryFact::of(&name),
             name,
             type_name,
             ty,
