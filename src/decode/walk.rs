@@ -90,6 +90,18 @@ fn minus_one_is_none(f: &Field) -> bool {
         || f.name == "CoordinatorId"
 }
 
+/// The size of a fixed-size primitive; `None` for strings, bytes and records.
+fn fixed_size(p: Prim) -> Option<usize> {
+    match p {
+        Prim::Bool | Prim::Int8 => Some(1),
+        Prim::Int16 | Prim::Uint16 => Some(2),
+        Prim::Int32 | Prim::Uint32 => Some(4),
+        Prim::Int64 | Prim::Float64 => Some(8),
+        Prim::Uuid => Some(16),
+        Prim::String | Prim::Bytes | Prim::Records => None,
+    }
+}
+
 fn plural(n: u64, one: &str) -> String {
     if n == 1 {
         format!("1 {one}")
@@ -152,6 +164,55 @@ impl<'c, 'a> Walk<'c, 'a> {
             SummaryFact::Always => true,
             SummaryFact::NonZero => n.value != Value::Int(0),
         }
+    }
+
+    /// At [`Detail::Summary`], reads field `f` (which the summary does not keep) without
+    /// building its node, when it is a fixed-size primitive, a string, or an array of
+    /// fixed-size primitives, and reads cleanly: enough bytes, a null only where the
+    /// version allows one, UTF-8 text. Otherwise reads nothing and returns `false`, and
+    /// the caller reads the field in full, error and all.
+    fn skim(&self, r: &mut Reader<'a>, f: &'a Field) -> bool {
+        let mut p = *r;
+        let ok = match &f.ty {
+            FieldType::Prim(Prim::String) => {
+                let prefix = if self.field_flexible(f) {
+                    LenPrefix::Compact
+                } else {
+                    LenPrefix::Int16
+                };
+                match p.read(wire::sized(prefix)) {
+                    Ok(((_, None), _, _)) => self.nullable(f),
+                    Ok(((_, Some(b)), _, _)) => std::str::from_utf8(b).is_ok(),
+                    Err(_) => false,
+                }
+            }
+            FieldType::Prim(q) => fixed_size(*q).is_some_and(|n| p.split(n).is_some()),
+            FieldType::Array(inner) => match **inner {
+                FieldType::Prim(q) => fixed_size(q).is_some_and(|n| {
+                    let prefix = if self.field_flexible(f) {
+                        LenPrefix::Compact
+                    } else {
+                        LenPrefix::Int32
+                    };
+                    match p.read(wire::length(prefix)) {
+                        Ok((l, _, _)) => match l.len {
+                            None => self.nullable(f),
+                            Some(count) => usize::try_from(count)
+                                .ok()
+                                .and_then(|c| c.checked_mul(n))
+                                .is_some_and(|bytes| p.split(bytes).is_some()),
+                        },
+                        Err(_) => false,
+                    }
+                }),
+                _ => false,
+            },
+            FieldType::Struct(_) => false,
+        };
+        if ok {
+            *r = p;
+        }
+        ok
     }
 
     fn field_flexible(&self, f: &Field) -> bool {
@@ -254,6 +315,9 @@ impl<'c, 'a> Walk<'c, 'a> {
         }
         for f in fields {
             if !f.versions.contains(self.version) || (self.flexible && f.is_tagged(self.version)) {
+                continue;
+            }
+            if !full && !self.guide_style && f.summary == SummaryFact::Never && self.skim(r, f) {
                 continue;
             }
             match self.field(r, f) {
