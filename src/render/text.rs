@@ -389,6 +389,17 @@ impl TreePrinter<'_> {
         if n.children.is_empty() {
             return Ok(());
         }
+        // The usual case, nothing folded or cut: the children themselves, no list built.
+        if !self.opts.depth.is_some_and(|d| depth >= d)
+            && n.children.len() <= self.opts.max_elements
+        {
+            let last = n.children.len() - 1;
+            for (i, c) in n.children.iter().enumerate() {
+                let next = if i == last { "    " } else { "|   " };
+                self.node(w, line, c, Some(n), cont, Some(next), depth + 1)?;
+            }
+            return Ok(());
+        }
         let items = self.items(n, depth);
         let last = items.len().saturating_sub(1);
         for (i, item) in items.iter().enumerate() {
