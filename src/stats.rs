@@ -48,6 +48,8 @@ pub struct Stats {
     pub connections: BTreeMap<u32, ConnStats>,
     /// SASL tokens seen.
     pub sasl_tokens: u64,
+    /// Responses whose request is not in the capture (so their API is unknown).
+    pub unpaired_responses: u64,
 }
 
 /// The `q`-quantile (0..=1) of sorted values, nearest rank.
@@ -81,7 +83,11 @@ impl Stats {
             conn.server = ctx.src.clone();
         }
         if m.api_key < 0 {
-            self.sasl_tokens += u64::from(m.api_name.as_deref() == Some("SaslToken"));
+            if m.api_name.as_deref() == Some("SaslToken") {
+                self.sasl_tokens += 1;
+            } else if m.direction == Direction::Response {
+                self.unpaired_responses += 1;
+            }
             return;
         }
         let a = self.apis.entry((m.api_key, m.api_version)).or_default();
@@ -139,7 +145,12 @@ impl Stats {
             .iter()
             .map(|(id, c)| json!({"connection": id, "client": c.client, "server": c.server, "client_id": c.client_id, "messages": c.messages}))
             .collect();
-        json!({"apis": apis, "connections": conns, "sasl_tokens": self.sasl_tokens})
+        json!({
+            "apis": apis,
+            "connections": conns,
+            "sasl_tokens": self.sasl_tokens,
+            "unpaired_responses": self.unpaired_responses,
+        })
     }
 
     /// The statistics as a text table.
@@ -200,6 +211,13 @@ impl Stats {
         }
         if self.sasl_tokens > 0 {
             writeln!(w, "\n{} raw SASL tokens", self.sasl_tokens)?;
+        }
+        if self.unpaired_responses > 0 {
+            writeln!(
+                w,
+                "\n{} responses whose request is not in the capture (API unknown)",
+                self.unpaired_responses
+            )?;
         }
         Ok(())
     }

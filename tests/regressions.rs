@@ -256,8 +256,9 @@ fn batch_length_near_i32_max() {
     let at = produce_records_at(b.len());
     let f = produce_v9(&b);
     let (errs, _) = diag(&f, &Known::request());
+    // A Produce request: no broker cut it, the records field just ends.
     let msg = format!(
-        "partial batch: {} of 2147483644 bytes, cut by the broker's max bytes",
+        "partial batch: {} of 2147483644 bytes, the records field ends inside it",
         b.len()
     );
     assert_eq!(errs, e(&[(0, at, &msg)]));
@@ -317,7 +318,7 @@ fn lz4_legacy_message_set_with_corrupt_data() {
             e(&[(
                 0,
                 value_at,
-                "lz4 data is corrupt: DecompressionError(OffsetOutOfBounds)"
+                "lz4 data is corrupt: an LZ4 match points before the start of the data"
             )]),
             "magic {magic}"
         );
@@ -344,7 +345,11 @@ fn lz4_record_batch_with_corrupt_data() {
     let (errs, _) = diag(&f, &Known::request());
     assert_eq!(
         errs,
-        e(&[(0, at + RECORDS_AT, "lz4 data is corrupt: BlockTooBig")])
+        e(&[(
+            0,
+            at + RECORDS_AT,
+            "lz4 data is corrupt: an LZ4 block larger than the frame's block size"
+        )])
     );
     with_msg(&DecodeOptions::default(), &f, &Known::request(), |m| {
         let records = m.tree.find("Records").unwrap();

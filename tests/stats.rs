@@ -151,3 +151,61 @@ fn produce_with_acks_zero_expects_no_response() {
     assert_eq!(waiting.len(), 1, "only the acks=1 request waits");
     assert_eq!(waiting[0].correlation_id, 4);
 }
+
+/// A response whose request is not in the capture (the capture began after it): `stats`
+/// counts it apart, and the summary and title lines say the API is unknown instead of
+/// printing `api_key -1 v-1`.
+#[test]
+fn response_without_its_request() {
+    let mut w = PcapWriter::new(Vec::new()).unwrap();
+    let mut flow = TcpFlow::new(
+        SocketAddrV4::new([10, 0, 0, 1].into(), 50002),
+        SocketAddrV4::new([10, 0, 0, 2].into(), 9092),
+        [10, 20],
+    );
+    flow.open(&mut w, 1_000_000).unwrap();
+    flow.send(&mut w, false, 1_000_100, &response(41, 0))
+        .unwrap();
+    flow.send(&mut w, true, 1_000_200, &request(42)).unwrap();
+    flow.send(&mut w, false, 1_000_300, &response(42, 0))
+        .unwrap();
+    let pcap = w.into_inner();
+    let schema = Schema::embedded();
+    let dopts = DecodeOptions::default();
+    let mut session = Session::new(&schema, &dopts);
+    let mut st = Stats::default();
+    let mut lines = Vec::new();
+    let plaus = SchemaPlausibility(&schema);
+    read_capture(&pcap[..], &CaptureOptions::default(), &plaus, |ev| {
+        if let Event::Frame(f) = ev {
+            let arena = Buffers::new();
+            let (m, ctx) = session.decode(&f, &arena);
+            st.add(&m, &ctx);
+            let opts = kwire::render::RenderOptions::default();
+            lines.push(kwire::render::summary::line(&m, None, &opts));
+            lines.push(kwire::render::text::title(&m, None, false));
+        }
+    })
+    .unwrap();
+    let has = |p: &str| lines.iter().any(|l| l.starts_with(p));
+    assert!(
+        has("unknown API (request not seen) response corr=41"),
+        "{lines:?}"
+    );
+    assert!(
+        has("unknown API (request not seen) response, correlation_id 41"),
+        "{lines:?}"
+    );
+    assert!(has("DeleteTopics v6 request corr=42"), "{lines:?}");
+    assert!(has("DeleteTopics v6 response corr=42"), "{lines:?}");
+    let j = st.to_json();
+    assert_eq!(j["unpaired_responses"], 1);
+    assert_eq!(j["apis"][0]["responses"], 1);
+    let mut text = Vec::new();
+    st.write_text(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("1 responses whose request is not in the capture"),
+        "{text}"
+    );
+}

@@ -68,6 +68,43 @@ fn cap_error(cap: usize) -> String {
     format!("decompressed size exceeds the cap of {cap} bytes")
 }
 
+/// What went wrong, in words: the LZ4 frame decoder's errors by their meaning rather
+/// than their Rust names; other codecs' messages as they are.
+fn io_error_words(e: &std::io::Error) -> String {
+    use lz4_flex::block::DecompressError as D;
+    use lz4_flex::frame::Error as F;
+    let Some(f) = e.get_ref().and_then(|x| x.downcast_ref::<F>()) else {
+        return e.to_string();
+    };
+    match f {
+        F::WrongMagicNumber => "not an LZ4 frame (wrong magic number)".into(),
+        F::HeaderChecksumError => "the LZ4 frame header checksum does not match".into(),
+        F::BlockChecksumError => "an LZ4 block checksum does not match".into(),
+        F::ContentChecksumError => "the LZ4 content checksum does not match".into(),
+        F::ContentLengthError { expected, actual } => {
+            format!("the LZ4 frame says {expected} bytes, {actual} came out")
+        }
+        F::UnsupportedBlocksize(b) => format!("unsupported LZ4 block size code {b}"),
+        F::UnsupportedVersion(v) => format!("unsupported LZ4 frame version {v}"),
+        F::ReservedBitsSet => "reserved bits set in the LZ4 frame descriptor".into(),
+        F::InvalidBlockInfo => "a malformed LZ4 block header".into(),
+        F::BlockTooBig => "an LZ4 block larger than the frame's block size".into(),
+        F::DictionaryNotSupported => "an LZ4 frame that needs a dictionary".into(),
+        F::SkippableFrame(n) => format!("a skippable LZ4 frame of {n} bytes"),
+        F::DecompressionError(d) => match d {
+            D::OutputTooSmall { expected, actual } => {
+                format!("an LZ4 block needs {expected} bytes of output, {actual} allowed")
+            }
+            D::LiteralOutOfBounds => "an LZ4 literal runs past the block".into(),
+            D::ExpectedAnotherByte => "an LZ4 block ends in the middle of a sequence".into(),
+            D::OffsetZero => "an LZ4 match with offset 0".into(),
+            D::OffsetOutOfBounds => "an LZ4 match points before the start of the data".into(),
+            _ => "an LZ4 block does not decompress".into(),
+        },
+        _ => e.to_string(),
+    }
+}
+
 /// Reads `r` (decompressing `packed` bytes) to its end, keeping at most `cap` bytes.
 fn read_capped(r: impl Read, packed: usize, cap: usize, what: &str) -> Result<Vec<u8>, String> {
     // Record data compresses 2-10x: start near the likely size rather than doubling up
@@ -76,7 +113,7 @@ fn read_capped(r: impl Read, packed: usize, cap: usize, what: &str) -> Result<Ve
     let limit = (cap as u64).saturating_add(1);
     r.take(limit)
         .read_to_end(&mut out)
-        .map_err(|e| format!("{what} data is corrupt: {e}"))?;
+        .map_err(|e| format!("{what} data is corrupt: {}", io_error_words(&e)))?;
     if out.len() > cap {
         return Err(cap_error(cap));
     }

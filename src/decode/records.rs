@@ -65,10 +65,16 @@ pub fn decode_records<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, partial_ok: bool)
         }
         let total = 12 + len as usize;
         if total > left {
+            // Only a broker answering a fetch cuts a batch on purpose.
+            let why = if partial_ok {
+                "cut by the broker's max bytes"
+            } else {
+                "the records field ends inside it"
+            };
             out.push(partial(
                 r,
                 partial_ok,
-                format!("partial batch: {left} of {total} bytes, cut by the broker's max bytes"),
+                format!("partial batch: {left} of {total} bytes, {why}"),
             ));
             break;
         }

@@ -363,6 +363,21 @@ pub fn api_label(msg: &Message<'_>) -> String {
     }
 }
 
+/// The API and version of a title or summary line (`Produce v9`). A response whose
+/// request is not in the capture has neither: `unknown API (request not seen)`.
+pub fn api_head(msg: &Message<'_>) -> String {
+    if msg.api_key < 0 && msg.api_name.is_none() {
+        return match msg.direction {
+            crate::tree::Direction::Response => "unknown API (request not seen)".into(),
+            crate::tree::Direction::Request => "unknown API".into(),
+        };
+    }
+    let mut s = api_label(msg);
+    s.push_str(" v");
+    s.push_str(itoa::Buffer::new().format(msg.api_version));
+    s
+}
+
 // ---------------------------------------------------------------------------------------
 // Colours.
 

@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use super::{api_label, latency_text, rfc3339, value_text, Context, RenderOptions};
+use super::{api_head, latency_text, rfc3339, value_text, Context, RenderOptions};
 use crate::tree::{Message, Node, NodeKind, Value};
 
 /// Topics shown before `+N more`.
@@ -56,11 +56,13 @@ pub fn line(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> S
         s.push(' ');
     }
     match &msg.api_name {
-        Some(n) => s.push_str(n),
-        None => s.push_str(&api_label(msg)),
+        Some(n) => {
+            s.push_str(n);
+            s.push_str(" v");
+            s.push_str(num.format(msg.api_version));
+        }
+        None => s.push_str(&api_head(msg)),
     }
-    s.push_str(" v");
-    s.push_str(num.format(msg.api_version));
     s.push(' ');
     s.push_str(msg.direction.as_str());
     match msg.correlation_id {
@@ -275,10 +277,9 @@ fn topic_of<'t>(n: &'t Node<'t>, max: usize) -> Topic<'t> {
                     ) {
                         // named by the capture session from an earlier Metadata response
                         (Value::Uuid(_), Some(name)) => Some(Cow::Borrowed(name)),
-                        (Value::Uuid(u), None) => Some(Cow::Owned(format!(
-                            "id:{}",
-                            &u.simple().to_string()[..8]
-                        ))),
+                        (Value::Uuid(u), None) => {
+                            Some(Cow::Owned(format!("id:{}", &u.simple().to_string()[..8])))
+                        }
                         _ => None,
                     }
                 })
