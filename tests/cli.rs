@@ -404,3 +404,44 @@ fn a_folder_is_not_a_capture() {
         String::from_utf8_lossy(&o.stderr).contains("captures: is a folder, not a capture file")
     );
 }
+
+/// Options the chosen format does not use are named on stderr, not dropped silently;
+/// the output is the same as without them.
+#[test]
+fn options_a_format_does_not_use_are_reported() {
+    let run = |args: &[&str]| {
+        let o = kwire()
+            .args(["decode", "--hex", REQ, "--color", "never"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        (
+            String::from_utf8(o.stdout).unwrap(),
+            String::from_utf8(o.stderr).unwrap(),
+        )
+    };
+    let (plain, quiet) = run(&["--format", "json"]);
+    assert!(quiet.is_empty(), "{quiet}");
+    let (out, err) = run(&["--format", "json", "--depth", "2", "--no-bytes", "--wide"]);
+    assert_eq!(out, plain);
+    for opt in ["--depth", "--no-bytes", "--wide"] {
+        assert!(
+            err.contains(&format!("kwire: {opt} applies to --format text")),
+            "{err}"
+        );
+    }
+    assert!(err.contains("ignored with --format json"), "{err}");
+    // --wide is the summary's too; --max-elements is not.
+    let (_, err) = run(&["--format", "summary", "--wide", "--max-elements", "3"]);
+    assert!(!err.contains("--wide"), "{err}");
+    assert!(
+        err.contains(
+            "kwire: --max-elements applies to --format text; ignored with --format summary"
+        ),
+        "{err}"
+    );
+    // Text uses them all.
+    let (_, err) = run(&["--depth", "1", "--max-elements", "3", "--wide"]);
+    assert!(!err.contains("applies to"), "{err}");
+}

@@ -75,11 +75,16 @@ pub struct OutputArgs {
     #[arg(long, value_name = "N")]
     pub depth: Option<usize>,
     /// Show at most N elements of an array or record list.
-    #[arg(long, value_name = "N", default_value_t = 100)]
+    #[arg(long, value_name = "N", default_value_t = OutputArgs::DEFAULT_MAX_ELEMENTS)]
     pub max_elements: usize,
     /// Do not cut descriptions and long values.
     #[arg(long)]
     pub wide: bool,
+}
+
+impl OutputArgs {
+    /// `--max-elements` when not given.
+    pub const DEFAULT_MAX_ELEMENTS: usize = 100;
 }
 
 /// `--kind`.
@@ -562,6 +567,9 @@ fn decode_command(
     }
     let opts = DecodeOptions::default();
     let ropts = render_options(cli, &a.out);
+    for line in output::ignored_options(&a.out) {
+        eprintln!("{line}");
+    }
     let mut pending: HashMap<(u64, i32), (i16, i16, Option<String>)> = HashMap::new();
     let mut errors = 0usize;
     for (i, f) in frames.iter().enumerate() {

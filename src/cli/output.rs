@@ -32,6 +32,47 @@ pub fn render_options(cli: &Cli, o: &OutputArgs) -> RenderOptions {
     }
 }
 
+/// The output options given that the chosen format does not use, as lines for stderr
+/// (`--depth applies to --format text; ignored with --format json`). Every format but
+/// text ignores the tree and grid options; `--wide` also applies to the summary.
+pub fn ignored_options(o: &OutputArgs) -> Vec<String> {
+    use clap::ValueEnum;
+    let name = o
+        .format
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default();
+    let mut given = Vec::new();
+    if o.format != Format::Text {
+        if o.no_bytes {
+            given.push("--no-bytes");
+        }
+        if o.bytes_only {
+            given.push("--bytes-only");
+        }
+        if o.depth.is_some() {
+            given.push("--depth");
+        }
+        if o.max_elements != OutputArgs::DEFAULT_MAX_ELEMENTS {
+            given.push("--max-elements");
+        }
+    }
+    if o.wide && !matches!(o.format, Format::Text | Format::Summary) {
+        given.push("--wide");
+    }
+    given
+        .into_iter()
+        .map(|opt| {
+            let applies = if opt == "--wide" {
+                "--format text and summary"
+            } else {
+                "--format text"
+            };
+            format!("kwire: {opt} applies to {applies}; ignored with --format {name}")
+        })
+        .collect()
+}
+
 /// Prints one message in the chosen format.
 ///
 /// # Errors

@@ -321,6 +321,9 @@ pub fn read_command(
         }
     }
     let ropts = render_options(cli, &a.out);
+    for line in super::output::ignored_options(&a.out) {
+        eprintln!("{line}");
+    }
     // The summary line needs a fraction of the tree: decode only that much.
     let detail = if a.out.format == super::Format::Summary {
         Detail::Summary
