@@ -134,11 +134,96 @@ pub fn decompress(
     cap: usize,
     legacy_lz4: bool,
 ) -> Result<Decompressed, String> {
+    if let Some(hit) = Recent::find(codec, data, cap, legacy_lz4) {
+        return Ok(hit);
+    }
     // Defence in depth: a codec crate that panics on hostile input must not take the
     // inspector down.
     match std::panic::catch_unwind(|| decompress_inner(codec, data, cap, legacy_lz4)) {
-        Ok(r) => r,
+        Ok(r) => {
+            if let Ok(d) = &r {
+                Recent::keep(codec, data, legacy_lz4, d);
+            }
+            r
+        }
         Err(_) => Err(format!("{} decoder failed on this data", codec.name())),
+    }
+}
+
+/// Decompressed bytes kept for batches that come again ([`Recent`]), at most.
+const RECENT_BYTES: usize = 8 << 20;
+/// Compressed data shorter than this is not worth keeping.
+const RECENT_MIN_PACKED: usize = 1024;
+
+/// The last batches decompressed on this thread, so that a batch seen again is copied
+/// rather than decompressed again: brokers store batches as producers send them, so a
+/// capture of a pipeline holds each compressed batch in the Produce request and again
+/// in every consumer's Fetch response. An entry matches only the same codec, the same
+/// legacy-LZ4 leniency and the same compressed bytes (compared in full), and is used
+/// only when its output fits the cap; only successful decompressions are kept. At most
+/// [`RECENT_BYTES`] of output are kept, oldest dropped first.
+#[derive(Default)]
+struct Recent {
+    entries: std::collections::VecDeque<RecentEntry>,
+    bytes: usize,
+}
+
+struct RecentEntry {
+    codec: Codec,
+    legacy_lz4: bool,
+    packed: Vec<u8>,
+    data: Vec<u8>,
+    note: Option<String>,
+}
+
+thread_local! {
+    static RECENT: std::cell::RefCell<Recent> = std::cell::RefCell::new(Recent::default());
+}
+
+impl Recent {
+    fn find(codec: Codec, packed: &[u8], cap: usize, legacy_lz4: bool) -> Option<Decompressed> {
+        if packed.len() < RECENT_MIN_PACKED {
+            return None;
+        }
+        RECENT.with(|r| {
+            let r = r.try_borrow().ok()?;
+            let e = r.entries.iter().find(|e| {
+                e.codec == codec
+                    && e.legacy_lz4 == legacy_lz4
+                    && e.packed.len() == packed.len()
+                    && e.packed == packed
+            })?;
+            (e.data.len() <= cap).then(|| Decompressed {
+                data: e.data.clone(),
+                note: e.note.clone(),
+            })
+        })
+    }
+
+    fn keep(codec: Codec, packed: &[u8], legacy_lz4: bool, d: &Decompressed) {
+        let size = packed.len() + d.data.len();
+        if packed.len() < RECENT_MIN_PACKED || size > RECENT_BYTES / 4 {
+            return;
+        }
+        RECENT.with(|r| {
+            let Ok(mut r) = r.try_borrow_mut() else {
+                return;
+            };
+            while r.bytes + size > RECENT_BYTES {
+                match r.entries.pop_front() {
+                    Some(old) => r.bytes -= old.packed.len() + old.data.len(),
+                    None => break,
+                }
+            }
+            r.bytes += size;
+            r.entries.push_back(RecentEntry {
+                codec,
+                legacy_lz4,
+                packed: packed.to_vec(),
+                data: d.data.clone(),
+                note: d.note.clone(),
+            });
+        })
     }
 }
 
@@ -446,6 +531,35 @@ mod tests {
         let fcs_at = 5 + usize::from(lying[4] & 0x20 == 0);
         lying[fcs_at] ^= 0x01;
         assert!(zstd_one_shot(&lying, 1 << 20).is_none());
+    }
+
+    #[test]
+    fn a_batch_seen_again_comes_from_the_recent_ones_within_the_cap_and_codec() {
+        let text: Vec<u8> = (0..20_000u32)
+            .flat_map(|i| (i * 7919 % 1000).to_le_bytes())
+            .collect();
+        let z = zstd::stream::encode_all(&text[..], 1).unwrap();
+        assert!(z.len() >= RECENT_MIN_PACKED, "{}", z.len());
+        let first = decompress(Codec::Zstd, &z, 1 << 20, false).unwrap();
+        assert_eq!(first.data, text);
+        // The second time the bytes are found among the recent batches: same output.
+        assert!(Recent::find(Codec::Zstd, &z, 1 << 20, false).is_some());
+        assert_eq!(
+            decompress(Codec::Zstd, &z, 1 << 20, false).unwrap().data,
+            text
+        );
+        // A smaller cap still applies to a batch seen before.
+        assert!(Recent::find(Codec::Zstd, &z, text.len() - 1, false).is_none());
+        let e = decompress(Codec::Zstd, &z, text.len() - 1, false).unwrap_err();
+        assert!(e.contains("cap of"), "{e}");
+        // The same bytes under another codec are not the same batch.
+        assert!(Recent::find(Codec::Gzip, &z, 1 << 20, false).is_none());
+        assert!(decompress(Codec::Gzip, &z, 1 << 20, false).is_err());
+        // Nor are other bytes of the same length.
+        let mut other = z.clone();
+        let last = other.len() - 1;
+        other[last] ^= 0xff;
+        assert!(Recent::find(Codec::Zstd, &other, 1 << 20, false).is_none());
     }
 
     #[test]
