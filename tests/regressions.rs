@@ -541,9 +541,13 @@ fn fetch_response_last_batch_cut_by_max_bytes_is_a_warning() {
         assert_eq!((p.offset, p.length), (FETCH_RECORDS_AT + full.len(), 40));
         assert!(m.tree.find("Record[0]").is_some());
     });
-    // The same cut in a Produce request is an error.
+    // The same cut in a Produce request is an error, and no broker is blamed for it.
     let at = produce_records_at(field.len());
     let (errs, _) = diag(&produce_v9(&field), &Known::request());
+    let msg = format!(
+        "partial batch: 40 of {} bytes, the records field ends inside it",
+        full.len()
+    );
     assert_eq!(errs, e(&[(0, at + full.len(), &msg)]));
 }
 
