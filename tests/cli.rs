@@ -445,3 +445,34 @@ fn options_a_format_does_not_use_are_reported() {
     let (_, err) = run(&["--depth", "1", "--max-elements", "3", "--wide"]);
     assert!(!err.contains("applies to"), "{err}");
 }
+
+/// A capture full of broken packets: the first 50 notices of a kind are printed, then
+/// one line says the rest are only counted, and the closing line counts them all.
+#[test]
+fn notices_of_one_kind_stop_after_fifty_lines() {
+    use kwire::input::pcap_out::PcapWriter;
+    let mut w = PcapWriter::new(Vec::new()).unwrap();
+    // Ethernet to IPv4 whose header says version 4, length 20, but the packet ends
+    // after 10 bytes of it: not parseable.
+    let mut pkt = vec![0u8; 12];
+    pkt.extend_from_slice(&[0x08, 0x00]);
+    pkt.extend_from_slice(&[0x45, 0, 0, 40, 0, 0, 0, 0, 64, 6]);
+    for i in 0..70u64 {
+        w.packet(1_000_000 + i, &pkt).unwrap();
+    }
+    let path = std::env::temp_dir().join(format!("kwire-notices-{}.pcap", std::process::id()));
+    std::fs::write(&path, w.into_inner()).unwrap();
+    let o = kwire().arg("read").arg(&path).output().unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(o.status.success());
+    let err = String::from_utf8(o.stderr).unwrap();
+    let lines: Vec<&str> = err.lines().collect();
+    let closing = lines.last().unwrap();
+    assert!(closing.contains("notices: Malformed x70"), "{err}");
+    assert!(
+        err.contains("kwire: more Malformed notices are not shown; the closing line counts them"),
+        "{err}"
+    );
+    // 50 notices, the line that says the rest are counted, the closing line.
+    assert_eq!(lines.len(), 52, "{err}");
+}

@@ -57,6 +57,29 @@ pub struct ReadArgs {
     pub out: OutputArgs,
 }
 
+/// Notice lines printed per kind; the rest of that kind are only counted (in the closing
+/// line), so a capture with a million broken connections does not flood the terminal.
+const NOTICE_LINES_PER_KIND: u64 = 50;
+
+impl Tally {
+    /// Counts notice `n` and returns the line to print for it, if any: the first
+    /// [`NOTICE_LINES_PER_KIND`] of each kind, then one line saying the rest are counted.
+    fn notice(&mut self, n: &input::Notice) -> Option<String> {
+        let kind = format!("{:?}", n.kind);
+        let e = self.notices.entry(kind).or_default();
+        e.0 += 1;
+        e.1 += n.bytes.unwrap_or(0);
+        match e.0 {
+            k if k <= NOTICE_LINES_PER_KIND => Some(format!("kwire: {n}")),
+            k if k == NOTICE_LINES_PER_KIND + 1 => Some(format!(
+                "kwire: more {:?} notices are not shown; the closing line counts them",
+                n.kind
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// Files at least this large get a progress bar (when stderr is a terminal).
 const PROGRESS_MIN_BYTES: u64 = 32 << 20;
 
@@ -208,10 +231,9 @@ pub fn run_capture(
         }
         match ev {
             Event::Notice(n) => {
-                let e = tally.notices.entry(format!("{:?}", n.kind)).or_default();
-                e.0 += 1;
-                e.1 += n.bytes.unwrap_or(0);
-                say(format!("kwire: {n}"));
+                if let Some(line) = tally.notice(&n) {
+                    say(line);
+                }
             }
             Event::Frame(f) => {
                 let arena = Buffers::new();
@@ -220,7 +242,9 @@ pub fn run_capture(
                 }
                 let (m, ctx) = session.decode(&f, &arena);
                 for n in session.notices.drain(..) {
-                    say(format!("kwire: {n}"));
+                    if let Some(line) = tally.notice(&n) {
+                        say(line);
+                    }
                 }
                 tally.messages += 1;
                 if f.ctx.incomplete {

@@ -179,8 +179,15 @@ impl<'p> Extractor<'p> {
         let Some(ip) = ip_payload(linktype, data) else {
             return frame;
         };
-        let Ok((lax, _)) = LaxIpSlice::from_slice(ip) else {
-            return frame;
+        let (lax, _) = match LaxIpSlice::from_slice(ip) {
+            Ok(x) => x,
+            Err(e) => {
+                let mut n =
+                    Notice::new(NoticeKind::Malformed, format!("IP header not parsed: {e}"));
+                n.frame = Some(frame);
+                self.notice(n, out);
+                return frame;
+            }
         };
         let src_ip = lax.source_addr();
         let dst_ip = lax.destination_addr();
