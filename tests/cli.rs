@@ -476,3 +476,39 @@ fn notices_of_one_kind_stop_after_fifty_lines() {
     // 50 notices, the line that says the rest are counted, the closing line.
     assert_eq!(lines.len(), 52, "{err}");
 }
+
+/// `kwire read --format hexdump` reads back with `kwire decode --hex-file`: the same
+/// messages, paired the same way (the titles carry direction and connection).
+#[test]
+fn own_hexdump_reads_back() {
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/captures/demo.pcap");
+    let dump = stdout(kwire().args(["read", demo, "--format", "hexdump", "--color", "never"]));
+    let path = std::env::temp_dir().join(format!("kwire-hexyl-{}.txt", std::process::id()));
+    std::fs::write(&path, dump).unwrap();
+    let back = stdout(
+        kwire()
+            .arg("decode")
+            .arg("--hex-file")
+            .arg(&path)
+            .args(["--format", "json"]),
+    );
+    let _ = std::fs::remove_file(&path);
+    let facts = |s: &str| -> Vec<(String, i64, i64, i64, usize)> {
+        s.lines()
+            .map(|l| {
+                let m: J = serde_json::from_str(l).unwrap();
+                (
+                    m["kind"].as_str().unwrap().to_string(),
+                    m["api_key"].as_i64().unwrap(),
+                    m["api_version"].as_i64().unwrap(),
+                    m["correlation_id"].as_i64().unwrap_or(-1),
+                    m["errors"].as_array().unwrap().len(),
+                )
+            })
+            .collect()
+    };
+    let read = stdout(kwire().args(["read", demo, "--format", "json"]));
+    let (a, b) = (facts(&read), facts(&back));
+    assert!(a.len() > 10);
+    assert_eq!(a, b);
+}

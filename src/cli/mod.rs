@@ -102,7 +102,8 @@ pub struct DecodeArgs {
     /// Hex text (any common dump style).
     #[arg(long, value_name = "HEX", group = "src")]
     pub hex: Option<String>,
-    /// A file of hex text (xxd, hexdump -C, od, tshark/Wireshark, plain, c>s/s>c lines).
+    /// A file of hex text (xxd, hexdump -C, od, tshark/Wireshark, hexyl and kwire's own
+    /// hexdump format, plain, c>s/s>c lines).
     #[arg(long, value_name = "FILE", group = "src")]
     pub hex_file: Option<PathBuf>,
     /// Base64 text.

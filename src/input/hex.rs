@@ -71,6 +71,13 @@ pub enum HexFormat {
     /// `Frame (74 bytes):` or `Reassembled TCP (123 bytes):` start a new chunk. Recognised
     /// only when the first offset is zero and has at least 4 digits.
     Wireshark,
+    /// hexyl's boxes, as `kwire read --format hexdump` prints them:
+    /// `│00000000│ 00 00 00 23 00 14 00 06 ┊ 00 ... │⋄⋄⋄#⋄•⋄•┊...│`, border lines
+    /// `┌──`/`└──`, `│*       │` repeat lines. Each box is one chunk; lines outside the
+    /// boxes (kwire's titles) are labels, and the boxes of decompressed buffers (under a
+    /// `decompressed buffer N (M bytes)` title) are left out: they are not frames.
+    /// Recognised when a line starts with `│`.
+    Hexyl,
 }
 
 /// What was wrong with the input; see [`HexError`] for where.
@@ -560,6 +567,9 @@ fn byte_tokens(line: &Line, base: usize, area: &str, out: &mut Vec<u8>) -> Resul
 }
 
 fn dump_item(format: HexFormat, line: Line<'_>) -> Result<DumpItem<'_>, HexError> {
+    if format == HexFormat::Hexyl {
+        return hexyl_item(line);
+    }
     if line.text.trim() == "*" {
         return Ok(DumpItem::Star(line));
     }
@@ -605,7 +615,7 @@ fn dump_item(format: HexFormat, line: Line<'_>) -> Result<DumpItem<'_>, HexError
             byte_tokens(&line, after, &rest[..end], &mut bytes)?;
         }
         HexFormat::Wireshark => wireshark_bytes(&line, after, &mut bytes)?,
-        HexFormat::Plain | HexFormat::Directional => {}
+        HexFormat::Plain | HexFormat::Directional | HexFormat::Hexyl => {}
     }
     Ok(DumpItem::Data {
         line,
@@ -819,6 +829,12 @@ fn detect(all: &[Line]) -> (HexFormat, bool) {
     if content.clone().any(|l| direction_prefix(l).is_some()) {
         return (HexFormat::Directional, false);
     }
+    if content
+        .clone()
+        .any(|l| l.text.trim_start().starts_with('│'))
+    {
+        return (HexFormat::Hexyl, false);
+    }
     let first = content
         .clone()
         .find(|l| !is_wireshark_label(l.text))
@@ -873,8 +889,114 @@ pub fn parse_hex(text: &str) -> Result<Vec<HexChunk>, HexError> {
     match format {
         HexFormat::Plain => parse_plain(&all),
         HexFormat::Directional => parse_directional(&all),
+        HexFormat::Hexyl => parse_hexyl(&all),
         f => parse_dump(&all, f),
     }
+}
+
+/// hexyl boxes: each box is one chunk. The title line before a box, as kwire prints it
+/// (`... conn 3: Fetch v11 response, correlation_id 7, ...`), gives the chunk its
+/// direction and, from `conn N`, its stream, so `kwire decode` pairs responses with
+/// requests as `kwire read` did. The boxes of decompressed buffers (under a
+/// `decompressed buffer N (M bytes)` title) are left out: they are not frames.
+fn parse_hexyl(all: &[Line]) -> Result<Vec<HexChunk>, HexError> {
+    let mut out = Vec::new();
+    let mut title: Option<&str> = None;
+    let mut boxed: Vec<Line> = Vec::new();
+    let mut skipping = false;
+    let mut flush = |boxed: &mut Vec<Line>, title: Option<&str>| -> Result<(), HexError> {
+        let (direction, stream) = title.map_or((None, None), title_facts);
+        for mut c in parse_dump(boxed, HexFormat::Hexyl)? {
+            c.direction = direction;
+            c.stream = stream;
+            out.push(c);
+        }
+        boxed.clear();
+        Ok(())
+    };
+    for l in all {
+        let t = l.text.trim_start();
+        if t.starts_with("decompressed buffer ") {
+            skipping = true;
+        } else if skipping {
+            skipping = !t.starts_with('└');
+        } else if t.starts_with('│') {
+            boxed.push(*l);
+        } else if t.starts_with('└') {
+            flush(&mut boxed, title)?;
+        } else if !t.starts_with('┌') && !t.trim().is_empty() {
+            // kwire's titles start `#N` like a comment: they are read for their facts.
+            flush(&mut boxed, title)?;
+            title = Some(t);
+        }
+    }
+    flush(&mut boxed, title)?;
+    Ok(out)
+}
+
+/// The direction and connection of a kwire title line: `request, correlation_id` or
+/// `response, correlation_id`, and `conn N:`.
+fn title_facts(t: &str) -> (Option<Direction>, Option<u64>) {
+    let direction = if t.contains(" request, correlation_id") {
+        Some(Direction::ClientToServer)
+    } else if t.contains(" response, correlation_id") {
+        Some(Direction::ServerToClient)
+    } else {
+        None
+    };
+    let stream = t
+        .split_once(" conn ")
+        .and_then(|(_, r)| r.split_once(':'))
+        .and_then(|(n, _)| n.parse().ok());
+    (direction, stream)
+}
+
+/// One line of a hexyl box: a border or a title (a label), a `*` repeat line, or an
+/// offset and up to 16 bytes in two panels split by `┊`; the character panel after the
+/// third `│` is ignored.
+fn hexyl_item<'a>(line: Line<'a>) -> Result<DumpItem<'a>, HexError> {
+    const BAR: char = '│';
+    let t = line.text.trim_start();
+    if !t.starts_with(BAR) {
+        return Ok(DumpItem::Label);
+    }
+    let start = line.text.len() - t.len() + BAR.len_utf8();
+    let Some(end) = line.text[start..].find(BAR).map(|p| start + p) else {
+        return Err(line.err(start, HexErrorKind::ExpectedOffset));
+    };
+    let field = &line.text[start..end];
+    let offset = field.trim();
+    if offset == "*" {
+        return Ok(DumpItem::Star(line));
+    }
+    let offset_idx = start + (field.len() - field.trim_start().len());
+    if offset.is_empty() || offset.len() > 16 || hex_run(offset) != offset.len() {
+        return Err(line.err(offset_idx, HexErrorKind::ExpectedOffset));
+    }
+    let from = end + BAR.len_utf8();
+    let to = line.text[from..]
+        .find(BAR)
+        .map_or(line.text.len(), |p| from + p);
+    let mut bytes = Vec::new();
+    for (i, tok) in tokens(&line.text[from..to], |c| c.is_whitespace() || c == '┊') {
+        let run = hex_run(tok);
+        if run < tok.len() {
+            return Err(line.err(
+                from + i + run,
+                HexErrorKind::InvalidCharacter(char_at(tok, run)),
+            ));
+        }
+        if tok.len() != 2 {
+            return Err(line.err(from + i, HexErrorKind::ByteTokenWidth { found: tok.len() }));
+        }
+        push_hex_digits(&line, from + i, tok, &mut bytes)?;
+    }
+    Ok(DumpItem::Data {
+        line,
+        offset,
+        offset_idx,
+        bytes,
+    })
 }
 
 /// Decodes base64 text for `kwire decode --base64`: the standard (`+`, `/`) or URL-safe
@@ -974,6 +1096,47 @@ pub fn parse_base64(text: &str) -> Result<Vec<u8>, HexError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// `data` in hexyl's boxes (kwire's settings; with hexyl's `*` lines if `squeeze`).
+    fn render_hexyl(data: &[u8], squeeze: bool) -> String {
+        let mut out = Vec::new();
+        hexyl::PrinterBuilder::new(&mut out)
+            .show_color(false)
+            .with_border_style(hexyl::BorderStyle::Unicode)
+            .enable_squeezing(squeeze)
+            .num_panels(2)
+            .group_size(1)
+            .build()
+            .print_all(data)
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// kwire's own hexdump output reads back: titles give direction and connection, the
+    /// boxes of decompressed buffers are left out, a bad byte is found at its column.
+    #[test]
+    fn kwire_hexdump_reads_back() {
+        let mut text = String::from("#4 2024-05-01T10:00:00Z 10.0.0.1:5 -> 10.0.0.2:9092 conn 3: DeleteTopics v6 request, correlation_id 0, header v2, 39 bytes\n");
+        text.push_str(&render_hexyl(&dt(), false));
+        text.push_str("decompressed buffer 1 (4 bytes)\n");
+        text.push_str(&render_hexyl(b"zzzz", false));
+        text.push_str(
+            "#5 ... conn 3: DeleteTopics v6 response, correlation_id 0, header v1, 36 bytes\n",
+        );
+        text.push_str(&render_hexyl(&[0, 0, 0, 1, 9], false));
+        let chunks = parse_hex(&text).unwrap();
+        assert_eq!(chunks.len(), 2);
+        assert_eq!(chunks[0].bytes, dt());
+        assert_eq!(chunks[0].direction, Some(Direction::ClientToServer));
+        assert_eq!(chunks[0].stream, Some(3));
+        assert_eq!(chunks[0].line, 3);
+        assert_eq!(chunks[1].bytes, [0, 0, 0, 1, 9]);
+        assert_eq!(chunks[1].direction, Some(Direction::ServerToClient));
+        let bad = text.replacen("00 14", "0g 14", 1);
+        let e = parse_hex(&bad).unwrap_err();
+        assert_eq!((e.line, e.column), (3, 25), "{e}");
+        assert_eq!(e.kind, HexErrorKind::InvalidCharacter('g'));
+    }
 
     /// DeleteTopics v6 request, 39 bytes, size prefix 0x23.
     const DT_HEX: &str =
@@ -1621,6 +1784,12 @@ mod tests {
             let chunks = parse_hex(&render_tshark(&data)).unwrap();
             prop_assert_eq!(chunks.len(), 1);
             prop_assert_eq!(&chunks[0].bytes, &data);
+            // hexyl boxes, as kwire prints them and squeezed as hexyl does by default.
+            for squeeze in [false, true] {
+                let text = render_hexyl(&data, squeeze);
+                prop_assert_eq!(detect_format(&text), HexFormat::Hexyl);
+                prop_assert_eq!(one(&text), data.clone(), "{}", text);
+            }
         }
 
         #[test]
