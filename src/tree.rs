@@ -121,12 +121,21 @@ pub struct Node<'a> {
     pub annotation: Option<Cow<'a, str>>,
     /// A description (the `about` text with a run-time schema, or kwire's own phrase).
     pub description: Option<Cow<'a, str>>,
-    /// An error found at this node (the byte offset is the node's).
+    /// An error and a warning found at this node, boxed because most nodes have
+    /// neither (it keeps every node 40 bytes smaller). Read them with [`Node::error`]
+    /// and [`Node::warning`], set them with [`Node::set_error`] and [`Node::set_warning`].
+    pub problems: Option<Box<Problems>>,
+    /// Children, in byte order.
+    pub children: Vec<Node<'a>>,
+}
+
+/// What a [`Node`] may carry besides its value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Problems {
+    /// An error found at the node (the byte offset is the node's).
     pub error: Option<String>,
     /// Something legal but odd (trailing bytes, a partial batch).
     pub warning: Option<String>,
-    /// Children, in byte order.
-    pub children: Vec<Node<'a>>,
 }
 
 impl<'a> Node<'a> {
@@ -148,10 +157,39 @@ impl<'a> Node<'a> {
             region: Region::Frame,
             annotation: None,
             description: None,
-            error: None,
-            warning: None,
+            problems: None,
             children: Vec::new(),
         }
+    }
+
+    /// The error found at this node, if any.
+    pub fn error(&self) -> Option<&str> {
+        self.problems.as_ref()?.error.as_deref()
+    }
+
+    /// The warning at this node, if any.
+    pub fn warning(&self) -> Option<&str> {
+        self.problems.as_ref()?.warning.as_deref()
+    }
+
+    /// The error and warning, to change (made empty when there are none yet).
+    pub fn problems_mut(&mut self) -> &mut Problems {
+        self.problems.get_or_insert_with(Box::default)
+    }
+
+    /// Sets the error at this node.
+    pub fn set_error(&mut self, e: impl Into<String>) {
+        self.problems_mut().error = Some(e.into());
+    }
+
+    /// Sets the warning at this node.
+    pub fn set_warning(&mut self, w: impl Into<String>) {
+        self.problems_mut().warning = Some(w.into());
+    }
+
+    /// Takes the error away from this node.
+    pub fn take_error(&mut self) -> Option<String> {
+        self.problems.as_mut()?.error.take()
     }
 
     /// A leaf with a value.
@@ -278,11 +316,11 @@ impl<'a> Message<'a> {
     pub fn errors(&self) -> Vec<Located> {
         let mut out = Vec::new();
         self.tree.walk(&mut |n, _| {
-            if let Some(e) = &n.error {
+            if let Some(e) = n.error() {
                 out.push(Located {
                     offset: n.offset,
                     buffer: n.buffer,
-                    message: e.clone(),
+                    message: e.to_string(),
                 });
             }
         });
@@ -293,7 +331,7 @@ impl<'a> Message<'a> {
     pub fn error_count(&self) -> usize {
         let mut k = 0;
         self.tree
-            .walk(&mut |n, _| k += usize::from(n.error.is_some()));
+            .walk(&mut |n, _| k += usize::from(n.error().is_some()));
         k
     }
 
@@ -301,7 +339,7 @@ impl<'a> Message<'a> {
     pub fn warning_count(&self) -> usize {
         let mut k = 0;
         self.tree
-            .walk(&mut |n, _| k += usize::from(n.warning.is_some()));
+            .walk(&mut |n, _| k += usize::from(n.warning().is_some()));
         k
     }
 
@@ -309,8 +347,8 @@ impl<'a> Message<'a> {
     pub fn problem_counts(&self) -> (usize, usize) {
         let (mut e, mut w) = (0, 0);
         self.tree.walk(&mut |n, _| {
-            e += usize::from(n.error.is_some());
-            w += usize::from(n.warning.is_some());
+            e += usize::from(n.error().is_some());
+            w += usize::from(n.warning().is_some());
         });
         (e, w)
     }
@@ -319,11 +357,11 @@ impl<'a> Message<'a> {
     pub fn warnings(&self) -> Vec<Located> {
         let mut out = Vec::new();
         self.tree.walk(&mut |n, _| {
-            if let Some(e) = &n.warning {
+            if let Some(e) = n.warning() {
                 out.push(Located {
                     offset: n.offset,
                     buffer: n.buffer,
-                    message: e.clone(),
+                    message: e.to_string(),
                 });
             }
         });

@@ -153,8 +153,8 @@ fn json_values_and_errors() {
     ];
     let mut inner = Node::leaf("Record[0]", "Record", Value::Bytes(&big), 1, 2);
     inner.buffer = 1;
-    inner.error = Some("bad".into());
-    inner.warning = Some("odd".into());
+    inner.set_error("bad");
+    inner.set_warning("odd");
     root.children.push(inner);
     let m = Message {
         direction: kwire::tree::Direction::Response,

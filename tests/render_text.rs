@@ -313,8 +313,8 @@ fn max_elements_shows_n_then_more() {
 #[test]
 fn errors_and_warnings_get_their_own_lines() {
     let mut root = many(2);
-    root.children[1].error = Some("bad thing".into());
-    root.warning = Some("odd thing".into());
+    root.children[1].set_error("bad thing");
+    root.set_warning("odd thing");
     let mut v = Vec::new();
     text::node_tree(&mut v, &root, &plain()).unwrap();
     let s = String::from_utf8(v).unwrap();
@@ -323,10 +323,8 @@ fn errors_and_warnings_get_their_own_lines() {
     assert_eq!(lines[3], "+-- Partitions[0] int32 = 0 [0x0001, 4B]");
     assert_eq!(lines[4], "|   !! error: bad thing");
     // a leaf where a walk stopped, with nothing read, shows no value
-    let cut = Node {
-        error: Some("varint cut by the end of input".into()),
-        ..Node::leaf("tagged_fields", "uvarint", Value::Bytes(&[]), 9, 0)
-    };
+    let mut cut = Node::leaf("tagged_fields", "uvarint", Value::Bytes(&[]), 9, 0);
+    cut.set_error("varint cut by the end of input");
     assert_eq!(
         text::node_line(&cut, None, &plain()),
         "tagged_fields uvarint [0x0009, 0B]"
@@ -352,7 +350,7 @@ fn errors_and_warnings_get_their_own_lines() {
 fn error_title_and_grid() {
     let f = unhex(REQ_HEX);
     let mut m = request(&f);
-    m.tree.children[2].children[1].error = Some("broken".into());
+    m.tree.children[2].children[1].set_error("broken");
     let s = out(&m, None, &RenderOptions::default());
     assert!(s.lines().next().unwrap().ends_with(", !! 1 error"));
     assert!(s.contains("\n    |   !! error: broken\n"));

@@ -256,7 +256,7 @@ pub fn run_capture(
                 if m.tree
                     .children
                     .iter()
-                    .any(|n| n.name == "body" && n.error.is_some())
+                    .any(|n| n.name == "body" && n.error().is_some())
                 {
                     tally.undecodable += 1;
                 }

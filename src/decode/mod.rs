@@ -246,7 +246,7 @@ impl<'a> Reader<'a> {
             self.rest.len(),
         );
         n.buffer = self.buffer;
-        n.error = Some(msg);
+        n.set_error(msg);
         self.pos += self.rest.len();
         self.rest = &[];
         n
@@ -345,7 +345,7 @@ pub fn decode<'a>(
         let mut cx0 = Cx::new(schema, arena, opts);
         let mut m0 = decode_in(&mut cx0, frame, 0, &k);
         if m0.errors().is_empty() {
-            m0.tree.warning = Some(format!(
+            m0.tree.set_warning(format!(
                 "the request was ApiVersions v{}; the broker answered UNSUPPORTED_VERSION with a v0 body",
                 msg.api_version
             ));
@@ -404,15 +404,15 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
                     });
                 let have = frame.len() - 4;
                 if size < 0 {
-                    s.error = Some(format!("negative frame size {size}"));
+                    s.set_error(format!("negative frame size {size}"));
                 } else if size == 0 && known.layout.header {
-                    s.error = Some("frame size 0: no header follows".to_string());
+                    s.set_error("frame size 0: no header follows".to_string());
                 } else if (size as usize) > have {
-                    s.error = Some(format!(
+                    s.set_error(format!(
                         "frame truncated: size says {size} bytes, {have} present"
                     ));
                 } else if (size as usize) < have {
-                    s.warning = Some(format!(
+                    s.set_warning(format!(
                         "{} bytes beyond the frame's size",
                         have - size as usize
                     ));
@@ -589,12 +589,12 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
                 n.region = region;
                 if !is_req && known.api_key.is_none() {
                     // Not a fault of the bytes: the request was not seen.
-                    n.warning = Some(
+                    n.set_warning(
                         "request not captured: body shown raw (pass --api-key and --api-version to decode it)"
                             .to_string(),
                     );
                 } else {
-                    n.error = Some(why);
+                    n.set_error(why);
                 }
                 r.split(r.left());
                 root.children.push(n);
@@ -610,7 +610,7 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
             r.left(),
         );
         t.region = region;
-        t.warning = Some(format!(
+        t.set_warning(format!(
             "{} bytes after the end of the body (brokers ignore them)",
             r.left()
         ));

@@ -114,7 +114,7 @@ fn partial<'a>(r: &mut Reader<'a>, partial_ok: bool, msg: String) -> Node<'a> {
     let mut n = r.error_leaf("partial batch", "bytes", msg);
     n.region = Region::RecordBatch;
     if partial_ok {
-        n.warning = n.error.take();
+        n.problems_mut().warning = n.take_error();
         n.description = Some("the rest of a batch the broker cut at the fetch's max bytes".into());
     }
     n
@@ -196,7 +196,7 @@ fn annotate<'a>(out: &mut [Node<'a>], a: impl Into<Cow<'a, str>>) {
 
 fn set_error(out: &mut [Node<'_>], e: String) {
     if let Some(n) = out.last_mut() {
-        n.error = Some(e);
+        n.set_error(e);
     }
 }
 
@@ -425,13 +425,13 @@ fn batch_v2_fields<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'
     );
     if let Some(n) = out.last_mut() {
         if attrs & !0x7f != 0 {
-            n.warning = Some(format!(
+            n.set_warning(format!(
                 "unused attribute bits set: 0x{:04x}",
                 attrs & !0x7f
             ));
         }
         if let Codec::Unknown(c) = codec {
-            n.error = Some(format!("unknown compression codec {c}"));
+            n.set_error(format!("unknown compression codec {c}"));
         }
     }
     int(r, out, "lastOffsetDelta", "int32", wire::int32)?;
@@ -460,20 +460,20 @@ fn batch_v2_fields<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'
 
     if r.left() == 0 {
         if count != 0 {
-            out[count_idx].error = Some(format!("record count {count}, but no bytes follow"));
+            out[count_idx].set_error(format!("record count {count}, but no bytes follow"));
         }
         return Ok(());
     }
     if codec == Codec::None {
         let bad = checked_count(count, r.left(), MIN_RECORD, "record");
         let absurd = bad.is_some();
-        out[count_idx].error = bad;
+        out[count_idx].problems_mut().error = bad;
         let start = r.pos;
         let (recs, found) = record_list(cx, r, count, &bcx);
         let mut g = group("Records", "records", r.buffer, start, r.pos, recs);
         g.value = Value::Count(found as u64);
         if !absurd && found < count.max(0) as usize {
-            g.error = Some(format!("{count} records declared, {found} found"));
+            g.set_error(format!("{count} records declared, {found} found"));
         }
         out.push(g);
         return Ok(());
@@ -493,7 +493,7 @@ fn batch_v2_fields<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'
     match compress::decompress(codec, data, cx.decompress_budget(), false) {
         Err(e) => {
             comp.annotation = Some(format!("{}, {} B", codec.name(), data.len()).into());
-            comp.error = Some(e);
+            comp.set_error(e);
             out.push(comp);
         }
         Ok(d) => {
@@ -504,7 +504,7 @@ fn batch_v2_fields<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'
                     Some(format!("{}, {} B -> 0 B{note}", codec.name(), data.len()).into());
                 out.push(comp);
                 if count != 0 {
-                    out[count_idx].error = Some(format!(
+                    out[count_idx].set_error(format!(
                         "record count {count}, but the data decompresses to nothing"
                     ));
                 }
@@ -522,7 +522,7 @@ fn batch_v2_fields<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'
             out.push(comp);
             let bad = checked_count(count, dlen, MIN_RECORD, "record");
             let absurd = bad.is_some();
-            out[count_idx].error = bad;
+            out[count_idx].problems_mut().error = bad;
             let mut inner = Reader::new(slice, 0, id);
             let (recs, found) = record_list(cx, &mut inner, count, &bcx);
             let mut g = group("Records (decompressed)", "records", id, 0, dlen, recs);
@@ -530,7 +530,7 @@ fn batch_v2_fields<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'
             g.annotation = Some(format!("buffer {id}, {dlen} B").into());
             g.description = Some(format!("offsets are inside decompressed buffer {id}").into());
             if !absurd && found < count.max(0) as usize {
-                g.error = Some(format!("{count} records declared, {found} found"));
+                g.set_error(format!("{count} records declared, {found} found"));
             }
             out.push(g);
         }
@@ -730,7 +730,7 @@ fn header<'a>(r: &mut Reader<'a>, h: &mut Vec<Node<'a>>) -> Res<()> {
                 None => {
                     let mut k = leaf(r, "headerKey", "string", Value::Null, off, n)
                         .annotate("varint len=-1, null");
-                    k.error = Some("null header key: Kafka requires a header key".into());
+                    k.set_error("null header key: Kafka requires a header key");
                     k
                 }
                 Some(b) => {
@@ -739,7 +739,7 @@ fn header<'a>(r: &mut Reader<'a>, h: &mut Vec<Node<'a>>) -> Res<()> {
                 }
             };
             if matches!(k.value, Value::Bytes(_)) {
-                k.warning = Some("header key is not valid UTF-8".into());
+                k.set_warning("header key is not valid UTF-8");
             }
             h.push(k);
         }
@@ -790,8 +790,8 @@ fn control_record<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'a
                 if kr.left() > 0 {
                     let n = kr.left();
                     let mut u = kr.error_leaf("unknown", "bytes", String::new());
-                    u.error = None;
-                    u.warning = Some(format!(
+                    u.problems_mut().error = None;
+                    u.set_warning(format!(
                         "{n} bytes after the control key (a newer key version?)"
                     ));
                     k.push(u);
@@ -839,8 +839,8 @@ fn control_record<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'a
                 if vr.left() > 0 {
                     let n = vr.left();
                     let mut u = vr.error_leaf("unknown", "bytes", String::new());
-                    u.error = None;
-                    u.warning = Some(format!(
+                    u.problems_mut().error = None;
+                    u.set_warning(format!(
                         "{n} bytes after the end transaction marker (a newer version?)"
                     ));
                     v.push(u);
@@ -950,11 +950,11 @@ fn legacy_fields<'a>(
     }
     // A wrapper message: the value is a compressed inner message set.
     let Some(data) = value else {
-        out[value_idx].error = Some("compressed wrapper message with a null value".into());
+        out[value_idx].set_error("compressed wrapper message with a null value");
         return Ok(());
     };
     if cx.depth >= cx.opts.max_depth {
-        out[value_idx].error = Some(format!(
+        out[value_idx].set_error(format!(
             "nesting deeper than the cap of {} levels",
             cx.opts.max_depth
         ));
@@ -964,7 +964,7 @@ fn legacy_fields<'a>(
         Err(e) => {
             out[value_idx].annotation =
                 Some(format!("int32 len={}, {}", data.len(), codec.name()).into());
-            out[value_idx].error = Some(e);
+            out[value_idx].set_error(e);
         }
         Ok(d) => {
             let dlen = d.data.len();
@@ -979,8 +979,8 @@ fn legacy_fields<'a>(
                     )
                     .into(),
                 );
-                out[value_idx].error =
-                    Some("compressed wrapper message with an empty inner message set".into());
+                out[value_idx]
+                    .set_error("compressed wrapper message with an empty inner message set");
                 return Ok(());
             }
             let (id, slice) = cx.add_buffer(d.data);
@@ -1204,12 +1204,12 @@ mod tests {
         };
         for n in nodes {
             n.walk(&mut |x, _| {
-                if let Some(e) = &x.error {
+                if let Some(e) = x.error() {
                     o.errors
-                        .push((x.buffer, x.offset, x.name.to_string(), e.clone()));
+                        .push((x.buffer, x.offset, x.name.to_string(), e.to_string()));
                 }
-                if let Some(w) = &x.warning {
-                    o.warnings.push(w.clone());
+                if let Some(w) = x.warning() {
+                    o.warnings.push(w.to_string());
                 }
             });
         }
@@ -1313,10 +1313,10 @@ mod tests {
             let h = child(r1, "Header[0]");
             assert_eq!(child(h, "headerKey").value, Value::Str("h"));
             assert_eq!(child(h, "headerValue").value, Value::Null);
-            assert!(h.error.is_none() && child(h, "headerValue").error.is_none());
+            assert!(h.error().is_none() && child(h, "headerValue").error().is_none());
             let h2 = child(&recs.children[2], "Header[0]");
             let k = child(h2, "headerKey");
-            assert!(k.error.as_deref().unwrap().contains("null header key"));
+            assert!(k.error().unwrap().contains("null header key"));
             assert_eq!(o.errors.len(), 1, "{:?}", o.errors);
             assert_eq!(o.errors[0].1, k.offset);
             assert_eq!(ann(child(&nodes[0], "crc")), "valid");
@@ -1386,7 +1386,7 @@ mod tests {
         let field = [batch(0, 3, 3, &data), batch(3, 0, 3, &recs)].concat();
         run(&field, false, |nodes, o| {
             let comp = child(&nodes[0], "compressed records");
-            assert!(comp.error.is_some());
+            assert!(comp.error().is_some());
             assert_eq!(o.errors[0].2, "compressed records");
             assert_eq!(values(&nodes[1..]), three_values());
         });
@@ -1408,9 +1408,9 @@ mod tests {
                 assert_eq!(o.errors.len(), 1);
                 let comp = child(&nodes[0], "compressed records");
                 assert!(
-                    comp.error.as_deref().unwrap().contains("cap of 4096 bytes"),
+                    comp.error().unwrap().contains("cap of 4096 bytes"),
                     "{:?}",
-                    comp.error
+                    comp.error()
                 );
             });
         }
@@ -1421,17 +1421,13 @@ mod tests {
         let field = batch(0, 0, 300_000_000, &[1u8; 10]);
         run(&field, false, |nodes, o| {
             let c = child(&nodes[0], "recordsCount");
-            assert!(
-                c.error.as_deref().unwrap().contains("300000000"),
-                "{:?}",
-                c.error
-            );
+            assert!(c.error().unwrap().contains("300000000"), "{:?}", c.error());
             assert!(!o.errors.is_empty());
         });
         // compressed: checked against the decompressed size
         let field = batch(0, 1, 300_000_000, &gzip(&[1u8; 10]));
         run(&field, false, |nodes, _| {
-            assert!(child(&nodes[0], "recordsCount").error.is_some());
+            assert!(child(&nodes[0], "recordsCount").error().is_some());
         });
     }
 
@@ -1442,11 +1438,7 @@ mod tests {
         run(&field, false, |nodes, o| {
             let recs = child(&nodes[0], "Records");
             let l = child(&recs.children[0], "length");
-            assert!(
-                l.error.as_deref().unwrap().contains("varint cut"),
-                "{:?}",
-                l.error
-            );
+            assert!(l.error().unwrap().contains("varint cut"), "{:?}", l.error());
             // and the count says more than 3 bytes can hold
             assert_eq!(o.errors.len(), 2, "{:?}", o.errors);
         });
@@ -1454,11 +1446,7 @@ mod tests {
         let field = batch(0, 0, 1, &[14, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);
         run(&field, false, |nodes, o| {
             let rec = &child(&nodes[0], "Records").children[0];
-            assert!(child(rec, "key")
-                .error
-                .as_deref()
-                .unwrap()
-                .contains("varint cut"));
+            assert!(child(rec, "key").error().unwrap().contains("varint cut"));
             assert_eq!(o.errors.len(), 1, "{:?}", o.errors);
         });
     }
@@ -1576,8 +1564,8 @@ mod tests {
                 (&*p.name, p.offset, p.length),
                 ("partial batch", BASE + full.len(), 40)
             );
-            assert!(p.error.is_none());
-            let w = p.warning.as_deref().unwrap();
+            assert!(p.error().is_none());
+            let w = p.warning().unwrap();
             assert_eq!(
                 w,
                 format!(
@@ -1591,8 +1579,7 @@ mod tests {
             assert!(nodes
                 .last()
                 .unwrap()
-                .error
-                .as_deref()
+                .error()
                 .unwrap()
                 .starts_with("partial batch: 40 of"));
             assert!(o.warnings.is_empty());
@@ -1845,7 +1832,7 @@ mod tests {
             let mut r = Reader::new(&b, 0, 0);
             let n = decode_record(&mut cx, &mut r, 0, &bcx);
             let mut problems = 0;
-            n.walk(&mut |x, _| problems += usize::from(x.error.is_some() || x.warning.is_some()));
+            n.walk(&mut |x, _| problems += usize::from(x.error().is_some() || x.warning().is_some()));
             if let Some(len) = clean_record_len(&b) {
                 proptest::prop_assert_eq!(problems, 0, "clean by the check, not by the decoder: {:02x?}", b);
                 proptest::prop_assert_eq!(len, r.pos);

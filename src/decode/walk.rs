@@ -153,8 +153,8 @@ impl<'c, 'a> Walk<'c, 'a> {
     fn keeps(&self, f: Option<&Field>, n: &Node<'_>) -> bool {
         if self.cx.opts.detail == Detail::Full
             || self.guide_style
-            || n.error.is_some()
-            || n.warning.is_some()
+            || n.error().is_some()
+            || n.warning().is_some()
             || !n.children.is_empty()
         {
             return true;
@@ -633,7 +633,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         match data {
             None => {
                 if !self.nullable(f) {
-                    node.error = Some(self.null_error(f));
+                    node.set_error(self.null_error(f));
                 }
             }
             Some(b) => match std::str::from_utf8(b) {
@@ -645,7 +645,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 }
                 Err(_) => {
                     node.value = Value::Bytes(b);
-                    node.error = Some(format!("{} is not valid UTF-8", f.name));
+                    node.set_error(format!("{} is not valid UTF-8", f.name));
                 }
             },
         }
@@ -683,7 +683,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 .leaf(name, ty, Value::Null, loff, llen, r)
                 .annotate(ann);
             if !self.nullable(f) {
-                node.error = Some(self.null_error(f));
+                node.set_error(self.null_error(f));
             }
             return Ok(node);
         };
@@ -804,7 +804,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 rest.len(),
             );
             t.buffer = sub.buffer;
-            t.warning = Some(format!("{} bytes after {data_name}", rest.len()));
+            t.set_warning(format!("{} bytes after {data_name}", rest.len()));
             sub.split(rest.len());
             node.length += t.length;
             node.children.push(t);
@@ -985,7 +985,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         let Some(count) = len.len else {
             node.value = Value::Null;
             if !self.nullable(f) {
-                l.error = Some(self.null_error(f));
+                l.set_error(self.null_error(f));
             }
             node.children.push(l);
             node.length = r.pos - start;
@@ -1092,7 +1092,7 @@ fn prefix_label(p: LenPrefix) -> &'static str {
 /// Whether a node and its descendants carry no error.
 pub fn node_ok(n: &Node<'_>) -> bool {
     let mut ok = true;
-    n.walk(&mut |x, _| ok &= x.error.is_none());
+    n.walk(&mut |x, _| ok &= x.error().is_none());
     ok
 }
 

@@ -276,7 +276,7 @@ impl TreeHtml<'_> {
             esc(lead),
             line_html(&line, &n.name)
         )?;
-        for (label, msg) in [("!! error: ", &n.error), ("! warning: ", &n.warning)] {
+        for (label, msg) in [("!! error: ", n.error()), ("! warning: ", n.warning())] {
             if let Some(m) = msg {
                 writeln!(
                     w,

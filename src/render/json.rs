@@ -235,8 +235,8 @@ fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
     let (mut first_e, mut first_w) = (true, true);
     msg.tree.walk(&mut |n, _| {
         for (m, buf, first) in [
-            (&n.error, &mut *out, &mut first_e),
-            (&n.warning, &mut warnings, &mut first_w),
+            (n.error(), &mut *out, &mut first_e),
+            (n.warning(), &mut warnings, &mut first_w),
         ] {
             if let Some(m) = m {
                 if !*first {
@@ -286,11 +286,11 @@ fn write_node(out: &mut Vec<u8>, n: &Node<'_>) {
         put_key!(out, "description");
         put_str(out, d);
     }
-    if let Some(e) = &n.error {
+    if let Some(e) = n.error() {
         put_key!(out, "error");
         put_str(out, e);
     }
-    if let Some(e) = &n.warning {
+    if let Some(e) = n.warning() {
         put_key!(out, "warning");
         put_str(out, e);
     }
@@ -371,11 +371,11 @@ pub fn node_json(n: &Node<'_>) -> J {
     if let Some(d) = &n.description {
         m.insert("description".into(), d.as_ref().into());
     }
-    if let Some(e) = &n.error {
-        m.insert("error".into(), e.as_str().into());
+    if let Some(e) = n.error() {
+        m.insert("error".into(), e.into());
     }
-    if let Some(e) = &n.warning {
-        m.insert("warning".into(), e.as_str().into());
+    if let Some(e) = n.warning() {
+        m.insert("warning".into(), e.into());
     }
     if !n.children.is_empty() {
         m.insert(
@@ -450,11 +450,11 @@ mod tests {
             n.buffer = (i % 2) as u32;
             if i % 3 == 0 {
                 n.annotation = Some("ann \"x\"".into());
-                n.error = Some(format!("err {i}"));
+                n.set_error(format!("err {i}"));
             }
             if i % 4 == 0 {
                 n.description = Some("desc".into());
-                n.warning = Some("warn\r".into());
+                n.set_warning("warn\r");
             }
             root.children.push(n);
         }

@@ -131,7 +131,7 @@ pub fn byte_regions(msg: &Message<'_>, id: u32) -> (Vec<Option<Region>>, Vec<boo
         }
         let end = n.end().min(len);
         regions[n.offset..end].fill(Some(n.region));
-        if n.error.is_some() {
+        if n.error().is_some() {
             errors[n.offset..end].fill(true);
         }
     });
@@ -369,11 +369,11 @@ impl TreePrinter<'_> {
         cont: &mut String,
         depth: usize,
     ) -> io::Result<()> {
-        if let Some(e) = &n.error {
+        if let Some(e) = n.error() {
             let t = format!("!! error: {e}");
             writeln!(w, "{cont}{}", paint(self.color(), &t, super::error_style()))?;
         }
-        if let Some(e) = &n.warning {
+        if let Some(e) = n.warning() {
             let t = format!("! warning: {e}");
             writeln!(
                 w,
@@ -385,9 +385,7 @@ impl TreePrinter<'_> {
             return Ok(());
         }
         // The usual case, nothing folded or cut: the children themselves, no list built.
-        if !self.opts.depth.is_some_and(|d| depth >= d)
-            && n.children.len() <= self.opts.max_elements
-        {
+        if self.opts.depth.is_none_or(|d| depth < d) && n.children.len() <= self.opts.max_elements {
             let last = n.children.len() - 1;
             for (i, c) in n.children.iter().enumerate() {
                 let next = if i == last { "    " } else { "|   " };
@@ -499,7 +497,7 @@ impl TreePrinter<'_> {
             ))),
             (_, Value::None) => None,
             // a leaf where the walk stopped, with nothing read: the error says it all
-            (_, Value::Bytes([])) if n.error.is_some() => None,
+            (_, Value::Bytes([])) if n.error().is_some() => None,
             // without colour, the common values are written in place (see plain_value)
             (_, Value::Int(_) | Value::UInt(_)) if !color => None,
             (_, Value::Str(x)) if !color && plain_str(x, self.opts.max_value_len) => None,
