@@ -40,6 +40,27 @@ fn response(corr: i32, error: i16) -> Vec<u8> {
     sized(b)
 }
 
+/// Reads `pcap` with one session, handing each decoded message and its context to `f`;
+/// returns the session (for what it left unanswered).
+fn each_message<'s>(
+    schema: &'s Schema,
+    dopts: &'s DecodeOptions,
+    pcap: &[u8],
+    mut f: impl FnMut(&kwire::tree::Message<'_>, &kwire::render::Context),
+) -> Session<'s> {
+    let mut session = Session::new(schema, dopts);
+    let plaus = SchemaPlausibility(schema);
+    read_capture(pcap, &CaptureOptions::default(), &plaus, |ev| {
+        if let Event::Frame(fr) = ev {
+            let arena = Buffers::new();
+            let (m, ctx) = session.decode(&fr, &arena);
+            f(&m, &ctx);
+        }
+    })
+    .unwrap();
+    session
+}
+
 #[test]
 fn stats_on_a_capture_with_known_answers() {
     let mut w = PcapWriter::new(Vec::new()).unwrap();
@@ -64,18 +85,11 @@ fn stats_on_a_capture_with_known_answers() {
 
     let schema = Schema::embedded();
     let dopts = DecodeOptions::default();
-    let mut session = Session::new(&schema, &dopts);
     let mut st = Stats::default();
-    let plaus = SchemaPlausibility(&schema);
-    read_capture(&pcap[..], &CaptureOptions::default(), &plaus, |ev| {
-        if let Event::Frame(f) = ev {
-            let arena = Buffers::new();
-            let (m, ctx) = session.decode(&f, &arena);
-            assert!(m.errors().is_empty(), "{:?}", m.errors());
-            st.add(&m, &ctx);
-        }
-    })
-    .unwrap();
+    let mut session = each_message(&schema, &dopts, &pcap, |m, ctx| {
+        assert!(m.errors().is_empty(), "{:?}", m.errors());
+        st.add(m, ctx);
+    });
     let j = st.to_json();
     let api = &j["apis"][0];
     assert_eq!(api["api_name"], "DeleteTopics");
@@ -137,16 +151,9 @@ fn produce_with_acks_zero_expects_no_response() {
     .unwrap();
     let pcap = w.into_inner();
     let dopts = DecodeOptions::default();
-    let mut session = Session::new(&schema, &dopts);
-    let plaus = SchemaPlausibility(&schema);
-    read_capture(&pcap[..], &CaptureOptions::default(), &plaus, |ev| {
-        if let Event::Frame(f) = ev {
-            let arena = Buffers::new();
-            let (m, _) = session.decode(&f, &arena);
-            assert!(m.errors().is_empty(), "{:?}", m.errors());
-        }
-    })
-    .unwrap();
+    let mut session = each_message(&schema, &dopts, &pcap, |m, _| {
+        assert!(m.errors().is_empty(), "{:?}", m.errors());
+    });
     let waiting = session.pairer.unanswered();
     assert_eq!(waiting.len(), 1, "only the acks=1 request waits");
     assert_eq!(waiting[0].correlation_id, 4);
@@ -172,21 +179,14 @@ fn response_without_its_request() {
     let pcap = w.into_inner();
     let schema = Schema::embedded();
     let dopts = DecodeOptions::default();
-    let mut session = Session::new(&schema, &dopts);
     let mut st = Stats::default();
     let mut lines = Vec::new();
-    let plaus = SchemaPlausibility(&schema);
-    read_capture(&pcap[..], &CaptureOptions::default(), &plaus, |ev| {
-        if let Event::Frame(f) = ev {
-            let arena = Buffers::new();
-            let (m, ctx) = session.decode(&f, &arena);
-            st.add(&m, &ctx);
-            let opts = kwire::render::RenderOptions::default();
-            lines.push(kwire::render::summary::line(&m, None, &opts));
-            lines.push(kwire::render::text::title(&m, None, false));
-        }
-    })
-    .unwrap();
+    each_message(&schema, &dopts, &pcap, |m, ctx| {
+        st.add(m, ctx);
+        let opts = kwire::render::RenderOptions::default();
+        lines.push(kwire::render::summary::line(m, None, &opts));
+        lines.push(kwire::render::text::title(m, None, false));
+    });
     let has = |p: &str| lines.iter().any(|l| l.starts_with(p));
     assert!(
         has("unknown API (request not seen) response corr=41"),

@@ -557,14 +557,7 @@ fn record_list<'a>(
                 // counts it and needs nothing inside it.
                 let start = r.pos;
                 r.split(n);
-                let mut rec = group(
-                    texts::record(i as i64),
-                    "Record",
-                    r.buffer,
-                    start,
-                    r.pos,
-                    Vec::new(),
-                );
+                let mut rec = record_node(i, r, start, Vec::new());
                 rec.region = Region::Record;
                 recs.push(rec);
                 i += 1;
@@ -610,20 +603,25 @@ fn clean_record_len(b: &[u8]) -> Option<usize> {
     body.is_empty().then_some(total)
 }
 
+/// The `Record[i]` group over `start` to where `r` stands now.
+fn record_node<'a>(i: usize, r: &Reader<'a>, start: usize, children: Vec<Node<'a>>) -> Node<'a> {
+    group(
+        texts::record(i as i64),
+        "Record",
+        r.buffer,
+        start,
+        r.pos,
+        children,
+    )
+}
+
 fn decode_record<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, i: usize, bcx: &BatchCx) -> Node<'a> {
     let start = r.pos;
     // length, attributes, timestampDelta, offsetDelta, key, value, headerCount, a header
     let mut out = Vec::with_capacity(8);
     let mut abs_offset = None;
     let _ = record_fields(cx, r, bcx, &mut out, &mut abs_offset);
-    let mut n = group(
-        texts::record(i as i64),
-        "Record",
-        r.buffer,
-        start,
-        r.pos,
-        out,
-    );
+    let mut n = record_node(i, r, start, out);
     if let Some(o) = abs_offset {
         n.annotation = Some(o.into());
     }

@@ -550,7 +550,18 @@ fn dump_offset<'a>(line: &Line<'a>) -> Result<(&'a str, usize, usize), HexError>
 
 /// Reads whitespace-separated two-digit byte tokens from `area` (starting at byte `base`).
 fn byte_tokens(line: &Line, base: usize, area: &str, out: &mut Vec<u8>) -> Result<(), HexError> {
-    for (i, tok) in tokens(area, char::is_whitespace) {
+    byte_tokens_split(line, base, area, char::is_whitespace, out)
+}
+
+/// Reads two-digit byte tokens separated by `sep` from `area` (starting at byte `base`).
+fn byte_tokens_split(
+    line: &Line,
+    base: usize,
+    area: &str,
+    sep: impl Fn(char) -> bool,
+    out: &mut Vec<u8>,
+) -> Result<(), HexError> {
+    for (i, tok) in tokens(area, sep) {
         let run = hex_run(tok);
         if run < tok.len() {
             return Err(line.err(
@@ -978,19 +989,14 @@ fn hexyl_item<'a>(line: Line<'a>) -> Result<DumpItem<'a>, HexError> {
         .find(BAR)
         .map_or(line.text.len(), |p| from + p);
     let mut bytes = Vec::new();
-    for (i, tok) in tokens(&line.text[from..to], |c| c.is_whitespace() || c == '┊') {
-        let run = hex_run(tok);
-        if run < tok.len() {
-            return Err(line.err(
-                from + i + run,
-                HexErrorKind::InvalidCharacter(char_at(tok, run)),
-            ));
-        }
-        if tok.len() != 2 {
-            return Err(line.err(from + i, HexErrorKind::ByteTokenWidth { found: tok.len() }));
-        }
-        push_hex_digits(&line, from + i, tok, &mut bytes)?;
-    }
+    let area = &line.text[from..to];
+    byte_tokens_split(
+        &line,
+        from,
+        area,
+        |c| c.is_whitespace() || c == '┊',
+        &mut bytes,
+    )?;
     Ok(DumpItem::Data {
         line,
         offset,
