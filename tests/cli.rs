@@ -512,3 +512,31 @@ fn own_hexdump_reads_back() {
     assert!(a.len() > 10);
     assert_eq!(a, b);
 }
+
+/// Strings from the capture cannot write control characters into a summary line (a
+/// topic name with ESC and a newline comes out escaped, on one line); `--wide` keeps long
+/// names whole there.
+#[test]
+fn summary_lines_escape_capture_strings_and_honour_wide() {
+    let frame = |name: &str| {
+        let v = serde_json::json!({"api_name":"Metadata","api_version":12,"kind":"request",
+            "body":{"Topics":[{"TopicId":"00000000-0000-0000-0000-000000000000","Name":name}]}});
+        stdout(kwire().args(["encode", "-"]).write_stdin(v.to_string()))
+            .trim()
+            .to_string()
+    };
+    let hostile = frame("ev\u{1b}[2Jil\nnext #99 fake line");
+    let out = stdout(kwire().args(["decode", "--hex", &hostile, "--format", "summary"]));
+    assert_eq!(out.lines().count(), 1, "{out:?}");
+    assert!(!out.contains('\u{1b}'), "{out:?}");
+    assert!(
+        out.contains(r#"topics="ev\u{1b}[2Jil\nnext #99 fake line""#),
+        "{out:?}"
+    );
+    let long = "t".repeat(70);
+    let hex = frame(&long);
+    let cut = stdout(kwire().args(["decode", "--hex", &hex, "--format", "summary"]));
+    assert!(!cut.contains(&long) && cut.contains("(70 B)"), "{cut}");
+    let wide = stdout(kwire().args(["decode", "--hex", &hex, "--format", "summary", "--wide"]));
+    assert!(wide.contains(&format!("topics={long}")), "{wide}");
+}

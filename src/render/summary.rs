@@ -72,7 +72,13 @@ pub fn line(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> S
         }
         None => s.push_str(" corr=?"),
     }
-    let f = Facts::gather(&msg.tree, opts.max_value_len.min(48));
+    // Names are cut at 48 characters unless --wide asks for all of them.
+    let max = if opts.wide {
+        opts.max_value_len
+    } else {
+        opts.max_value_len.min(48)
+    };
+    let f = Facts::gather(&msg.tree, max);
     for (key, v) in [(" group=", &f.group), (" txn=", &f.transactional)] {
         if let Some(v) = v {
             s.push_str(key);
@@ -168,12 +174,23 @@ struct Facts<'t> {
 
 fn str_value<'t>(n: &Node<'t>, max: usize) -> Option<Cow<'t, str>> {
     match n.value {
-        Value::Str(s) => Some(if s.len() > max && s.chars().count() > max {
-            Cow::Owned(value_text(&n.value, max, false))
-        } else {
-            Cow::Borrowed(s)
-        }),
+        Value::Str(s) => Some(summary_text(s, max)),
         _ => None,
+    }
+}
+
+/// A string from the capture as the summary shows it: as it is when it is short and has
+/// nothing a terminal or a reader of the line could mistake (control characters, white
+/// space, quotes, backslashes); otherwise quoted and escaped as the tree shows it, and
+/// cut at `max` characters.
+fn summary_text(s: &str, max: usize) -> Cow<'_, str> {
+    let plain = s.len() <= max
+        && s.chars()
+            .all(|c| !c.is_control() && !c.is_whitespace() && c != '"' && c != '\\');
+    if plain {
+        Cow::Borrowed(s)
+    } else {
+        Cow::Owned(value_text(&Value::Str(s), max, false))
     }
 }
 
@@ -276,7 +293,7 @@ fn topic_of<'t>(n: &'t Node<'t>, max: usize) -> Topic<'t> {
                             .and_then(|a| a.strip_prefix("topic ")),
                     ) {
                         // named by the capture session from an earlier Metadata response
-                        (Value::Uuid(_), Some(name)) => Some(Cow::Borrowed(name)),
+                        (Value::Uuid(_), Some(name)) => Some(summary_text(name, max)),
                         (Value::Uuid(u), None) => {
                             Some(Cow::Owned(format!("id:{}", &u.simple().to_string()[..8])))
                         }
