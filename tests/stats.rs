@@ -209,3 +209,57 @@ fn response_without_its_request() {
         "{text}"
     );
 }
+
+/// Drops record `n` (1-based) from a classic pcap file.
+fn without_record(pcap: &[u8], n: usize) -> Vec<u8> {
+    let mut out = pcap[..24].to_vec();
+    let mut at = 24;
+    let mut i = 0;
+    while at + 16 <= pcap.len() {
+        let len = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().unwrap()) as usize;
+        i += 1;
+        if i != n {
+            out.extend_from_slice(&pcap[at..at + 16 + len]);
+        }
+        at += 16 + len;
+    }
+    out
+}
+
+/// A capture that missed the client's SYN but has the broker's SYN-ACK: the SYN-ACK
+/// tells where the client's stream starts, so the first request is read at once, in
+/// order, and its response pairs with it.
+#[test]
+fn a_capture_without_the_syn_still_pairs_the_first_exchange() {
+    let mut w = PcapWriter::new(Vec::new()).unwrap();
+    let mut flow = TcpFlow::new(
+        SocketAddrV4::new([10, 0, 0, 1].into(), 50003),
+        SocketAddrV4::new([10, 0, 0, 2].into(), 9092),
+        [7000, 9000],
+    );
+    flow.open(&mut w, 1_000_000).unwrap();
+    flow.send(&mut w, true, 1_000_100, &request(1)).unwrap();
+    flow.send(&mut w, false, 1_000_300, &response(1, 0))
+        .unwrap();
+    let pcap = without_record(&w.into_inner(), 1);
+    let schema = Schema::embedded();
+    let dopts = DecodeOptions::default();
+    let mut lines = Vec::new();
+    let mut latencies = Vec::new();
+    let mut session = each_message(&schema, &dopts, &pcap, |m, ctx| {
+        let opts = kwire::render::RenderOptions::default();
+        lines.push(kwire::render::summary::line(m, None, &opts));
+        latencies.push(ctx.latency);
+    });
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("DeleteTopics v6 request corr=1"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with("DeleteTopics v6 response corr=1"),
+        "{lines:?}"
+    );
+    assert!(latencies[1].is_some(), "the response is paired");
+    assert!(session.pairer.unanswered().is_empty());
+}

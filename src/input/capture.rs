@@ -316,7 +316,8 @@ impl<'p> Extractor<'p> {
             stats: &mut self.stats,
             out,
         };
-        conn.segment(side, &seg, tcp.ack(), &mut sink);
+        let ack = tcp.ack().then(|| tcp.acknowledgment_number());
+        conn.segment(side, &seg, ack, &mut sink);
         if conn.is_closed() {
             conn.finish(frame, &mut sink);
             self.conns.remove(&key);

@@ -585,13 +585,26 @@ impl Conn {
     }
 
     /// Feed a segment sent by `side` (index into `addrs`). `ack`: the ACK flag.
-    pub fn segment(&mut self, side: usize, seg: &Segment<'_>, ack: bool, sink: &mut Sink<'_>) {
+    /// One TCP segment from `side`, with its acknowledgement number when the ACK flag is
+    /// set.
+    pub fn segment(
+        &mut self,
+        side: usize,
+        seg: &Segment<'_>,
+        ack: Option<u32>,
+        sink: &mut Sink<'_>,
+    ) {
         self.last_frame = seg.frame;
-        if seg.syn && !ack && self.syn_sender.is_none() {
+        if seg.syn && ack.is_none() && self.syn_sender.is_none() {
             self.syn_sender = Some(side);
         }
-        if seg.syn && ack && self.syn_sender.is_none() {
-            self.syn_sender = Some(1 - side);
+        if let (true, Some(a)) = (seg.syn, ack) {
+            if self.syn_sender.is_none() {
+                self.syn_sender = Some(1 - side);
+            }
+            // A SYN-ACK acknowledges the other side's SYN: its stream starts at this
+            // number even when the capture missed the SYN itself.
+            self.reasm[1 - side].anchor(a);
         }
         let mut dl = Vec::new();
         self.reasm[side].push(seg, &mut dl);
@@ -777,11 +790,21 @@ impl Conn {
             let synced = self.reasm[s].saw_syn() && starts_at_zero;
             self.framers[s] = Some(Framer::new(dir, sink.opts.max_frame, synced));
         }
+        // What was held while deciding goes on in capture order across both sides, so a
+        // response held on one side does not come out before the request it answers.
+        let mut held: Vec<(u64, usize, Delivery)> = Vec::new();
         for s in 0..2 {
-            let p = std::mem::take(&mut self.pending[s]);
-            for d in p {
-                self.feed(s, d, sink);
+            for d in std::mem::take(&mut self.pending[s]) {
+                let frame = match &d {
+                    Delivery::Data { frame, .. } | Delivery::Gap { frame, .. } => *frame,
+                };
+                held.push((frame, s, d));
             }
+        }
+        // Stable: within one side (and one record) the order stays as it was.
+        held.sort_by_key(|(frame, _, _)| *frame);
+        for (_, s, d) in held {
+            self.feed(s, d, sink);
         }
     }
 

@@ -121,6 +121,16 @@ impl Reassembler {
         self.offset
     }
 
+    /// Marks `seq` as the stream's first byte (the sequence number after the SYN, as the
+    /// peer's SYN-ACK acknowledges it), when no SYN and no data have set one: a capture
+    /// that missed the SYN still starts this stream at its real beginning.
+    pub fn anchor(&mut self, seq: u32) {
+        if self.base.is_none() && self.offset == 0 {
+            self.base = Some(seq);
+            self.saw_syn = true;
+        }
+    }
+
     /// Feed one segment; in-order data and gaps are appended to `out`.
     pub fn push(&mut self, seg: &Segment<'_>, out: &mut Vec<Delivery>) {
         if self.closed {
