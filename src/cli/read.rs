@@ -287,8 +287,8 @@ pub fn run_capture(
     if stats.connections == 0 && stats.tcp_segments > 0 {
         let ports: Vec<String> = copts.ports.iter().map(u16::to_string).collect();
         lines.push(format!(
-            "kwire: {} TCP segments, but no Kafka connection on port {}: try --port P or --detect",
-            stats.tcp_segments,
+            "kwire: {}, but no Kafka connection on port {}: try --port P or --detect",
+            counted(stats.tcp_segments, "TCP segment", "TCP segments"),
             ports.join(", ")
         ));
     }
@@ -304,19 +304,24 @@ pub fn run_capture(
         })
         .collect();
     lines.push(format!(
-        "kwire: {} packets, {} connections, {} messages decoded ({} shown), {} with decode errors, {} incomplete, {} undecodable, {} SASL tokens, {} unanswered requests; notices: {}",
-        stats.packets,
-        stats.connections,
-        tally.messages,
+        "kwire: {}, {}, {} decoded ({} shown), {} with decode errors, {} incomplete, {} undecodable, {}, {}; notices: {}",
+        counted(stats.packets, "packet", "packets"),
+        counted(stats.connections.into(), "connection", "connections"),
+        counted(tally.messages, "message", "messages"),
         tally.shown,
         tally.with_errors,
         tally.incomplete,
         tally.undecodable,
-        tally.sasl_tokens,
-        waiting.len(),
+        counted(tally.sasl_tokens, "SASL token", "SASL tokens"),
+        counted(waiting.len() as u64, "unanswered request", "unanswered requests"),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
     Ok(lines)
+}
+
+/// `1 packet`, `2 packets`.
+fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Runs `kwire read`.
