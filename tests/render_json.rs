@@ -349,7 +349,10 @@ fn decoded_seed_frames() {
         let want: Vec<String> = match want {
             Some(w) => w.iter().map(|l| prefix(l).to_string()).collect(),
             None => {
-                common::skip("decoded_seed_frames", "the reference page was not found");
+                common::skip(
+                    "decoded_seed_frames",
+                    "the reference page (../shared/reference, through KWIRE_SHARED) was not found",
+                );
                 continue;
             }
         };

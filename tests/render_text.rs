@@ -87,7 +87,7 @@ fn trees_equal_reference_byte_for_byte() {
     else {
         common::skip(
             "trees_equal_reference_byte_for_byte",
-            "the reference page was not found",
+            "the reference page (../shared/reference, through KWIRE_SHARED) was not found",
         );
         return;
     };
