@@ -540,3 +540,23 @@ fn summary_lines_escape_capture_strings_and_honour_wide() {
     let wide = stdout(kwire().args(["decode", "--hex", &hex, "--format", "summary", "--wide"]));
     assert!(wide.contains(&format!("topics={long}")), "{wide}");
 }
+
+/// Bytes after the last whole frame, too few for a size prefix, are named as such.
+#[test]
+fn leftover_bytes_too_few_for_a_size_prefix() {
+    let o = kwire()
+        .args([
+            "decode",
+            "--hex",
+            &format!("{REQ}ff"),
+            "--format",
+            "summary",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.contains("line 1: 1 byte does not hold a whole frame (too few for a size prefix)"),
+        "{err}"
+    );
+}

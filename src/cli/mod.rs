@@ -509,11 +509,20 @@ fn split_frames(c: &hex::HexChunk, size_prefix: bool, notes: &mut Vec<String>) -
         let whole = size >= 0 && (size as usize) <= rest.len() - 4;
         let take = if whole { size as usize + 4 } else { rest.len() };
         if !whole {
+            let why = if rest.len() < 4 {
+                "too few for a size prefix".to_string()
+            } else {
+                format!("size prefix {size}")
+            };
+            let bytes = if rest.len() == 1 {
+                "byte does"
+            } else {
+                "bytes do"
+            };
             notes.push(format!(
-                "line {}: {} bytes do not hold a whole frame (size prefix {}): decoded as they are",
+                "line {}: {} {bytes} not hold a whole frame ({why}): decoded as they are",
                 c.line,
                 rest.len(),
-                size
             ));
         }
         out.push(Frame {
