@@ -365,11 +365,55 @@ fn ts_from_units(units: u64, resol: u64, offset: i64) -> Timestamp {
     Timestamp { secs, nanos }
 }
 
+/// How many bytes of `b` (the start of the input) to read before the file header is
+/// whole: 4 for the magic, then 24 for pcap, the section header block's length for
+/// pcapng (12 to learn it); no more for anything else.
+fn header_len(b: &[u8]) -> usize {
+    match b {
+        [] | [_] | [_, _] | [_, _, _] => 4,
+        [0xa1, 0xb2, 0xc3, 0xd4, ..]
+        | [0xd4, 0xc3, 0xb2, 0xa1, ..]
+        | [0xa1, 0xb2, 0x3c, 0x4d, ..]
+        | [0x4d, 0x3c, 0xb2, 0xa1, ..] => 24,
+        [0x0a, 0x0d, 0x0d, 0x0a, rest @ ..] => match (rest.get(..4), rest.get(4..8)) {
+            (Some(len), Some(order)) => {
+                let len: [u8; 4] = len.try_into().unwrap_or([0; 4]);
+                let total = match order {
+                    [0x1a, 0x2b, 0x3c, 0x4d] => u32::from_be_bytes(len),
+                    [0x4d, 0x3c, 0x2b, 0x1a] => u32::from_le_bytes(len),
+                    _ => 0,
+                };
+                (total as usize).max(12)
+            }
+            _ => 12,
+        },
+        _ => 4,
+    }
+}
+
+/// Whether the whole input `b` starts like a pcap file (either byte order, microsecond or
+/// nanosecond times) shorter than its 24-byte header, or like a pcapng file that ends
+/// before its section header block does.
+fn header_cut(b: &[u8]) -> bool {
+    const MAGICS: [[u8; 4]; 5] = [
+        [0xa1, 0xb2, 0xc3, 0xd4],
+        [0xd4, 0xc3, 0xb2, 0xa1],
+        [0xa1, 0xb2, 0x3c, 0x4d],
+        [0x4d, 0x3c, 0xb2, 0xa1],
+        [0x0a, 0x0d, 0x0d, 0x0a],
+    ];
+    let n = b.len().min(4);
+    n > 0 && MAGICS.iter().any(|m| m[..n] == b[..n]) && b.len() < header_len(b)
+}
+
 /// Read a whole pcap or pcapng capture from `r` (a file, stdin, ...) in a streaming way and
 /// call `on_event` for every frame and notice, in capture order.
 ///
 /// Errors: [`CaptureError::Empty`] / [`CaptureError::NotACapture`] when the input is not a
-/// capture at all, [`CaptureError::Read`] on I/O errors. A file that ends inside a record, or
+/// capture at all, [`CaptureError::HeaderCut`] when it starts like one but ends inside the
+/// file header, [`CaptureError::Read`] on I/O errors. The file header is read whole first,
+/// however the input hands it out (a pipe may give a byte at a time), and no more than it,
+/// so a live capture on stdin shows its packets as they come. A file that ends inside a record, or
 /// whose record claims more bytes than the file holds, is not an error: it is reported as a
 /// [`NoticeKind::FileTruncated`] notice with the record number, everything before it is
 /// processed, and [`CaptureStats::file_truncated`] is set.
@@ -381,10 +425,32 @@ pub fn read_capture<R: Read + Send>(
 ) -> Result<CaptureStats, CaptureError> {
     let out: &mut dyn FnMut(Event) = &mut on_event;
     let cap = opts.read_buffer.clamp(65536, MAX_READ_BUFFER);
+    // The file header, read here and handed on in one piece (no more than it, so a live
+    // capture on stdin shows its first packets as they come), to tell a capture cut
+    // inside its file header from something that is no capture at all.
+    const HEAD: usize = 64 << 10;
+    let mut r = r;
+    let mut head = Vec::with_capacity(64);
+    let mut eof = false;
+    while !eof && head.len() < header_len(&head).min(HEAD) {
+        let want = header_len(&head).min(HEAD) - head.len();
+        let mut chunk = vec![0u8; want];
+        match r.read(&mut chunk) {
+            Ok(0) => eof = true,
+            Ok(n) => head.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(CaptureError::Read),
+        }
+    }
+    let cut = eof && header_cut(&head);
+    let r = std::io::Cursor::new(head).chain(r);
     let mut reader = match pcap_parser::create_reader(cap, r) {
         Ok(rd) => rd,
         Err(PcapError::Eof) => return Err(CaptureError::Empty),
         Err(PcapError::ReadError) => return Err(CaptureError::Read),
+        Err(PcapError::HeaderNotRecognized) | Err(PcapError::Incomplete(_)) if cut => {
+            return Err(CaptureError::HeaderCut)
+        }
         Err(PcapError::HeaderNotRecognized) | Err(PcapError::Incomplete(_)) => {
             return Err(CaptureError::NotACapture)
         }

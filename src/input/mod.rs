@@ -331,6 +331,8 @@ pub enum CaptureError {
     Empty,
     /// The input is neither pcap nor pcapng.
     NotACapture,
+    /// The input starts like a pcap or pcapng file but ends inside its file header.
+    HeaderCut,
     /// Reading the input failed.
     Read,
     /// Other error from the pcap parser, with its description.
@@ -342,6 +344,9 @@ impl fmt::Display for CaptureError {
         match self {
             CaptureError::Empty => f.write_str("capture input is empty"),
             CaptureError::NotACapture => f.write_str("input is not a pcap or pcapng file"),
+            CaptureError::HeaderCut => f.write_str(
+                "input starts like a pcap or pcapng file but ends inside its file header",
+            ),
             CaptureError::Read => f.write_str("error reading capture input"),
             CaptureError::Parse(s) => write!(f, "capture parse error: {s}"),
         }

@@ -869,6 +869,72 @@ fn input_garbage_never_panics() {
     ));
 }
 
+/// A reader that hands out at most `step` bytes a call, like a pipe fed slowly.
+struct Trickle<'a> {
+    data: &'a [u8],
+    step: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.step.min(buf.len()).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+#[test]
+fn file_headers_cut_short_and_read_a_byte_at_a_time() {
+    let flow = Flow::v4(Link::Eth, 9092);
+    let (recs, reqs, _) = conversation(&flow, 100, 5000);
+    let ng_recs: Vec<(u32, u64, Vec<u8>)> = recs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (0u32, 1_700_000_000_000_000 + i as u64, r.0.clone()))
+        .collect();
+    let ng = pcapng(&[(Link::Eth, 6)], &ng_recs);
+    for file in [pcap(Link::Eth, &recs), ng] {
+        // A pipe that delivers a byte at a time still reads the header whole.
+        let stats = read_capture(
+            Trickle {
+                data: &file,
+                step: 1,
+            },
+            &CaptureOptions::default(),
+            &DefaultPlausibility,
+            |_| {},
+        )
+        .expect("capture reads a byte at a time");
+        assert!(stats.packets > 0);
+        // Cut inside the file header: said so, not "not a capture".
+        for cut in [1, 3, 10, 20] {
+            let r = read_capture(
+                &file[..cut],
+                &CaptureOptions::default(),
+                &DefaultPlausibility,
+                |_| {},
+            );
+            assert!(
+                matches!(r, Err(CaptureError::HeaderCut)),
+                "cut at {cut}: {r:?}"
+            );
+        }
+    }
+    let o = run(&pcap(Link::Eth, &recs));
+    assert_eq!(frames_of(&o, Direction::ToServer), reqs);
+    // Two bytes that start no capture format are no capture.
+    assert!(matches!(
+        read_capture(
+            &b"ab"[..],
+            &CaptureOptions::default(),
+            &DefaultPlausibility,
+            |_| {}
+        ),
+        Err(CaptureError::NotACapture)
+    ));
+}
+
 // ---------- shared real captures ----------
 
 fn shared_dir() -> Option<std::path::PathBuf> {
