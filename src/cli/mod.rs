@@ -582,7 +582,7 @@ fn decode_command(
     }
     let mut pending: HashMap<(u64, i32), (i16, i16, Option<String>)> = HashMap::new();
     let mut errors = 0usize;
-    for (i, f) in frames.iter().enumerate() {
+    for f in &frames {
         let dir = match (f.direction, a.kind) {
             (Some(hex::Direction::ClientToServer), _) => Direction::Request,
             (Some(hex::Direction::ServerToClient), _) => Direction::Response,
@@ -626,7 +626,6 @@ fn decode_command(
             }
         }
         errors += m.errors().len();
-        let _ = i;
         print_message(&m, None, &ropts, a.out.format, out)?;
     }
     if errors > 0 {

@@ -102,6 +102,16 @@ fn fixed_size(p: Prim) -> Option<usize> {
     }
 }
 
+/// The length prefix of a string, bytes or array: compact (uvarint, length + 1) in
+/// flexible versions, else `fixed` (int16 for strings, int32 for bytes and arrays).
+fn len_prefix(flexible: bool, fixed: LenPrefix) -> LenPrefix {
+    if flexible {
+        LenPrefix::Compact
+    } else {
+        fixed
+    }
+}
+
 fn plural(n: u64, one: &str) -> String {
     if n == 1 {
         format!("1 {one}")
@@ -175,11 +185,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         let mut p = *r;
         let ok = match &f.ty {
             FieldType::Prim(Prim::String) => {
-                let prefix = if self.field_flexible(f) {
-                    LenPrefix::Compact
-                } else {
-                    LenPrefix::Int16
-                };
+                let prefix = len_prefix(self.field_flexible(f), LenPrefix::Int16);
                 match p.read(wire::sized(prefix)) {
                     Ok(((_, None), _, _)) => self.nullable(f),
                     Ok(((_, Some(b)), _, _)) => std::str::from_utf8(b).is_ok(),
@@ -189,11 +195,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             FieldType::Prim(q) => fixed_size(*q).is_some_and(|n| p.split(n).is_some()),
             FieldType::Array(inner) => match **inner {
                 FieldType::Prim(q) => fixed_size(q).is_some_and(|n| {
-                    let prefix = if self.field_flexible(f) {
-                        LenPrefix::Compact
-                    } else {
-                        LenPrefix::Int32
-                    };
+                    let prefix = len_prefix(self.field_flexible(f), LenPrefix::Int32);
                     match p.read(wire::length(prefix)) {
                         Ok((l, _, _)) => match l.len {
                             None => self.nullable(f),
@@ -613,11 +615,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         ty: Cow<'a, str>,
         flexible: bool,
     ) -> Result<Node<'a>, Node<'a>> {
-        let prefix = if flexible {
-            LenPrefix::Compact
-        } else {
-            LenPrefix::Int16
-        };
+        let prefix = len_prefix(flexible, LenPrefix::Int16);
         let ((len, data), off, n) = match r.read(wire::sized(prefix)) {
             Ok(x) => x,
             Err(e) => {
@@ -661,11 +659,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         ty: Cow<'a, str>,
         flexible: bool,
     ) -> Result<Node<'a>, Node<'a>> {
-        let prefix = if flexible {
-            LenPrefix::Compact
-        } else {
-            LenPrefix::Int32
-        };
+        let prefix = len_prefix(flexible, LenPrefix::Int32);
         let start = r.pos;
         let (len, loff, llen) = match r.read(wire::length(prefix)) {
             Ok(x) => x,
@@ -764,8 +758,6 @@ impl<'c, 'a> Walk<'c, 'a> {
 
     /// A nested structure inside a bytes field, when Kafka puts one there.
     fn nested(&mut self, sub: &mut Reader<'a>, f: &'a Field) -> Option<Node<'a>> {
-        let consumer = || -> Option<bool> { None };
-        let _ = consumer;
         let pt = self.protocol_type.or(self.hints.protocol_type.as_deref());
         let data_name = match (self.def.name.as_str(), f.name.as_str()) {
             ("JoinGroupRequest", "Metadata") | ("JoinGroupResponse", "Metadata") => {
@@ -959,11 +951,7 @@ impl<'c, 'a> Walk<'c, 'a> {
     ) -> Result<Node<'a>, Node<'a>> {
         let start = r.pos;
         let flexible = self.field_flexible(f);
-        let prefix = if flexible {
-            LenPrefix::Compact
-        } else {
-            LenPrefix::Int32
-        };
+        let prefix = len_prefix(flexible, LenPrefix::Int32);
         let mut node = Node::new(
             name.clone(),
             Cow::Borrowed(f.type_name.as_str()),

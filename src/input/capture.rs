@@ -365,28 +365,37 @@ fn ts_from_units(units: u64, resol: u64, offset: i64) -> Timestamp {
     Timestamp { secs, nanos }
 }
 
+/// pcap's magic numbers: microsecond and nanosecond times, either byte order.
+const PCAP_MAGICS: [[u8; 4]; 4] = [
+    [0xa1, 0xb2, 0xc3, 0xd4],
+    [0xd4, 0xc3, 0xb2, 0xa1],
+    [0xa1, 0xb2, 0x3c, 0x4d],
+    [0x4d, 0x3c, 0xb2, 0xa1],
+];
+/// The block type of pcapng's section header block, which starts the file.
+const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
+
 /// How many bytes of `b` (the start of the input) to read before the file header is
 /// whole: 4 for the magic, then 24 for pcap, the section header block's length for
 /// pcapng (12 to learn it); no more for anything else.
 fn header_len(b: &[u8]) -> usize {
     match b {
         [] | [_] | [_, _] | [_, _, _] => 4,
-        [0xa1, 0xb2, 0xc3, 0xd4, ..]
-        | [0xd4, 0xc3, 0xb2, 0xa1, ..]
-        | [0xa1, 0xb2, 0x3c, 0x4d, ..]
-        | [0x4d, 0x3c, 0xb2, 0xa1, ..] => 24,
-        [0x0a, 0x0d, 0x0d, 0x0a, rest @ ..] => match (rest.get(..4), rest.get(4..8)) {
-            (Some(len), Some(order)) => {
-                let len: [u8; 4] = len.try_into().unwrap_or([0; 4]);
-                let total = match order {
-                    [0x1a, 0x2b, 0x3c, 0x4d] => u32::from_be_bytes(len),
-                    [0x4d, 0x3c, 0x2b, 0x1a] => u32::from_le_bytes(len),
-                    _ => 0,
-                };
-                (total as usize).max(12)
+        [m0, m1, m2, m3, ..] if PCAP_MAGICS.contains(&[*m0, *m1, *m2, *m3]) => 24,
+        [m0, m1, m2, m3, rest @ ..] if [*m0, *m1, *m2, *m3] == PCAPNG_MAGIC => {
+            match (rest.get(..4), rest.get(4..8)) {
+                (Some(len), Some(order)) => {
+                    let len: [u8; 4] = len.try_into().unwrap_or([0; 4]);
+                    let total = match order {
+                        [0x1a, 0x2b, 0x3c, 0x4d] => u32::from_be_bytes(len),
+                        [0x4d, 0x3c, 0x2b, 0x1a] => u32::from_le_bytes(len),
+                        _ => 0,
+                    };
+                    (total as usize).max(12)
+                }
+                _ => 12,
             }
-            _ => 12,
-        },
+        }
         _ => 4,
     }
 }
@@ -395,15 +404,13 @@ fn header_len(b: &[u8]) -> usize {
 /// nanosecond times) shorter than its 24-byte header, or like a pcapng file that ends
 /// before its section header block does.
 fn header_cut(b: &[u8]) -> bool {
-    const MAGICS: [[u8; 4]; 5] = [
-        [0xa1, 0xb2, 0xc3, 0xd4],
-        [0xd4, 0xc3, 0xb2, 0xa1],
-        [0xa1, 0xb2, 0x3c, 0x4d],
-        [0x4d, 0x3c, 0xb2, 0xa1],
-        [0x0a, 0x0d, 0x0d, 0x0a],
-    ];
     let n = b.len().min(4);
-    n > 0 && MAGICS.iter().any(|m| m[..n] == b[..n]) && b.len() < header_len(b)
+    n > 0
+        && PCAP_MAGICS
+            .iter()
+            .chain([&PCAPNG_MAGIC])
+            .any(|m| m[..n] == b[..n])
+        && b.len() < header_len(b)
 }
 
 /// Read a whole pcap or pcapng capture from `r` (a file, stdin, ...) in a streaming way and
