@@ -11,6 +11,7 @@ pub mod decode;
 pub mod encode;
 pub mod errors;
 pub mod input;
+pub mod log;
 pub mod page;
 pub mod render;
 pub mod schema;

@@ -6,6 +6,7 @@
 //! Memory for pairing is bounded by [`Pairer`]'s cap per connection.
 
 use crate::decode::{self, DecodeOptions, Known};
+use crate::decode::internal::InternalTopic;
 use crate::input::{self, DefaultPlausibility, Frame, FrameKind, FramePlausibility, Pairer};
 use crate::render::Context;
 use crate::schema::Schema;
@@ -26,6 +27,9 @@ pub struct Session<'s> {
     /// CreateTopics, DescribeTopicPartitions...), so later messages that carry only the
     /// id (Fetch v13+, Produce v13+) can show the name.
     topic_names: HashMap<uuid::Uuid, String>,
+    /// The ids of internal topics among them (few), handed to the decoder so records of
+    /// `__consumer_offsets` and the like decode where only the id names the topic.
+    internal_ids: Vec<(uuid::Uuid, InternalTopic)>,
     /// Notices raised while pairing (oldest pending request dropped).
     pub notices: Vec<input::Notice>,
 }
@@ -85,6 +89,11 @@ impl<'s> Session<'s> {
             if self.topic_names.len() < MAX_TOPIC_IDS || self.topic_names.contains_key(&id) {
                 self.topic_names.insert(id, name.to_string());
             }
+            if let Some(t) = InternalTopic::from_name(name) {
+                if !self.internal_ids.contains(&(id, t)) && self.internal_ids.len() < 64 {
+                    self.internal_ids.push((id, t));
+                }
+            }
         }
         for c in &n.children {
             self.learn_topic_ids(c);
@@ -99,6 +108,7 @@ impl<'s> Session<'s> {
             pairer: Pairer::default(),
             protocol_types: HashMap::new(),
             topic_names: HashMap::new(),
+            internal_ids: Vec::new(),
             notices: Vec::new(),
         }
     }
@@ -147,6 +157,8 @@ impl<'s> Session<'s> {
                 },
             }
         };
+        let mut known = known;
+        known.hints.internal_topic_ids.clone_from(&self.internal_ids);
         let mut m = decode::decode(self.schema, self.opts, arena, &f.bytes, &known);
         self.learn_topic_ids(&m.tree);
         name_topic_ids(&mut m.tree, &self.topic_names);

@@ -1,6 +1,7 @@
 //! The command line: clap definitions and wiring only.
 
 pub mod encode_cmd;
+pub mod log_cmd;
 pub mod output;
 pub mod page_cmd;
 pub mod read;
@@ -138,6 +139,10 @@ pub struct DecodeArgs {
 pub enum Command {
     /// Decode every Kafka message of a pcap/pcapng capture.
     Read(read::ReadArgs),
+    /// Read Kafka log directories and files (segments, indexes, snapshots, checkpoints).
+    Log(log_cmd::LogArgs),
+    /// Decode one record of an internal topic from its key and value bytes.
+    Record(log_cmd::RecordArgs),
     /// Decode frames from hex, base64 or raw bytes.
     Decode(DecodeArgs),
     /// Per-API counts, error names, latencies and bytes; per-connection client ids.
@@ -367,6 +372,14 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Read(a) => {
             let schema = load_schema(cli.schema.as_deref())?;
             read::read_command(&schema, cli, a, out)
+        }
+        Command::Log(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            log_cmd::log_command(&schema, render_options(cli, &a.out), a, out)
+        }
+        Command::Record(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            log_cmd::record_command(&schema, &render_options(cli, &a.out), a, out)
         }
         Command::Stats(a) => {
             let schema = load_schema(cli.schema.as_deref())?;

@@ -8,6 +8,7 @@
 //! tree; nothing panics and no allocation is sized from an unchecked length.
 
 pub mod compress;
+pub mod internal;
 pub mod records;
 pub mod walk;
 
@@ -136,6 +137,8 @@ pub struct Cx<'a> {
     pub opts: &'a DecodeOptions,
     /// Current nesting depth.
     pub depth: usize,
+    /// The internal topic (if any) of the records being walked.
+    pub topics: internal::TopicState,
 }
 
 impl<'a> Cx<'a> {
@@ -148,6 +151,7 @@ impl<'a> Cx<'a> {
             decompressed: 0,
             opts,
             depth: 0,
+            topics: internal::TopicState::default(),
         }
     }
 
@@ -559,6 +563,7 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
                 body.region = region;
                 let mut w = Walk::new(cx, def, ver, region);
                 w.hints = known.hints.clone();
+                w.cx.topics.known_ids = known.hints.internal_topic_ids.clone();
                 let res = w.fields(
                     &mut r,
                     &def.fields,

@@ -690,8 +690,12 @@ fn record_body<'a>(
     if bcx.control {
         control_record(cx, r, out)?;
     } else {
+        let k = out.len();
         bytes_leaf(r, out, "key", LenPrefix::Varint)?;
         bytes_leaf(r, out, "value", LenPrefix::Varint)?;
+        if let Some(t) = cx.topics.topic {
+            super::internal::key_value(cx, t, &mut out[k..]);
+        }
     }
     let hc = int(r, out, "headerCount", "varint", wire::varint)?;
     let bad = checked_count(hc, r.left(), 2, "header");

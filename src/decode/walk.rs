@@ -27,6 +27,9 @@ pub struct Hints {
     /// The group protocol type (`consumer`) from the paired JoinGroup/SyncGroup request,
     /// for responses and versions that do not carry it themselves.
     pub protocol_type: Option<String>,
+    /// Ids of internal topics (`__consumer_offsets`...) learned earlier in the session,
+    /// so their records decode where a message names the topic by id only.
+    pub internal_topic_ids: Vec<(uuid::Uuid, super::internal::InternalTopic)>,
 }
 
 /// Walks one definition at one version.
@@ -515,6 +518,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         if let Some(a) = &f.about {
             n.description = Some(Cow::Borrowed(a.as_str()));
         }
+        self.cx.topics.observe(&self.def.name, f, &n);
         Ok(n)
     }
 
@@ -707,7 +711,11 @@ impl<'c, 'a> Walk<'c, 'a> {
         };
         let data = sub.rest;
         let nested = if p == Prim::Records {
-            if self.def.name == "FetchSnapshotResponse" || f.name == "UnalignedRecords" {
+            let snapshot = self.def.name == "FetchSnapshotResponse";
+            if snapshot && self.cx.topics.position == Some(0) && self.cx.topics.topic.is_some() {
+                // A snapshot's first chunk starts at its first batch.
+                Some(records::decode_records(self.cx, &mut sub, true))
+            } else if snapshot || f.name == "UnalignedRecords" {
                 None
             } else {
                 let partial_ok = matches!(

@@ -1,0 +1,471 @@
+//! `kwire log`, `kwire record` and `kwire stats` on log directories: printers over the
+//! items of [`crate::log`].
+
+use super::{CliError, Format, OutputArgs};
+use crate::decode::internal::{self, InternalTopic};
+use crate::decode::{Cx, DecodeOptions, Detail, Reader};
+use crate::log::{self, Finding, Item, ItemKind, Level, LogOptions, Sink};
+use crate::render::{self, json::node_json, RenderOptions};
+use crate::schema::Schema;
+use crate::tree::{Buffers, Direction, Message, Node, NodeKind, Region, Value};
+use serde_json::{json, Map, Value as J};
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+/// `kwire log` options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LogArgs {
+    /// Log directories, partition folders or files (`.log`, `.index`, `.timeindex`,
+    /// `.txnindex`, `.snapshot`, `.checkpoint`, `quorum-state`, `*-checkpoint`,
+    /// `partition.metadata`, `meta.properties`).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// The topic of the records (default: from the partition folder's name).
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// Check CRCs, offsets across batches and segments, index entries and snapshot
+    /// footers, and print what was found.
+    #[arg(long)]
+    pub verify: bool,
+    /// Output options (`--format summary`: one line per batch or entry).
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// `kwire record` options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RecordArgs {
+    /// The topic the record belongs to (`__consumer_offsets`, `__transaction_state`,
+    /// `__share_group_state`, `__cluster_metadata`).
+    #[arg(long)]
+    pub topic: String,
+    /// The record's key, as hex (any dump style); absent: a null key.
+    #[arg(long, value_name = "HEX")]
+    pub key: Option<String>,
+    /// The record's value, as hex; absent: a null value (a tombstone).
+    #[arg(long, value_name = "HEX")]
+    pub value: Option<String>,
+    /// Output options.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// `FILE@POSITION` as printed before each line.
+fn place(it: &Item<'_>) -> String {
+    format!("{}@{}", it.file.display(), it.position)
+}
+
+/// The summary line of a batch, from its header alone (kafka-dump-log's fields).
+pub fn batch_line(it: &Item<'_>) -> String {
+    let Some(b) = &it.batch else {
+        return format!("{} {} bytes: not a readable batch", place(it), it.bytes.len());
+    };
+    let mut s = format!(
+        "{} baseOffset {} lastOffset {} count {} size {} magic {} compression {} crc 0x{:08x} {}",
+        place(it),
+        b.base_offset,
+        b.last_offset,
+        b.count,
+        b.size,
+        b.magic,
+        b.compression(),
+        b.crc,
+        if b.crc_ok { "valid" } else { "INVALID" }
+    );
+    if b.magic == 2 {
+        s.push_str(&format!(" leaderEpoch {}", b.leader_epoch));
+        if b.producer.0 >= 0 {
+            s.push_str(&format!(
+                " producerId {} producerEpoch {} baseSequence {}",
+                b.producer.0, b.producer.1, b.producer.2
+            ));
+        }
+        if b.is_transactional() {
+            s.push_str(" transactional");
+        }
+        if b.is_control() {
+            s.push_str(" control");
+        }
+    }
+    let kind = if b.attributes & 0x08 != 0 {
+        "LogAppendTime"
+    } else {
+        "CreateTime"
+    };
+    match crate::decode::records::format_millis(b.max_timestamp) {
+        Some(t) if b.max_timestamp >= 0 => s.push_str(&format!(" {kind} {t}")),
+        _ => s.push_str(&format!(" {kind} {}", b.max_timestamp)),
+    }
+    s
+}
+
+/// One line for an entry: its name and its leaves' `name=value`.
+fn entry_line(it: &Item<'_>, opts: &RenderOptions) -> String {
+    let mut s = place(it);
+    if let Some(n) = &it.node {
+        s.push(' ');
+        s.push_str(&n.name);
+        let leaves: Vec<&Node<'_>> = if n.children.is_empty() {
+            vec![n]
+        } else {
+            n.children.iter().collect()
+        };
+        for c in leaves {
+            s.push(' ');
+            if !n.children.is_empty() {
+                s.push_str(&c.name);
+                s.push('=');
+            }
+            s.push_str(&render::value_text(&c.value, opts.max_value_len, true));
+            if let Some(a) = &c.annotation {
+                s.push_str(&format!(" ({a})"));
+            }
+            if let Some(e) = c.error() {
+                s.push_str(&format!(" !! {e}"));
+            }
+        }
+        if let Some(e) = n.error().filter(|_| !n.children.is_empty()) {
+            s.push_str(&format!(" !! {e}"));
+        }
+    }
+    s
+}
+
+/// The JSON object of one item (`kind: "batch"` or `"entry"`; see docs/json-format.md).
+pub fn item_json(it: &Item<'_>) -> J {
+    let mut m = Map::new();
+    m.insert(
+        "kind".into(),
+        match it.kind {
+            ItemKind::Batch => "batch",
+            ItemKind::Entry => "entry",
+        }
+        .into(),
+    );
+    m.insert("file".into(), it.file.display().to_string().into());
+    m.insert("file_kind".into(), it.file_kind.as_str().into());
+    m.insert("position".into(), it.position.into());
+    m.insert("size".into(), it.bytes.len().into());
+    if let Some(t) = it.topic {
+        m.insert("topic".into(), t.name().into());
+    }
+    let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+    if let Some(n) = &it.node {
+        n.walk(&mut |x, _| {
+            let at = |msg: &str| {
+                let mut o = Map::new();
+                o.insert("offset".into(), x.offset.into());
+                if x.buffer != 0 {
+                    o.insert("buffer".into(), x.buffer.into());
+                }
+                o.insert("message".into(), msg.into());
+                J::Object(o)
+            };
+            if let Some(e) = x.error() {
+                errors.push(at(e));
+            }
+            if let Some(w) = x.warning() {
+                warnings.push(at(w));
+            }
+        });
+    }
+    if let Some(b) = &it.batch {
+        if !b.crc_ok && it.node.is_none() {
+            errors.push(json!({"offset": it.position, "message": "CRC mismatch"}));
+        }
+    }
+    m.insert("errors".into(), J::Array(errors));
+    m.insert("warnings".into(), J::Array(warnings));
+    if let Some(n) = &it.node {
+        m.insert("tree".into(), node_json(n));
+    }
+    J::Object(m)
+}
+
+/// The JSON object of a finding (`kind: "finding"`).
+pub fn finding_json(f: &Finding) -> J {
+    json!({
+        "kind": "finding",
+        "file": f.file.display().to_string(),
+        "offset": f.offset,
+        "level": f.level.as_str(),
+        "message": f.message,
+    })
+}
+
+/// `FILE@OFFSET: level: message`.
+pub fn finding_line(f: &Finding) -> String {
+    format!(
+        "{}@{}: {}: {}",
+        f.file.display(),
+        f.offset,
+        f.level.as_str(),
+        f.message
+    )
+}
+
+/// Prints items in one format; findings to stderr, or to the output with `--verify`.
+struct Printer<'o> {
+    out: &'o mut dyn Write,
+    format: Format,
+    ropts: RenderOptions,
+    verify: bool,
+}
+
+impl Sink for Printer<'_> {
+    fn item(&mut self, it: &Item<'_>) -> io::Result<()> {
+        let w = &mut *self.out;
+        match self.format {
+            Format::Summary | Format::Values => match it.kind {
+                ItemKind::Batch => writeln!(w, "{}", batch_line(it)),
+                ItemKind::Entry => writeln!(w, "{}", entry_line(it, &self.ropts)),
+            },
+            Format::Json => writeln!(w, "{}", item_json(it)),
+            Format::Text => {
+                match it.kind {
+                    ItemKind::Batch => writeln!(w, "{}", batch_line(it))?,
+                    ItemKind::Entry => writeln!(w, "{}", place(it))?,
+                }
+                if let Some(n) = &it.node {
+                    render::text::node_tree(w, n, &self.ropts)?;
+                }
+                if it.kind == ItemKind::Batch {
+                    writeln!(w)?;
+                }
+                Ok(())
+            }
+            Format::Hexdump => {
+                match it.kind {
+                    ItemKind::Batch => writeln!(w, "{}", batch_line(it))?,
+                    ItemKind::Entry => writeln!(w, "{}", entry_line(it, &self.ropts))?,
+                }
+                dump_at(w, it.bytes, it.position, self.ropts.color)?;
+                for (i, b) in it.buffers.iter().enumerate() {
+                    writeln!(w, "decompressed buffer {} ({} bytes)", i + 1, b.len())?;
+                    dump_at(w, b, 0, self.ropts.color)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn finding(&mut self, f: &Finding) -> io::Result<()> {
+        if self.verify {
+            match self.format {
+                Format::Json => writeln!(self.out, "{}", finding_json(f)),
+                _ => writeln!(self.out, "{}", finding_line(f)),
+            }
+        } else {
+            if f.level != Level::Info {
+                eprintln!("kwire: {}", finding_line(f));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A hexyl dump whose offsets start at `offset` (the item's place in its file).
+fn dump_at(w: &mut dyn Write, bytes: &[u8], offset: u64, color: bool) -> io::Result<()> {
+    let mut w = w;
+    let mut printer = hexyl::PrinterBuilder::new(&mut w)
+        .show_color(color)
+        .show_char_panel(true)
+        .show_position_panel(true)
+        .with_border_style(hexyl::BorderStyle::Unicode)
+        .enable_squeezing(false)
+        .num_panels(2)
+        .group_size(1)
+        .build();
+    printer.display_offset(offset);
+    printer.print_all(bytes)
+}
+
+/// Runs `kwire log`. With `--verify`, ends with a verdict line and fails when errors
+/// were found.
+///
+/// # Errors
+/// Output errors; with `--verify`, errors found in the files.
+pub fn log_command(schema: &Schema, ropts: RenderOptions, a: &LogArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    for l in super::output::ignored_options(&a.out) {
+        eprintln!("{l}");
+    }
+    if a.out.format == Format::Values {
+        eprintln!("kwire: --format values applies to API messages; kwire log prints its summary lines");
+    }
+    let opts = LogOptions {
+        topic: a.topic.clone(),
+        verify: a.verify,
+        detail: if matches!(a.out.format, Format::Summary | Format::Values | Format::Hexdump) {
+            Detail::Summary
+        } else {
+            Detail::Full
+        },
+    };
+    let mut p = Printer {
+        out,
+        format: a.out.format,
+        ropts,
+        verify: a.verify,
+    };
+    let t = log::read_paths(schema, &a.paths, &opts, &mut p)?;
+    let [info, warnings, errors] = t.findings;
+    let line = format!(
+        "kwire: {} file{}, {} batch{}, {} entr{}: {errors} error{}, {warnings} warning{}, {info} note{}",
+        t.files,
+        if t.files == 1 { "" } else { "s" },
+        t.batches,
+        if t.batches == 1 { "" } else { "es" },
+        t.entries,
+        if t.entries == 1 { "y" } else { "ies" },
+        if errors == 1 { "" } else { "s" },
+        if warnings == 1 { "" } else { "s" },
+        if info == 1 { "" } else { "s" },
+    );
+    if a.verify {
+        match a.out.format {
+            Format::Json => writeln!(
+                p.out,
+                "{}",
+                json!({"kind": "verdict", "files": t.files, "batches": t.batches, "entries": t.entries,
+                       "errors": errors, "warnings": warnings, "notes": info})
+            )?,
+            _ => writeln!(p.out, "{}", line.trim_start_matches("kwire: "))?,
+        }
+        p.out.flush()?;
+        if errors > 0 {
+            return Err(CliError::Msg(format!("--verify found {errors} error{}", if errors == 1 { "" } else { "s" })));
+        }
+    } else {
+        eprintln!("{line}");
+    }
+    Ok(())
+}
+
+/// Decodes one record of an internal topic from its key and value bytes: a message
+/// whose frame is the key's bytes followed by the value's, with the key and value
+/// groups (offsets of the value follow the key's).
+pub fn record_message<'a>(
+    schema: &'a Schema,
+    opts: &'a DecodeOptions,
+    arena: &'a Buffers,
+    topic: InternalTopic,
+    frame: &'a [u8],
+    key_len: Option<usize>,
+    value_null: bool,
+) -> Message<'a> {
+    let mut cx = Cx::new(schema, arena, opts);
+    let klen = key_len.unwrap_or(0);
+    let (kb, vb) = frame.split_at(klen.min(frame.len()));
+    let mut root = Node::new(
+        format!("{} record", topic.name()),
+        "record",
+        NodeKind::Message,
+        0,
+    );
+    root.length = frame.len();
+    let mut kr = Reader::new(kb, 0, 0);
+    let mut key = Node::new("key", "bytes", NodeKind::Group, 0);
+    key.length = kb.len();
+    let mut kids = Vec::new();
+    let info = if key_len.is_some() {
+        let (info, ty) = internal::decode_key(&mut cx, topic, &mut kr, &mut kids);
+        key.ty = ty;
+        key.value = Value::Bytes(kb);
+        info
+    } else {
+        key.kind = NodeKind::Field;
+        key.value = Value::Null;
+        if topic == InternalTopic::ClusterMetadata {
+            internal::KeyInfo::Metadata
+        } else {
+            key.set_warning(format!("a {} record without a key", topic.name()));
+            internal::KeyInfo::Unknown
+        }
+    };
+    if kr.left() > 0 {
+        let n = kr.left();
+        kids.push(kr.error_leaf("rest", "bytes", format!("{n} bytes not decoded after an error")));
+    }
+    key.children = kids;
+    key.set_region(Region::Record);
+    let mut value = Node::new("value", "bytes", NodeKind::Group, klen);
+    value.length = vb.len();
+    if value_null {
+        value.kind = NodeKind::Field;
+        value.value = Value::Null;
+        if let internal::KeyInfo::Coordinator { record, .. } = &info {
+            value.annotation = Some(format!("tombstone: deletes this {record} record").into());
+        }
+    } else {
+        let mut vr = Reader::new(vb, klen, 0);
+        let mut kids = Vec::new();
+        value.ty = internal::decode_value(&mut cx, &info, &mut vr, &mut kids);
+        if vr.left() > 0 {
+            let n = vr.left();
+            kids.push(vr.error_leaf("rest", "bytes", format!("{n} bytes not decoded after an error")));
+        }
+        value.value = Value::Bytes(vb);
+        value.children = kids;
+    }
+    value.set_region(Region::RecordBatch);
+    root.children = vec![key, value];
+    Message {
+        direction: Direction::Request,
+        api_key: -1,
+        api_name: Some(format!("{} record", topic.name())),
+        api_version: 0,
+        correlation_id: None,
+        header_version: 0,
+        size: frame.len(),
+        schema_release: None,
+        frame,
+        buffers: cx.buffers,
+        tree: root,
+    }
+}
+
+/// Runs `kwire record`.
+///
+/// # Errors
+/// An unknown topic, hex that does not parse; output errors.
+pub fn record_command(
+    schema: &Schema,
+    ropts: &RenderOptions,
+    a: &RecordArgs,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let topic = InternalTopic::from_name(&a.topic).ok_or_else(|| {
+        CliError::Msg(format!(
+            "{} is not one of Kafka's internal topics whose records kwire decodes (__consumer_offsets, __transaction_state, __share_group_state, __cluster_metadata)",
+            a.topic
+        ))
+    })?;
+    let parse = |what: &str, h: &str| -> Result<Vec<u8>, CliError> {
+        let compact: String = h.chars().filter(|c| !c.is_whitespace() && *c != ':').collect();
+        let compact = compact.strip_prefix("0x").unwrap_or(&compact);
+        if compact.len() % 2 != 0 || !compact.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(CliError::Msg(format!("--{what}: not hex")));
+        }
+        Ok((0..compact.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&compact[i..i + 2], 16).unwrap_or(0))
+            .collect())
+    };
+    let key = a.key.as_deref().map(|h| parse("key", h)).transpose()?;
+    let value = a.value.as_deref().map(|h| parse("value", h)).transpose()?;
+    let mut frame = key.clone().unwrap_or_default();
+    frame.extend(value.clone().unwrap_or_default());
+    let opts = DecodeOptions::default();
+    let arena = Buffers::new();
+    let m = record_message(
+        schema,
+        &opts,
+        &arena,
+        topic,
+        &frame,
+        key.as_ref().map(Vec::len),
+        value.is_none(),
+    );
+    super::output::print_message(&m, None, ropts, a.out.format, out)?;
+    Ok(())
+}
