@@ -388,6 +388,10 @@ pub struct StatsArgs {
 /// # Errors
 /// A file that cannot be opened or is not a capture; output errors.
 pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let f = &a.capture.file;
+    if f.is_dir() || crate::log::FileKind::of(f).is_some() {
+        return log_stats(schema, a, out);
+    }
     let mut st = crate::stats::Stats::default();
     let closing = run_capture(schema, &a.capture, Detail::Full, |m, ctx| {
         st.add(m, ctx);
@@ -403,5 +407,24 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
     }
     out.flush()?;
     closing.iter().for_each(|l| eprintln!("{l}"));
+    Ok(())
+}
+
+/// `kwire stats` on a log directory or log file: every record decoded, then counted.
+fn log_stats(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let mut st = crate::log::stats::LogStats::default();
+    let opts = crate::log::LogOptions {
+        verify: true,
+        ..Default::default()
+    };
+    crate::log::read_paths(schema, std::slice::from_ref(&a.capture.file), &opts, &mut st)?;
+    match a.format {
+        super::ListFormat::Json => writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&st.to_json()).unwrap_or_default()
+        )?,
+        super::ListFormat::Text => st.write_text(out)?,
+    }
     Ok(())
 }

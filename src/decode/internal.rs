@@ -251,8 +251,12 @@ fn walk_fields<'a>(
     r: &mut Reader<'a>,
     out: &mut Vec<Node<'a>>,
 ) {
+    // Topic names inside the record (TopicRecord's Name) say nothing of the records
+    // around it.
+    let saved = (cx.topics.topic, cx.topics.position);
     let mut w = Walk::new(cx, &d.def, version, Region::Record);
     let res = w.fields(r, &d.def.fields, out, "number of tagged fields in this struct");
+    (cx.topics.topic, cx.topics.position) = saved;
     if res.is_ok() && r.left() > 0 {
         let n = r.left();
         raw_rest(

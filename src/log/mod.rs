@@ -18,6 +18,7 @@
 
 pub mod files;
 pub mod segment;
+pub mod stats;
 
 use crate::decode::internal::InternalTopic;
 use crate::decode::Detail;
@@ -320,8 +321,7 @@ impl OffsetTrack {
     /// information (compaction and aborted transactions leave gaps).
     fn next(&mut self, file: &Path, pos: u64, b: &BatchInfo) -> Option<Finding> {
         let folder = file.parent().map(Path::to_path_buf);
-        if folder != self.folder || FileKind::of(file) == Some(FileKind::KraftSnapshot) {
-            // A new partition (or a snapshot, which starts at 0 again).
+        if folder != self.folder {
             self.folder = folder;
             self.last = None;
         }
@@ -450,6 +450,13 @@ fn read_file(
             };
             let len = file.metadata().map(|m| m.len()).unwrap_or(0);
             let topic = topic_of_file(path, opts);
+            // A KRaft snapshot's offsets start again at 0: it is checked on its own.
+            let mut own = OffsetTrack::default();
+            let track = if kind == FileKind::KraftSnapshot {
+                &mut own
+            } else {
+                track
+            };
             let mut r = io::BufReader::with_capacity(1 << 16, file);
             segment::read_batches(
                 schema,
