@@ -463,3 +463,322 @@ fn nest<'a, R>(
     n.children = out;
     res
 }
+
+/// Encodes the key of coordinator record `record` (`TransactionLog`, `ShareSnapshot`,
+/// `ConsumerGroupMemberMetadata`) from its fields in the values shape: `int16 type`
+/// (the definition's `apiKey`, or its version in 3.9-style files), then the struct.
+///
+/// # Errors
+/// An unknown record name; fields that do not fit the definition.
+pub fn encode_coordinator_key(
+    schema: &Schema,
+    record: &str,
+    fields: &serde_json::Value,
+) -> Result<Vec<u8>, String> {
+    let name = format!("{record}Key");
+    let d = schema
+        .by_name(&name)
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("{name} is not in the schema"))?;
+    let version = d.def.valid_versions.lo;
+    let ty = match (d.def.kind, d.def.api_key) {
+        (MessageKind::CoordinatorKey, Some(k)) => k,
+        _ => version,
+    };
+    let mut out = ty.to_be_bytes().to_vec();
+    out.extend(crate::encode::encode_struct(&d.def, version, fields).map_err(|e| e.to_string())?);
+    Ok(out)
+}
+
+/// Encodes the value of coordinator record `record` at `version`: `int16 version`, then
+/// the struct.
+///
+/// # Errors
+/// No such value definition or version; fields that do not fit.
+pub fn encode_coordinator_value(
+    schema: &Schema,
+    record: &str,
+    version: i16,
+    fields: &serde_json::Value,
+) -> Result<Vec<u8>, String> {
+    let name = format!("{record}Value");
+    let d = schema
+        .resolve_name(&name, version)
+        .ok_or_else(|| format!("{name} has no version {version} in the schema"))?;
+    let mut out = version.to_be_bytes().to_vec();
+    out.extend(crate::encode::encode_struct(&d.def, version, fields).map_err(|e| e.to_string())?);
+    Ok(out)
+}
+
+/// Encodes a `__cluster_metadata` record value: the frame (`uvarint 1`, `uvarint`
+/// type, `uvarint` version), then the record `name` (`TopicRecord`) at `version`.
+///
+/// # Errors
+/// No such metadata record or version; fields that do not fit.
+pub fn encode_metadata_value(
+    schema: &Schema,
+    name: &str,
+    version: i16,
+    fields: &serde_json::Value,
+) -> Result<Vec<u8>, String> {
+    let d = schema
+        .resolve_name(name, version)
+        .filter(|d| d.def.kind == MessageKind::Metadata)
+        .ok_or_else(|| format!("{name} v{version} is not a metadata record in the schema"))?;
+    let ty = d.def.api_key.unwrap_or(0);
+    let mut out = Vec::new();
+    for v in [1u64, ty as u64, version as u64] {
+        crate::encode::put_uvarint(&mut out, v);
+    }
+    out.extend(crate::encode::encode_struct(&d.def, version, fields).map_err(|e| e.to_string())?);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::DecodeOptions;
+    use crate::tree::Buffers;
+    use serde_json::json;
+
+    fn schema() -> Schema {
+        Schema::embedded()
+    }
+
+    /// Decodes key and value bytes of `topic` as `kwire record` does; returns the key and
+    /// value children, checked to tile their bytes.
+    fn decode(
+        s: &Schema,
+        topic: InternalTopic,
+        key: &[u8],
+        value: &[u8],
+        check: impl FnOnce(&[Node<'_>], &[Node<'_>], &str, &str),
+    ) {
+        let opts = DecodeOptions::default();
+        let arena = Buffers::new();
+        let mut cx = Cx::new(s, &arena, &opts);
+        let mut kr = Reader::new(key, 0, 0);
+        let mut k = Vec::new();
+        let (info, kty) = decode_key(&mut cx, topic, &mut kr, &mut k);
+        let mut vr = Reader::new(value, 100, 0);
+        let mut v = Vec::new();
+        let vty = decode_value(&mut cx, &info, &mut vr, &mut v);
+        for (nodes, start, len) in [(&k, 0, key.len()), (&v, 100, value.len())] {
+            let mut at = start;
+            for n in nodes.iter() {
+                let mut leaves = Vec::new();
+                n.walk(&mut |x, _| {
+                    if x.children.is_empty() {
+                        leaves.push((x.offset, x.length));
+                    }
+                });
+                for (o, l) in leaves {
+                    assert_eq!(o, at, "leaves tile: gap or overlap at {o}");
+                    at += l;
+                }
+            }
+            if topic != InternalTopic::ClusterMetadata || start != 0 {
+                assert_eq!(at, start + len, "leaves cover every byte");
+            }
+        }
+        check(&k, &v, &kty, &vty);
+    }
+
+    fn find<'n, 'a>(nodes: &'n [Node<'a>], name: &str) -> &'n Node<'a> {
+        nodes
+            .iter()
+            .find_map(|n| n.find(name))
+            .unwrap_or_else(|| panic!("no {name}"))
+    }
+
+    fn no_problems(nodes: &[Node<'_>]) {
+        for n in nodes {
+            n.walk(&mut |x, _| {
+                assert!(x.error().is_none() && x.warning().is_none(), "{}: {:?}", x.name, x.problems)
+            });
+        }
+    }
+
+    #[test]
+    fn transaction_log_round_trip_and_hand_bytes() {
+        let s = schema();
+        let key = encode_coordinator_key(&s, "TransactionLog", &json!({"TransactionalId": "tx"})).unwrap();
+        // int16 type 0, int16 length 2, "tx"
+        assert_eq!(key, [0, 0, 0, 2, b't', b'x']);
+        let value = encode_coordinator_value(
+            &s,
+            "TransactionLog",
+            1,
+            &json!({"ProducerId": 7, "ProducerEpoch": 1, "TransactionTimeoutMs": 60000,
+                    "TransactionStatus": 2,
+                    "TransactionPartitions": [{"Topic": "orders", "PartitionIds": [0, 3]}],
+                    "TransactionLastUpdateTimestampMs": 1700000000000i64,
+                    "TransactionStartTimestampMs": 1699999999000i64}),
+        )
+        .unwrap();
+        // version 1, ProducerId int64 7, ProducerEpoch int16 1, timeout int32 60000, status 2
+        assert_eq!(&value[..17], &[0, 1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 1, 0, 0, 0xea, 0x60, 2]);
+        // compact array of 1 (2), compact string "orders" (7), compact [2 ints] (3)
+        assert_eq!(&value[17..26], &[2, 7, b'o', b'r', b'd', b'e', b'r', b's', 3]);
+        decode(&s, InternalTopic::TransactionState, &key, &value, |k, v, kty, vty| {
+            assert_eq!(kty, "TransactionLogKey");
+            assert_eq!(vty, "TransactionLogValue v1");
+            no_problems(k);
+            no_problems(v);
+            assert_eq!(find(k, "TransactionalId").value, Value::Str("tx"));
+            assert_eq!(find(v, "ProducerId").value, Value::Int(7));
+            assert_eq!(find(v, "TransactionStatus").value, Value::Int(2));
+            assert_eq!(find(v, "Topic").value, Value::Str("orders"));
+            assert_eq!(find(v, "ProducerId").offset, 102);
+        });
+    }
+
+    #[test]
+    fn share_snapshot_and_kip848_member_records() {
+        let s = schema();
+        let id = "0c8a7b8e-0000-4000-8000-000000000001";
+        let key = encode_coordinator_key(
+            &s,
+            "ShareSnapshot",
+            &json!({"GroupId": "sg", "TopicId": id, "Partition": 4}),
+        )
+        .unwrap();
+        assert_eq!(&key[..6], &[0, 0, 0, 2, b's', b'g']);
+        assert_eq!(&key[22..], &[0, 0, 0, 4]);
+        let value = encode_coordinator_value(
+            &s,
+            "ShareSnapshot",
+            0,
+            &json!({"SnapshotEpoch": 1, "StateEpoch": 2, "LeaderEpoch": 3, "StartOffset": 10,
+                    "CreateTimestamp": 5, "WriteTimestamp": 6,
+                    "StateBatches": [{"FirstOffset": 10, "LastOffset": 12, "DeliveryState": 2, "DeliveryCount": 1}]}),
+        )
+        .unwrap();
+        decode(&s, InternalTopic::ShareGroupState, &key, &value, |k, v, kty, vty| {
+            assert_eq!(kty, "ShareSnapshotKey");
+            assert_eq!(vty, "ShareSnapshotValue v0");
+            no_problems(k);
+            no_problems(v);
+            assert_eq!(find(k, "Partition").value, Value::Int(4));
+            assert_eq!(find(v, "LastOffset").value, Value::Int(12));
+        });
+        let key = encode_coordinator_key(
+            &s,
+            "ConsumerGroupMemberMetadata",
+            &json!({"GroupId": "g", "MemberId": "m1"}),
+        )
+        .unwrap();
+        // KIP-848 member metadata is record type 5.
+        assert_eq!(key, [0, 5, 0, 1, b'g', 0, 2, b'm', b'1']);
+        let value = encode_coordinator_value(
+            &s,
+            "ConsumerGroupMemberMetadata",
+            0,
+            &json!({"InstanceId": null, "RackId": null, "ClientId": "c", "ClientHost": "/h",
+                    "SubscribedTopicNames": ["orders"], "SubscribedTopicRegex": null,
+                    "RebalanceTimeoutMs": 1000, "ServerAssignor": "uniform"}),
+        )
+        .unwrap();
+        decode(&s, InternalTopic::ConsumerOffsets, &key, &value, |k, v, kty, vty| {
+            assert_eq!(kty, "ConsumerGroupMemberMetadataKey");
+            assert_eq!(vty, "ConsumerGroupMemberMetadataValue v0");
+            no_problems(k);
+            no_problems(v);
+            assert_eq!(find(k, "type").annotation.as_deref(), Some("ConsumerGroupMemberMetadata"));
+            assert_eq!(find(v, "ServerAssignor").value, Value::Str("uniform"));
+        });
+    }
+
+    #[test]
+    fn metadata_record_frame_by_hand() {
+        let s = schema();
+        let value = encode_metadata_value(
+            &s,
+            "TopicRecord",
+            0,
+            &json!({"Name": "t", "TopicId": "00000000-0000-0000-0000-000000000002"}),
+        )
+        .unwrap();
+        let mut want = vec![1, 2, 0, 2, b't'];
+        want.extend([0; 15]);
+        want.extend([2, 0]);
+        assert_eq!(value, want);
+        decode(&s, InternalTopic::ClusterMetadata, &[], &value, |_, v, _, vty| {
+            assert_eq!(vty, "TopicRecord v0");
+            no_problems(v);
+            assert_eq!(find(v, "type").annotation.as_deref(), Some("TopicRecord"));
+            assert_eq!(find(v, "Name").value, Value::Str("t"));
+        });
+    }
+
+    #[test]
+    fn unknown_types_and_versions_stay_raw_with_a_warning() {
+        let s = schema();
+        decode(&s, InternalTopic::ConsumerOffsets, &[0, 99, 1, 2], &[0, 0, 9], |k, v, kty, vty| {
+            assert_eq!((kty, vty), ("bytes", "bytes"));
+            assert!(find(k, "data").warning().unwrap().contains("unknown __consumer_offsets record type 99"));
+            assert_eq!(find(v, "data").value, Value::Bytes(&[0, 0, 9]));
+        });
+        let key = encode_coordinator_key(&s, "OffsetCommit", &json!({"group": "g", "topic": "t", "partition": 0})).unwrap();
+        decode(&s, InternalTopic::ConsumerOffsets, &key, &[0, 77, 1, 2, 3], |_, v, _, vty| {
+            assert_eq!(vty, "bytes");
+            assert!(find(v, "data").warning().unwrap().contains("OffsetCommitValue has no version 77"));
+        });
+        // A metadata record type from a newer Kafka.
+        decode(&s, InternalTopic::ClusterMetadata, &[], &[1, 120, 0, 5], |_, v, _, _| {
+            assert!(find(v, "data").warning().unwrap().contains("unknown metadata record type 120"));
+        });
+    }
+
+    #[test]
+    fn tombstones_and_the_records_hook() {
+        // A record batch of __consumer_offsets with an OffsetCommit tombstone, inside a
+        // Produce request made by kwire's encoder.
+        let s = schema();
+        let key = encode_coordinator_key(&s, "OffsetCommit", &json!({"group": "g", "topic": "t", "partition": 1})).unwrap();
+        let hex = crate::encode::to_hex(&key);
+        let v = json!({"kind": "request", "api_name": "Produce", "api_version": 9,
+            "header": {"correlation_id": 1, "client_id": "c"},
+            "body": {"Acks": -1, "TimeoutMs": 1000, "TopicData": [{"Name": "__consumer_offsets",
+                "PartitionData": [{"Index": 0, "Records": [{"magic": 2, "producerId": -1, "producerEpoch": -1, "baseSequence": -1,
+                    "records": [{"attributes": 0, "timestampDelta": 0, "offsetDelta": 0, "key": hex, "value": null}]}]}]}]}});
+        let frame = crate::encode::encode(&s, &v).unwrap();
+        let opts = DecodeOptions::default();
+        let arena = Buffers::new();
+        let m = crate::decode::decode(&s, &opts, &arena, &frame, &crate::decode::Known::request());
+        assert!(m.errors().is_empty(), "{:?}", m.errors());
+        let rec = m.tree.find("Record[0]").unwrap();
+        let k = rec.find("key").unwrap();
+        assert_eq!(k.ty, "OffsetCommitKey");
+        assert_eq!(k.find("partition").unwrap().value, Value::Int(1));
+        let val = rec.find("value").unwrap();
+        assert_eq!(val.value, Value::Null);
+        assert_eq!(val.annotation.as_deref(), Some("tombstone: deletes this OffsetCommit record"));
+        // The same batch for another topic stays bytes.
+        let other = serde_json::to_string(&v).unwrap().replace("__consumer_offsets", "orders");
+        let frame = crate::encode::encode(&s, &serde_json::from_str(&other).unwrap()).unwrap();
+        let arena = Buffers::new();
+        let m = crate::decode::decode(&s, &opts, &arena, &frame, &crate::decode::Known::request());
+        assert_eq!(m.tree.find("key").unwrap().ty, "bytes");
+    }
+
+    #[test]
+    fn fetch_by_the_fixed_cluster_metadata_topic_id() {
+        let s = schema();
+        let value = encode_metadata_value(&s, "NoOpRecord", 0, &json!({})).unwrap();
+        let v = json!({"kind": "response", "api_name": "Fetch", "api_version": 13,
+            "header": {"correlation_id": 1},
+            "body": {"Responses": [{"TopicId": "00000000-0000-0000-0000-000000000001",
+                "Partitions": [{"PartitionIndex": 0, "Records": [{"magic": 2, "producerId": -1, "producerEpoch": -1, "baseSequence": -1,
+                    "records": [{"attributes": 0, "timestampDelta": 0, "offsetDelta": 0, "key": null,
+                                 "value": crate::encode::to_hex(&value)}]}]}]}]}});
+        let frame = crate::encode::encode(&s, &v).unwrap();
+        let opts = DecodeOptions::default();
+        let arena = Buffers::new();
+        let m = crate::decode::decode(&s, &opts, &arena, &frame, &crate::decode::Known::response(1, 13));
+        assert!(m.errors().is_empty(), "{:?}", m.errors());
+        let val = m.tree.find("Record[0]").unwrap().find("value").unwrap();
+        assert_eq!(val.ty, "NoOpRecord v0");
+    }
+}

@@ -855,3 +855,21 @@ pub fn encode(schema: &Schema, v: &Value) -> Result<Vec<u8>, EncodeError> {
     out[..4].copy_from_slice(&size.to_be_bytes());
     Ok(out)
 }
+
+/// Encodes one struct-shaped definition (a data, metadata or coordinator record
+/// definition) at `version` from the object `v`, in the values shape of its fields:
+/// the struct's bytes alone, with no version prefix or framing.
+///
+/// # Errors
+/// A value that does not fit the definition, at its path.
+pub fn encode_struct(def: &MessageDef, version: i16, v: &Value) -> Result<Vec<u8>, EncodeError> {
+    let e = Enc {
+        def,
+        version,
+        flexible: def.is_flexible(version),
+        snake: false,
+    };
+    let mut out = Vec::new();
+    e.fields(&mut out, &def.fields, v, "")?;
+    Ok(out)
+}
