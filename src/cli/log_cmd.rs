@@ -408,7 +408,10 @@ pub fn record_message<'a>(
         value.children = kids;
     }
     value.set_region(Region::RecordBatch);
-    root.children = vec![key, value];
+    let mut body = Node::new("record", "struct", NodeKind::Body, 0);
+    body.length = frame.len();
+    body.children = vec![key, value];
+    root.children = vec![body];
     Message {
         direction: Direction::Request,
         api_key: -1,

@@ -472,7 +472,11 @@ impl Reader<'_, '_, '_> {
         let v: serde_json::Value = match serde_json::from_slice(data) {
             Ok(v) => v,
             Err(e) => {
-                let at = line_col_offset(data, e.line(), e.column());
+                let at = if e.is_eof() {
+                    data.len()
+                } else {
+                    line_col_offset(data, e.line(), e.column())
+                };
                 return self.raw(at, format!("quorum-state is not whole JSON: {e}"));
             }
         };

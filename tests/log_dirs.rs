@@ -1,0 +1,458 @@
+//! `kwire log` on log directories real brokers wrote (`captures/logdirs/`, and the large
+//! metadata segment of `../shared` through `KWIRE_SHARED`), checked by their invariants
+//! and by values read from the bytes; and on broken copies of them (a cut segment, a bad
+//! CRC mid-file, an index past the end, a snapshot without its footer, a cut
+//! quorum-state, a record type from a newer Kafka).
+
+mod common;
+
+use kwire::log::{self, Finding, Item, ItemKind, Level, LogOptions, Sink};
+use kwire::schema::Schema;
+use kwire::tree::{Node, NodeKind, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn captures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/logdirs")
+}
+
+/// What a read gave, file by file.
+#[derive(Default)]
+struct Seen {
+    /// Per file: batches, records, first and last offset.
+    files: BTreeMap<PathBuf, (u64, u64, i64, i64)>,
+    /// Record types (the value's type, a control record's name) per file.
+    types: BTreeMap<PathBuf, Vec<String>>,
+    /// Entries' nodes as text lines `name=value (annotation)` per file.
+    entries: BTreeMap<PathBuf, Vec<String>>,
+    /// Nodes with an error or a warning, by file.
+    problems: Vec<String>,
+    findings: Vec<Finding>,
+    /// Values of named leaves of batches, per file (first seen).
+    values: BTreeMap<(PathBuf, String), String>,
+}
+
+fn text(v: &Value<'_>) -> String {
+    match v {
+        Value::Str(s) => s.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::UInt(i) => i.to_string(),
+        Value::Uuid(u) => u.to_string(),
+        Value::Null => "null".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+impl Sink for Seen {
+    fn item(&mut self, it: &Item<'_>) -> std::io::Result<()> {
+        let f = it.file.to_path_buf();
+        if let Some(n) = &it.node {
+            n.walk(&mut |x, _| {
+                if x.error().is_some() || x.warning().is_some() {
+                    self.problems.push(format!("{}@{}: {}: {:?}", it.file.display(), x.offset, x.name, x.problems));
+                }
+            });
+        }
+        match it.kind {
+            ItemKind::Batch => {
+                // A cut entry has no batch facts, only a raw node.
+                let Some(b) = it.batch.clone() else {
+                    return Ok(());
+                };
+                let mut recs = 0;
+                let mut types = Vec::new();
+                if let Some(n) = &it.node {
+                    n.walk(&mut |x, _| {
+                        if x.ty == "Record" && x.kind == NodeKind::Group {
+                            recs += 1;
+                            let k = x.children.iter().find(|c| c.name == "key").unwrap();
+                            let v = x.children.iter().find(|c| c.name == "value").unwrap();
+                            types.push(if k.ty == "ControlRecordKey" {
+                                k.annotation.as_deref().unwrap_or("?").to_string()
+                            } else if v.value == Value::Null {
+                                format!("tombstone {}", k.ty)
+                            } else {
+                                v.ty.to_string()
+                            });
+                        }
+                        if x.children.is_empty() && x.value != Value::None {
+                            self.values
+                                .entry((f.clone(), x.name.to_string()))
+                                .or_insert_with(|| text(&x.value));
+                        }
+                    });
+                }
+                let e = self.files.entry(f.clone()).or_insert((0, 0, i64::MAX, i64::MIN));
+                e.0 += 1;
+                e.1 += recs;
+                e.2 = e.2.min(b.base_offset);
+                e.3 = e.3.max(b.last_offset);
+                self.types.entry(f).or_default().extend(types);
+            }
+            ItemKind::Entry => {
+                let n = it.node.as_ref().unwrap();
+                let mut line = n.name.to_string();
+                let leaves: Vec<&Node<'_>> = if n.children.is_empty() { vec![n] } else { n.children.iter().collect() };
+                for c in leaves {
+                    line.push_str(&format!(" {}={}", c.name, text(&c.value)));
+                    if let Some(a) = &c.annotation {
+                        line.push_str(&format!(" ({a})"));
+                    }
+                }
+                self.entries.entry(f).or_default().push(line);
+            }
+        }
+        Ok(())
+    }
+    fn finding(&mut self, f: &Finding) -> std::io::Result<()> {
+        self.findings.push(f.clone());
+        Ok(())
+    }
+}
+
+fn read(paths: &[PathBuf], verify: bool) -> Seen {
+    let schema = Schema::embedded();
+    let mut seen = Seen::default();
+    let opts = LogOptions {
+        verify,
+        ..Default::default()
+    };
+    log::read_paths(&schema, paths, &opts, &mut seen).unwrap();
+    seen
+}
+
+fn errors(s: &Seen) -> Vec<&Finding> {
+    s.findings.iter().filter(|f| f.level != Level::Info).collect()
+}
+
+fn file_of<'s, T>(m: &'s BTreeMap<PathBuf, T>, end: &str) -> &'s T {
+    m.iter()
+        .find(|(p, _)| p.to_string_lossy().ends_with(end))
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no file ending {end}"))
+}
+
+#[test]
+fn real_directories_verify_clean_with_the_manifest_counts() {
+    let s = read(&[captures()], true);
+    assert!(errors(&s).is_empty(), "{:#?}", errors(&s));
+    assert!(s.problems.is_empty(), "{:#?}", s.problems);
+    // Counts from ../shared/captures/logdirs/MANIFEST.md: batches, records, offsets.
+    let want = [
+        ("codecrafters_510714e/__cluster_metadata-0/00000000000000000000.log", (123, 129, 0, 128)),
+        ("rupia/__cluster_metadata-0/00000000000000852953-0000000001.checkpoint", (3, 68, 0, 67)),
+        ("codecrafters_e856b9a_bootstrap.checkpoint", (3, 3, 0, 2)),
+        ("rupia/__consumer_offsets-31/00000000000000000000.log", (1, 1, 2, 2)),
+        ("rupia/__consumer_offsets-31/00000000000000000003.log", (2, 2, 3, 4)),
+    ];
+    for (f, counts) in want {
+        assert_eq!(*file_of(&s.files, f), counts, "{f}");
+    }
+    // Every record of an internal topic names its type; no value stays bytes.
+    for (f, types) in &s.types {
+        let internal = f.to_string_lossy().contains("__") || f.extension().is_some_and(|e| e == "checkpoint");
+        if internal {
+            for t in types {
+                assert!(t != "bytes" && !t.is_empty() && t != "?", "{}: {t}", f.display());
+            }
+        }
+    }
+    // Snapshots: header first, footer last.
+    for f in ["852953-0000000001.checkpoint", "bootstrap.checkpoint"] {
+        let t = file_of(&s.types, f);
+        assert_eq!(t.first().map(String::as_str), Some("SNAPSHOT_HEADER"), "{f}");
+        assert_eq!(t.last().map(String::as_str), Some("SNAPSHOT_FOOTER"), "{f}");
+    }
+    // The offset index's entries point at batch boundaries of their segment.
+    let idx = file_of(&s.entries, "__cluster_metadata-0/00000000000000000000.index");
+    assert!(!idx.is_empty());
+    for e in idx {
+        assert!(e.contains("(batch boundary: batch "), "{e}");
+    }
+}
+
+#[test]
+fn values_read_from_the_bytes() {
+    let s = read(&[captures()], false);
+    let v = |f: &str, name: &str| -> String {
+        s.values
+            .iter()
+            .find(|((p, n), _)| p.to_string_lossy().ends_with(f) && n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("{f}: no {name}"))
+    };
+    // __consumer_offsets-31, offset 2: a GroupMetadata record of console-consumer-7889
+    // (bytes 0x45.. "console-consumer-7889"; value v3, generation 2, "range").
+    let co = "__consumer_offsets-31/00000000000000000000.log";
+    assert_eq!(v(co, "group"), "console-consumer-7889");
+    assert_eq!(v(co, "protocolType"), "consumer");
+    assert_eq!(v(co, "generation"), "2");
+    assert_eq!(v(co, "protocol"), "range");
+    assert_eq!(
+        file_of(&s.types, co),
+        &vec!["GroupMetadataValue v3".to_string()]
+    );
+    // The KRaft snapshot's image starts with FeatureLevelRecord metadata.version 27.
+    let cp = "852953-0000000001.checkpoint";
+    assert_eq!(v(cp, "FeatureLevel"), "27");
+    assert_eq!(file_of(&s.types, cp)[3], "FeatureLevelRecord v0");
+    // foo-0's producer snapshot holds one idempotent producer, CRC valid.
+    let ps = file_of(&s.entries, "foo-0/00000000000000000001.snapshot");
+    assert_eq!(ps.len(), 2, "{ps:?}");
+    assert!(ps[0].contains("crc=") && ps[0].contains("(valid)") && ps[0].contains("count=1"), "{}", ps[0]);
+    assert!(ps[1].starts_with("producer[0] producerId="), "{}", ps[1]);
+    // quorum-state, partition.metadata, meta.properties.
+    let qs = file_of(&s.entries, "rupia/__cluster_metadata-0/quorum-state");
+    assert!(qs.contains(&"leaderId leaderId=1".to_string()), "{qs:?}");
+    let pm = file_of(&s.entries, "rupia/__cluster_metadata-0/partition.metadata");
+    assert!(pm.iter().any(|e| e.contains("topic_id value=00000000-0000-0000-0000-000000000001")), "{pm:?}");
+    let mp = file_of(&s.entries, "rupia/meta.properties");
+    assert!(mp.contains(&"node.id value=1".to_string()), "{mp:?}");
+    let lec = file_of(&s.entries, "rupia/__cluster_metadata-0/leader-epoch-checkpoint");
+    assert_eq!(lec.last().unwrap(), "entry[0] epoch=1 startOffset=852953");
+}
+
+#[test]
+fn shared_metadata_segment_and_its_index() {
+    let Some(base) = common::shared("shared_metadata_segment_and_its_index") else {
+        return;
+    };
+    let dir = base.join("captures/logdirs/rupia_kraft/kafka-logs/__cluster_metadata-0");
+    let seg = dir.join("00000000000001725413.log");
+    let s = read(&[seg, dir.join("00000000000001725413.index")], true);
+    assert!(errors(&s).is_empty(), "{:#?}", errors(&s));
+    assert!(s.problems.is_empty(), "{:#?}", &s.problems[..s.problems.len().min(5)]);
+    assert_eq!(*file_of(&s.files, "1725413.log"), (12105, 12156, 1725413, 1737568));
+    let idx = file_of(&s.entries, "1725413.index");
+    assert!(!idx.is_empty());
+    assert!(idx.iter().all(|e| e.contains("(batch boundary: batch ")));
+}
+
+/// A fresh scratch folder for broken copies.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kwire-log-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The positions and lengths of the entries of a segment.
+fn entries(b: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut p = 0;
+    while p + 12 <= b.len() {
+        let len = i32::from_be_bytes(b[p + 8..p + 12].try_into().unwrap()) as usize + 12;
+        out.push((p, len));
+        p += len;
+    }
+    out
+}
+
+fn metadata_log() -> Vec<u8> {
+    std::fs::read(captures().join("codecrafters_510714e/__cluster_metadata-0/00000000000000000000.log")).unwrap()
+}
+
+#[test]
+fn a_cut_segment_is_reported_at_its_last_batch() {
+    let d = scratch("cut").join("__cluster_metadata-0");
+    std::fs::create_dir_all(&d).unwrap();
+    let b = metadata_log();
+    let e = entries(&b);
+    let (last, _) = *e.last().unwrap();
+    let f = d.join("00000000000000000000.log");
+    std::fs::write(&f, &b[..last + 30]).unwrap();
+    let s = read(&[f.clone()], true);
+    let errs = errors(&s);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(errs[0].offset, last as u64);
+    assert!(errs[0].message.contains("a cut segment"), "{}", errs[0].message);
+    assert_eq!(file_of(&s.files, ".log").0, e.len() as u64 - 1);
+}
+
+#[test]
+fn a_bad_crc_mid_file_is_reported_and_the_rest_read() {
+    let d = scratch("crc").join("__cluster_metadata-0");
+    std::fs::create_dir_all(&d).unwrap();
+    let mut b = metadata_log();
+    let e = entries(&b);
+    let (p, len) = e[5];
+    b[p + len - 2] ^= 0xff;
+    let f = d.join("00000000000000000000.log");
+    std::fs::write(&f, &b).unwrap();
+    let s = read(&[f], true);
+    let errs = errors(&s);
+    assert!(errs.iter().any(|x| x.offset == p as u64 && x.message.contains("CRC mismatch")), "{errs:#?}");
+    assert!(errs.iter().all(|x| x.offset >= p as u64 && x.offset < (p + len) as u64), "{errs:#?}");
+    assert_eq!(file_of(&s.files, ".log").0, e.len() as u64, "every batch still read");
+}
+
+#[test]
+fn an_index_past_the_end_and_off_a_boundary() {
+    let d = scratch("index").join("__cluster_metadata-0");
+    std::fs::create_dir_all(&d).unwrap();
+    let b = metadata_log();
+    std::fs::write(d.join("00000000000000000000.log"), &b).unwrap();
+    let e = entries(&b);
+    let mut idx = Vec::new();
+    for (rel, pos) in [(0i32, 0i32), (1, e[1].0 as i32 + 3), (2, b.len() as i32 + 100)] {
+        idx.extend(rel.to_be_bytes());
+        idx.extend(pos.to_be_bytes());
+    }
+    let f = d.join("00000000000000000000.index");
+    std::fs::write(&f, &idx).unwrap();
+    let s = read(&[f], true);
+    let errs = errors(&s);
+    assert_eq!(errs.len(), 2, "{errs:#?}");
+    assert_eq!(errs[0].offset, 12);
+    assert!(errs[0].message.contains("not at a batch boundary"), "{}", errs[0].message);
+    assert_eq!(errs[1].offset, 20);
+    assert!(errs[1].message.contains("past the end of the segment"), "{}", errs[1].message);
+    assert_eq!(s.entries.values().next().unwrap().len(), 3, "every entry still read");
+}
+
+#[test]
+fn a_snapshot_without_its_footer() {
+    let d = scratch("footer");
+    let b = std::fs::read(captures().join("rupia/__cluster_metadata-0/00000000000000852953-0000000001.checkpoint")).unwrap();
+    let e = entries(&b);
+    let (last, _) = *e.last().unwrap();
+    let f = d.join("00000000000000000068-0000000001.checkpoint");
+    std::fs::write(&f, &b[..last]).unwrap();
+    let s = read(&[f], false);
+    let errs = errors(&s);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(errs[0].offset, e[e.len() - 2].0 as u64);
+    assert!(errs[0].message.contains("does not end with a SnapshotFooter"));
+}
+
+#[test]
+fn a_cut_quorum_state() {
+    let d = scratch("quorum").join("__cluster_metadata-0");
+    std::fs::create_dir_all(&d).unwrap();
+    let b = std::fs::read(captures().join("rupia/__cluster_metadata-0/quorum-state")).unwrap();
+    let f = d.join("quorum-state");
+    std::fs::write(&f, &b[..40]).unwrap();
+    let s = read(&[f], false);
+    let errs = errors(&s);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(errs[0].offset, 40);
+    assert!(errs[0].message.contains("not whole JSON"), "{}", errs[0].message);
+}
+
+#[test]
+fn a_record_type_from_a_newer_kafka_is_raw_with_a_warning() {
+    let d = scratch("newer").join("__cluster_metadata-0");
+    std::fs::create_dir_all(&d).unwrap();
+    let mut b = metadata_log();
+    // The first NoOpRecord (type 20) becomes type 120, its batch's CRC recomputed.
+    let e = entries(&b);
+    let (p, len) = e
+        .iter()
+        .copied()
+        .find(|(p, len)| b[*p + 61..*p + len].windows(3).any(|w| w == [1, 20, 0]))
+        .unwrap();
+    let at = p + 61 + b[p + 61..p + len].windows(3).position(|w| w == [1, 20, 0]).unwrap() + 1;
+    b[at] = 120;
+    let crc = crc32c::crc32c(&b[p + 21..p + len]);
+    b[p + 17..p + 21].copy_from_slice(&crc.to_be_bytes());
+    let f = d.join("00000000000000000000.log");
+    std::fs::write(&f, &b).unwrap();
+    let s = read(&[f], true);
+    let warns: Vec<_> = s.findings.iter().filter(|f| f.level == Level::Warning).collect();
+    assert_eq!(warns.len(), 1, "{warns:#?}");
+    // At the raw data after the record's frame (frameVersion, type, version).
+    assert_eq!(warns[0].offset, at as u64 + 2);
+    assert!(warns[0].message.contains("unknown metadata record type 120"), "{}", warns[0].message);
+    assert!(s.findings.iter().all(|f| f.level != Level::Error));
+    assert_eq!(file_of(&s.files, ".log").0, e.len() as u64);
+}
+
+fn kwire() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("kwire").unwrap()
+}
+
+#[test]
+fn cli_log_json_lines_match_the_schema() {
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/kwire-message.schema.json")).unwrap())
+            .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let out = kwire()
+        .args(["log", "--format", "json", "--verify"])
+        .arg(captures().join("rupia"))
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let mut kinds = BTreeMap::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let errs: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errs.is_empty(), "{line}: {errs:?}");
+        *kinds.entry(v["kind"].as_str().unwrap().to_string()).or_insert(0) += 1;
+        if v["kind"] == "batch" {
+            assert!(v.get("api_key").is_none() && v.get("correlation_id").is_none());
+            assert_eq!(v["tree"]["offset"], v["position"]);
+        }
+    }
+    assert_eq!(kinds.get("batch"), Some(&9), "{kinds:?}");
+    assert_eq!(kinds.get("verdict"), Some(&1));
+    assert!(kinds.contains_key("entry") && kinds.contains_key("finding"));
+}
+
+#[test]
+fn cli_log_summary_text_and_hexdump() {
+    let seg = captures().join("rupia/__consumer_offsets-31/00000000000000000003.log");
+    let out = kwire().args(["log", "--format", "summary"]).arg(&seg).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[1].contains("@366 baseOffset 4 lastOffset 4 count 1 size 125 magic 2 compression none"), "{}", lines[1]);
+    assert!(lines[1].contains("crc 0x55a8a819 valid"), "{}", lines[1]);
+    let out = kwire().args(["log", "--color", "never"]).arg(&seg).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("+-- key GroupMetadataKey = "), "{text}");
+    assert!(text.contains("RecordBatch RecordBatch [0x016e, 125B]"), "{text}");
+    let out = kwire().args(["log", "--format", "hexdump", "--color", "never"]).arg(&seg).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    // The second batch's dump starts at its file offset 0x16e.
+    assert!(text.contains("│0000016e│"), "{text}");
+}
+
+#[test]
+fn cli_record_in_every_format() {
+    // An OffsetCommit key of __consumer_offsets-44 (bytes from its segment), as a
+    // tombstone: group "rupia-transaction-group", topic "topic_transactions", partition 0.
+    let key = "0001001772757069612d7472616e73616374696f6e2d67726f75700012746f7069635f7472616e73616374696f6e7300000000";
+    for (format, want) in [
+        ("text", "type int16 = 1 (OffsetCommit)"),
+        ("json", "\"OffsetCommitKey\""),
+        ("values", "\"key\":\"0001001772757069612d"),
+        ("summary", "__consumer_offsets record"),
+        ("hexdump", "00 01 00 17 72 75 70 69"),
+    ] {
+        let out = kwire()
+            .args(["record", "--topic", "__consumer_offsets", "--key", key, "--format", format, "--color", "never"])
+            .assert()
+            .success();
+        let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        assert!(text.contains(want), "{format}: {text}");
+    }
+    let out = kwire()
+        .args(["record", "--topic", "__consumer_offsets", "--key", key, "--color", "never"])
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("tombstone: deletes this OffsetCommit record"), "{text}");
+    kwire().args(["record", "--topic", "orders", "--key", "00"]).assert().failure();
+}
+
+#[test]
+fn cli_stats_on_a_log_directory() {
+    let out = kwire().args(["stats", "--format", "json"]).arg(captures()).assert().success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(v["kind"], "log_stats");
+    assert_eq!(v["record_types"]["GroupMetadataValue v3"], 4);
+    assert_eq!(v["record_types"]["SNAPSHOT_HEADER"], 2);
+    assert_eq!(v["errors"], 0);
+    assert!(v["first_timestamp"].as_str().unwrap() < v["last_timestamp"].as_str().unwrap());
+}
