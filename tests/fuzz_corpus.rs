@@ -14,11 +14,12 @@ use std::path::{Path, PathBuf};
 /// A target's name and body.
 type Target = (&'static str, fn(&[u8]));
 
-const TARGETS: [Target; 4] = [
+const TARGETS: [Target; 5] = [
     ("frame", fuzz::frame),
     ("capture", fuzz::capture),
     ("hex", fuzz::hex),
     ("records", fuzz::records),
+    ("logfile", fuzz::log_file),
 ];
 
 fn corpus_dir(target: &str) -> PathBuf {
@@ -61,6 +62,11 @@ fn hex_corpus() {
 #[test]
 fn records_corpus() {
     replay("records", fuzz::records);
+}
+
+#[test]
+fn logfile_corpus() {
+    replay("logfile", fuzz::log_file);
 }
 
 /// The crashes the fuzzers found, kept as inputs (`fuzz/regressions/<target>/`); each

@@ -501,3 +501,117 @@ pub fn records(data: &[u8]) {
     let s = decode(schema(), summary_options(), &arena2, &frame, &known);
     check_summary_detail(&m, &s);
 }
+
+/// The file kinds the `logfile` target feeds its input to, by byte 0 (mod 11).
+pub const LOG_FILE_NAMES: [&str; 11] = [
+    "__consumer_offsets-3/00000000000000000000.log",
+    "__cluster_metadata-0/00000000000000000000-0000000001.checkpoint",
+    "fuzz-0/00000000000000000000.index",
+    "fuzz-0/00000000000000000000.timeindex",
+    "fuzz-0/00000000000000000000.txnindex",
+    "fuzz-0/00000000000000000000.snapshot",
+    "__cluster_metadata-0/quorum-state",
+    "fuzz-0/leader-epoch-checkpoint",
+    "fuzz-0/partition.metadata",
+    "meta.properties",
+    "replication-offset-checkpoint",
+];
+
+/// Collects what a log-file read hands out and checks each item as it comes.
+struct LogCheck {
+    len: usize,
+    items: usize,
+    batches: Vec<(u64, Option<kwire::log::BatchInfo>)>,
+    findings: Vec<kwire::log::Finding>,
+}
+
+impl kwire::log::Sink for LogCheck {
+    fn item(&mut self, it: &kwire::log::Item<'_>) -> std::io::Result<()> {
+        let pos = it.position as usize;
+        assert!(
+            pos <= self.len && it.bytes.len() <= self.len - pos,
+            "item at {pos}+{} outside the file of {} bytes",
+            it.bytes.len(),
+            self.len
+        );
+        if let Some(n) = &it.node {
+            let mut at = pos;
+            n.walk(&mut |x, _| {
+                let blen = if x.buffer == 0 {
+                    pos + it.bytes.len()
+                } else {
+                    it.buffers.get(x.buffer as usize - 1).map_or(0, |b| b.len())
+                };
+                assert!(x.buffer as usize <= it.buffers.len(), "node {:?} in an unknown buffer", x.name);
+                assert!(
+                    x.offset <= blen && x.length <= blen - x.offset,
+                    "node {:?} at {}+{} outside its buffer of {blen} bytes",
+                    x.name,
+                    x.offset,
+                    x.length
+                );
+                if x.buffer == 0 && x.buffer == n.buffer && x.children.is_empty() && x.length > 0 {
+                    // Leaves of the file's bytes come in order, without overlap.
+                    assert!(x.offset >= at, "leaf {:?} at {} overlaps the one before (ends {at})", x.name, x.offset);
+                    at = x.end();
+                }
+            });
+            if it.kind == kwire::log::ItemKind::Batch && n.buffer == 0 {
+                assert_eq!(at, pos + it.bytes.len(), "a batch's leaves cover its bytes");
+            }
+        }
+        self.items += 1;
+        if it.kind == kwire::log::ItemKind::Batch {
+            self.batches.push((it.position, it.batch.clone()));
+        }
+        Ok(())
+    }
+    fn finding(&mut self, f: &kwire::log::Finding) -> std::io::Result<()> {
+        assert!(f.offset as usize <= self.len, "finding {:?} at {} past the end", f.message, f.offset);
+        self.findings.push(f.clone());
+        Ok(())
+    }
+}
+
+/// Target `logfile`: byte 0 picks the file kind ([`LOG_FILE_NAMES`], mod 11); the rest
+/// is the file. It is read at full detail with `--verify` and at the summary detail;
+/// every item and node lies inside the file (or its decompressed buffer), a batch's
+/// leaves cover its bytes in order, every finding is inside the file, and both detail
+/// levels see the same batches.
+pub fn log_file(data: &[u8]) {
+    use kwire::log::{files, segment, FileKind, LogOptions};
+    let Some((&sel, body)) = data.split_first() else {
+        return;
+    };
+    let path = std::path::Path::new("/nonexistent-kwire-fuzz").join(LOG_FILE_NAMES[sel as usize % 11]);
+    let kind = FileKind::of(&path).unwrap();
+    let mut seen = Vec::new();
+    for (detail, verify) in [(Detail::Full, true), (Detail::Summary, false)] {
+        let opts = LogOptions {
+            topic: None,
+            verify,
+            detail,
+        };
+        let mut c = LogCheck {
+            len: body.len(),
+            items: 0,
+            batches: Vec::new(),
+            findings: Vec::new(),
+        };
+        match kind {
+            FileKind::Segment | FileKind::KraftSnapshot => {
+                let at = segment::Where {
+                    path: &path,
+                    kind,
+                    topic: kwire::log::topic_of_file(&path, &opts),
+                };
+                let mut track = kwire::log::OffsetTrack::default();
+                segment::read_batches(schema(), &mut &body[..], body.len() as u64, &at, &opts, Some(&mut track), &mut c)
+                    .unwrap();
+            }
+            _ => files::read_small(schema(), &path, kind, body, &opts, &mut c).unwrap(),
+        }
+        seen.push(c.batches);
+    }
+    assert_eq!(seen[0], seen[1], "both detail levels see the same batches");
+}
