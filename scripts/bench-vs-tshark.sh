@@ -16,6 +16,12 @@
 #   BIG_MODES   which comparisons for sizes in G (default "summary")
 #   SEED        generator seed (default 1)
 #   BENCH_DIR   where captures and results go (default target/bench)
+#   LOG_BENCH=1 also time `kwire log` on a large segment made by repeating a real one
+#               (SIZES=" " LOG_BENCH=1 runs that section alone):
+#   LOG_SEGMENT the real segment (default: the rupia __cluster_metadata segment under
+#               $KWIRE_SHARED, else captures/logdirs' codecrafters metadata segment)
+#   LOG_MB      size of the large segment in MB (default 100)
+#   LOG_ROUNDS  rounds of each `kwire log` command (default 3)
 #
 # Every command writes to /dev/null. Each row gives the median wall time, the spread
 # (min-max) over its rounds, the median CPU time (user+sys) and the largest peak RSS
@@ -166,6 +172,52 @@ for size in $SIZES; do
     done
   done
 done
+
+# kwire log on a large segment: a real one repeated, each copy's baseOffsets moved past
+# the last copy's (baseOffset is outside the CRC, so every batch stays valid and
+# --verify finds no error).
+if [ "${LOG_BENCH:-0}" = 1 ]; then
+  seg=${LOG_SEGMENT:-}
+  if [ -z "$seg" ]; then
+    seg="${KWIRE_SHARED:-../shared}/captures/logdirs/rupia_kraft/kafka-logs/__cluster_metadata-0/00000000000001725413.log"
+    [ -s "$seg" ] || seg=captures/logdirs/codecrafters_510714e/__cluster_metadata-0/00000000000000000000.log
+  fi
+  big="$BENCH_DIR/__cluster_metadata-0/00000000000000000000.log"
+  mkdir -p "$(dirname "$big")"
+  if [ ! -s "$big" ] || [ "$(stat -c %s "$big")" -lt $((${LOG_MB:-100} * 1000000)) ]; then
+    echo "writing $big from $seg" >&2
+    python3 - "$seg" "$big" "${LOG_MB:-100}" <<'PY'
+import struct, sys
+src, dst, mb = sys.argv[1], sys.argv[2], int(sys.argv[3])
+data = open(src, "rb").read()
+batches, p = [], 0
+while p + 12 <= len(data):
+    n = struct.unpack(">i", data[p + 8:p + 12])[0] + 12
+    batches.append(data[p:p + n])
+    p += n
+first = struct.unpack(">q", batches[0][:8])[0]
+last = max(struct.unpack(">q", b[:8])[0] + struct.unpack(">i", b[23:27])[0] for b in batches)
+span = last - first + 1
+with open(dst, "wb") as out:
+    copy, written = 0, 0
+    while written < mb * 1000000:
+        for b in batches:
+            base = struct.unpack(">q", b[:8])[0] - first + copy * span
+            out.write(struct.pack(">q", base) + b[8:])
+            written += len(b)
+        copy += 1
+PY
+  fi
+  cat "$big" >/dev/null
+  cap="segment $(($(stat -c %s "$big") / 1000000)) MB ($(basename "$seg") repeated)"
+  for cmd in "--format summary" "--format summary --verify" "--no-bytes --color never" "--format json"; do
+    : >"$TMP/l"
+    # shellcheck disable=SC2086
+    for _ in $(seq "${LOG_ROUNDS:-3}"); do time_cmd "$TMP/l" "$KWIRE" log "$big" $cmd; done
+    row "$cap" kwire "kwire log $cmd" "${LOG_ROUNDS:-3}" "$TMP/l" "" "$(load)"
+  done
+fi
+
 echo | tee -a "$RESULTS"
 echo "- load average at end: $(load)" | tee -a "$RESULTS"
 echo "results: $RESULTS" >&2

@@ -781,4 +781,34 @@ mod tests {
         let val = m.tree.find("Record[0]").unwrap().find("value").unwrap();
         assert_eq!(val.ty, "NoOpRecord v0");
     }
+
+    #[test]
+    fn fetch_snapshot_first_chunk_decodes_later_chunks_stay_raw() {
+        let s = schema();
+        let value = encode_metadata_value(&s, "FeatureLevelRecord", 0, &json!({"Name": "metadata.version", "FeatureLevel": 27})).unwrap();
+        for (position, decoded) in [(0, true), (4096, false)] {
+            let v = json!({"kind": "response", "api_name": "FetchSnapshot", "api_version": 1,
+                "header": {"correlation_id": 1},
+                "body": {"Topics": [{"Name": "__cluster_metadata", "Partitions": [{"Index": 0, "Size": 100, "Position": position,
+                    "UnalignedRecords": [{"magic": 2, "producerId": -1, "producerEpoch": -1, "baseSequence": -1,
+                        "records": [{"attributes": 0, "timestampDelta": 0, "offsetDelta": 0, "key": null,
+                                     "value": crate::encode::to_hex(&value)}]}]}]}]}});
+            let frame = crate::encode::encode(&s, &v).unwrap();
+            let opts = DecodeOptions::default();
+            let arena = Buffers::new();
+            let m = crate::decode::decode(&s, &opts, &arena, &frame, &crate::decode::Known::response(59, 1));
+            assert!(m.errors().is_empty(), "{:?}", m.errors());
+            match m.tree.find("Record[0]") {
+                Some(r) if decoded => {
+                    let v = r.find("value").unwrap();
+                    assert_eq!(v.ty, "FeatureLevelRecord v0");
+                    assert_eq!(v.find("FeatureLevel").unwrap().value, Value::Int(27));
+                }
+                None if !decoded => {
+                    assert!(matches!(m.tree.find("UnalignedRecords").unwrap().value, Value::Bytes(_)));
+                }
+                other => panic!("position {position}: {other:?}"),
+            }
+        }
+    }
 }
