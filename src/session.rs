@@ -5,8 +5,8 @@
 //!
 //! Memory for pairing is bounded by [`Pairer`]'s cap per connection.
 
-use crate::decode::{self, DecodeOptions, Known};
 use crate::decode::internal::InternalTopic;
+use crate::decode::{self, DecodeOptions, Known};
 use crate::input::{self, DefaultPlausibility, Frame, FrameKind, FramePlausibility, Pairer};
 use crate::render::Context;
 use crate::schema::Schema;
@@ -158,7 +158,10 @@ impl<'s> Session<'s> {
             }
         };
         let mut known = known;
-        known.hints.internal_topic_ids.clone_from(&self.internal_ids);
+        known
+            .hints
+            .internal_topic_ids
+            .clone_from(&self.internal_ids);
         let mut m = decode::decode(self.schema, self.opts, arena, &f.bytes, &known);
         self.learn_topic_ids(&m.tree);
         name_topic_ids(&mut m.tree, &self.topic_names);

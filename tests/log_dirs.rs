@@ -49,7 +49,13 @@ impl Sink for Seen {
         if let Some(n) = &it.node {
             n.walk(&mut |x, _| {
                 if x.error().is_some() || x.warning().is_some() {
-                    self.problems.push(format!("{}@{}: {}: {:?}", it.file.display(), x.offset, x.name, x.problems));
+                    self.problems.push(format!(
+                        "{}@{}: {}: {:?}",
+                        it.file.display(),
+                        x.offset,
+                        x.name,
+                        x.problems
+                    ));
                 }
             });
         }
@@ -82,7 +88,10 @@ impl Sink for Seen {
                         }
                     });
                 }
-                let e = self.files.entry(f.clone()).or_insert((0, 0, i64::MAX, i64::MIN));
+                let e = self
+                    .files
+                    .entry(f.clone())
+                    .or_insert((0, 0, i64::MAX, i64::MIN));
                 e.0 += 1;
                 e.1 += recs;
                 e.2 = e.2.min(b.base_offset);
@@ -92,7 +101,11 @@ impl Sink for Seen {
             ItemKind::Entry => {
                 let n = it.node.as_ref().unwrap();
                 let mut line = n.name.to_string();
-                let leaves: Vec<&Node<'_>> = if n.children.is_empty() { vec![n] } else { n.children.iter().collect() };
+                let leaves: Vec<&Node<'_>> = if n.children.is_empty() {
+                    vec![n]
+                } else {
+                    n.children.iter().collect()
+                };
                 for c in leaves {
                     line.push_str(&format!(" {}={}", c.name, text(&c.value)));
                     if let Some(a) = &c.annotation {
@@ -122,7 +135,10 @@ fn read(paths: &[PathBuf], verify: bool) -> Seen {
 }
 
 fn errors(s: &Seen) -> Vec<&Finding> {
-    s.findings.iter().filter(|f| f.level != Level::Info).collect()
+    s.findings
+        .iter()
+        .filter(|f| f.level != Level::Info)
+        .collect()
 }
 
 fn file_of<'s, T>(m: &'s BTreeMap<PathBuf, T>, end: &str) -> &'s T {
@@ -139,32 +155,56 @@ fn real_directories_verify_clean_with_the_manifest_counts() {
     assert!(s.problems.is_empty(), "{:#?}", s.problems);
     // Counts from ../shared/captures/logdirs/MANIFEST.md: batches, records, offsets.
     let want = [
-        ("codecrafters_510714e/__cluster_metadata-0/00000000000000000000.log", (123, 129, 0, 128)),
-        ("rupia/__cluster_metadata-0/00000000000000852953-0000000001.checkpoint", (3, 68, 0, 67)),
+        (
+            "codecrafters_510714e/__cluster_metadata-0/00000000000000000000.log",
+            (123, 129, 0, 128),
+        ),
+        (
+            "rupia/__cluster_metadata-0/00000000000000852953-0000000001.checkpoint",
+            (3, 68, 0, 67),
+        ),
         ("codecrafters_e856b9a_bootstrap.checkpoint", (3, 3, 0, 2)),
-        ("rupia/__consumer_offsets-31/00000000000000000000.log", (1, 1, 2, 2)),
-        ("rupia/__consumer_offsets-31/00000000000000000003.log", (2, 2, 3, 4)),
+        (
+            "rupia/__consumer_offsets-31/00000000000000000000.log",
+            (1, 1, 2, 2),
+        ),
+        (
+            "rupia/__consumer_offsets-31/00000000000000000003.log",
+            (2, 2, 3, 4),
+        ),
     ];
     for (f, counts) in want {
         assert_eq!(*file_of(&s.files, f), counts, "{f}");
     }
     // Every record of an internal topic names its type; no value stays bytes.
     for (f, types) in &s.types {
-        let internal = f.to_string_lossy().contains("__") || f.extension().is_some_and(|e| e == "checkpoint");
+        let internal =
+            f.to_string_lossy().contains("__") || f.extension().is_some_and(|e| e == "checkpoint");
         if internal {
             for t in types {
-                assert!(t != "bytes" && !t.is_empty() && t != "?", "{}: {t}", f.display());
+                assert!(
+                    t != "bytes" && !t.is_empty() && t != "?",
+                    "{}: {t}",
+                    f.display()
+                );
             }
         }
     }
     // Snapshots: header first, footer last.
     for f in ["852953-0000000001.checkpoint", "bootstrap.checkpoint"] {
         let t = file_of(&s.types, f);
-        assert_eq!(t.first().map(String::as_str), Some("SNAPSHOT_HEADER"), "{f}");
+        assert_eq!(
+            t.first().map(String::as_str),
+            Some("SNAPSHOT_HEADER"),
+            "{f}"
+        );
         assert_eq!(t.last().map(String::as_str), Some("SNAPSHOT_FOOTER"), "{f}");
     }
     // The offset index's entries point at batch boundaries of their segment.
-    let idx = file_of(&s.entries, "__cluster_metadata-0/00000000000000000000.index");
+    let idx = file_of(
+        &s.entries,
+        "__cluster_metadata-0/00000000000000000000.index",
+    );
     assert!(!idx.is_empty());
     for e in idx {
         assert!(e.contains("(batch boundary: batch "), "{e}");
@@ -199,16 +239,27 @@ fn values_read_from_the_bytes() {
     // foo-0's producer snapshot holds one idempotent producer, CRC valid.
     let ps = file_of(&s.entries, "foo-0/00000000000000000001.snapshot");
     assert_eq!(ps.len(), 2, "{ps:?}");
-    assert!(ps[0].contains("crc=") && ps[0].contains("(valid)") && ps[0].contains("count=1"), "{}", ps[0]);
+    assert!(
+        ps[0].contains("crc=") && ps[0].contains("(valid)") && ps[0].contains("count=1"),
+        "{}",
+        ps[0]
+    );
     assert!(ps[1].starts_with("producer[0] producerId="), "{}", ps[1]);
     // quorum-state, partition.metadata, meta.properties.
     let qs = file_of(&s.entries, "rupia/__cluster_metadata-0/quorum-state");
     assert!(qs.contains(&"leaderId leaderId=1".to_string()), "{qs:?}");
     let pm = file_of(&s.entries, "rupia/__cluster_metadata-0/partition.metadata");
-    assert!(pm.iter().any(|e| e.contains("topic_id value=00000000-0000-0000-0000-000000000001")), "{pm:?}");
+    assert!(
+        pm.iter()
+            .any(|e| e.contains("topic_id value=00000000-0000-0000-0000-000000000001")),
+        "{pm:?}"
+    );
     let mp = file_of(&s.entries, "rupia/meta.properties");
     assert!(mp.contains(&"node.id value=1".to_string()), "{mp:?}");
-    let lec = file_of(&s.entries, "rupia/__cluster_metadata-0/leader-epoch-checkpoint");
+    let lec = file_of(
+        &s.entries,
+        "rupia/__cluster_metadata-0/leader-epoch-checkpoint",
+    );
     assert_eq!(lec.last().unwrap(), "entry[0] epoch=1 startOffset=852953");
 }
 
@@ -221,8 +272,15 @@ fn shared_metadata_segment_and_its_index() {
     let seg = dir.join("00000000000001725413.log");
     let s = read(&[seg, dir.join("00000000000001725413.index")], true);
     assert!(errors(&s).is_empty(), "{:#?}", errors(&s));
-    assert!(s.problems.is_empty(), "{:#?}", &s.problems[..s.problems.len().min(5)]);
-    assert_eq!(*file_of(&s.files, "1725413.log"), (12105, 12156, 1725413, 1737568));
+    assert!(
+        s.problems.is_empty(),
+        "{:#?}",
+        &s.problems[..s.problems.len().min(5)]
+    );
+    assert_eq!(
+        *file_of(&s.files, "1725413.log"),
+        (12105, 12156, 1725413, 1737568)
+    );
     let idx = file_of(&s.entries, "1725413.index");
     assert!(!idx.is_empty());
     assert!(idx.iter().all(|e| e.contains("(batch boundary: batch ")));
@@ -249,7 +307,10 @@ fn entries(b: &[u8]) -> Vec<(usize, usize)> {
 }
 
 fn metadata_log() -> Vec<u8> {
-    std::fs::read(captures().join("codecrafters_510714e/__cluster_metadata-0/00000000000000000000.log")).unwrap()
+    std::fs::read(
+        captures().join("codecrafters_510714e/__cluster_metadata-0/00000000000000000000.log"),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -265,7 +326,11 @@ fn a_cut_segment_is_reported_at_its_last_batch() {
     let errs = errors(&s);
     assert_eq!(errs.len(), 1, "{errs:#?}");
     assert_eq!(errs[0].offset, last as u64);
-    assert!(errs[0].message.contains("a cut segment"), "{}", errs[0].message);
+    assert!(
+        errs[0].message.contains("a cut segment"),
+        "{}",
+        errs[0].message
+    );
     assert_eq!(file_of(&s.files, ".log").0, e.len() as u64 - 1);
 }
 
@@ -281,9 +346,21 @@ fn a_bad_crc_mid_file_is_reported_and_the_rest_read() {
     std::fs::write(&f, &b).unwrap();
     let s = read(&[f], true);
     let errs = errors(&s);
-    assert!(errs.iter().any(|x| x.offset == p as u64 && x.message.contains("CRC mismatch")), "{errs:#?}");
-    assert!(errs.iter().all(|x| x.offset >= p as u64 && x.offset < (p + len) as u64), "{errs:#?}");
-    assert_eq!(file_of(&s.files, ".log").0, e.len() as u64, "every batch still read");
+    assert!(
+        errs.iter()
+            .any(|x| x.offset == p as u64 && x.message.contains("CRC mismatch")),
+        "{errs:#?}"
+    );
+    assert!(
+        errs.iter()
+            .all(|x| x.offset >= p as u64 && x.offset < (p + len) as u64),
+        "{errs:#?}"
+    );
+    assert_eq!(
+        file_of(&s.files, ".log").0,
+        e.len() as u64,
+        "every batch still read"
+    );
 }
 
 #[test]
@@ -294,7 +371,11 @@ fn an_index_past_the_end_and_off_a_boundary() {
     std::fs::write(d.join("00000000000000000000.log"), &b).unwrap();
     let e = entries(&b);
     let mut idx = Vec::new();
-    for (rel, pos) in [(0i32, 0i32), (1, e[1].0 as i32 + 3), (2, b.len() as i32 + 100)] {
+    for (rel, pos) in [
+        (0i32, 0i32),
+        (1, e[1].0 as i32 + 3),
+        (2, b.len() as i32 + 100),
+    ] {
         idx.extend(rel.to_be_bytes());
         idx.extend(pos.to_be_bytes());
     }
@@ -304,16 +385,31 @@ fn an_index_past_the_end_and_off_a_boundary() {
     let errs = errors(&s);
     assert_eq!(errs.len(), 2, "{errs:#?}");
     assert_eq!(errs[0].offset, 12);
-    assert!(errs[0].message.contains("not at a batch boundary"), "{}", errs[0].message);
+    assert!(
+        errs[0].message.contains("not at a batch boundary"),
+        "{}",
+        errs[0].message
+    );
     assert_eq!(errs[1].offset, 20);
-    assert!(errs[1].message.contains("past the end of the segment"), "{}", errs[1].message);
-    assert_eq!(s.entries.values().next().unwrap().len(), 3, "every entry still read");
+    assert!(
+        errs[1].message.contains("past the end of the segment"),
+        "{}",
+        errs[1].message
+    );
+    assert_eq!(
+        s.entries.values().next().unwrap().len(),
+        3,
+        "every entry still read"
+    );
 }
 
 #[test]
 fn a_snapshot_without_its_footer() {
     let d = scratch("footer");
-    let b = std::fs::read(captures().join("rupia/__cluster_metadata-0/00000000000000852953-0000000001.checkpoint")).unwrap();
+    let b = std::fs::read(
+        captures().join("rupia/__cluster_metadata-0/00000000000000852953-0000000001.checkpoint"),
+    )
+    .unwrap();
     let e = entries(&b);
     let (last, _) = *e.last().unwrap();
     let f = d.join("00000000000000000068-0000000001.checkpoint");
@@ -322,7 +418,9 @@ fn a_snapshot_without_its_footer() {
     let errs = errors(&s);
     assert_eq!(errs.len(), 1, "{errs:#?}");
     assert_eq!(errs[0].offset, e[e.len() - 2].0 as u64);
-    assert!(errs[0].message.contains("does not end with a SnapshotFooter"));
+    assert!(errs[0]
+        .message
+        .contains("does not end with a SnapshotFooter"));
 }
 
 #[test]
@@ -336,7 +434,11 @@ fn a_cut_quorum_state() {
     let errs = errors(&s);
     assert_eq!(errs.len(), 1, "{errs:#?}");
     assert_eq!(errs[0].offset, 40);
-    assert!(errs[0].message.contains("not whole JSON"), "{}", errs[0].message);
+    assert!(
+        errs[0].message.contains("not whole JSON"),
+        "{}",
+        errs[0].message
+    );
 }
 
 #[test]
@@ -351,18 +453,34 @@ fn a_record_type_from_a_newer_kafka_is_raw_with_a_warning() {
         .copied()
         .find(|(p, len)| b[*p + 61..*p + len].windows(3).any(|w| w == [1, 20, 0]))
         .unwrap();
-    let at = p + 61 + b[p + 61..p + len].windows(3).position(|w| w == [1, 20, 0]).unwrap() + 1;
+    let at = p
+        + 61
+        + b[p + 61..p + len]
+            .windows(3)
+            .position(|w| w == [1, 20, 0])
+            .unwrap()
+        + 1;
     b[at] = 120;
     let crc = crc32c::crc32c(&b[p + 21..p + len]);
     b[p + 17..p + 21].copy_from_slice(&crc.to_be_bytes());
     let f = d.join("00000000000000000000.log");
     std::fs::write(&f, &b).unwrap();
     let s = read(&[f], true);
-    let warns: Vec<_> = s.findings.iter().filter(|f| f.level == Level::Warning).collect();
+    let warns: Vec<_> = s
+        .findings
+        .iter()
+        .filter(|f| f.level == Level::Warning)
+        .collect();
     assert_eq!(warns.len(), 1, "{warns:#?}");
     // At the raw data after the record's frame (frameVersion, type, version).
     assert_eq!(warns[0].offset, at as u64 + 2);
-    assert!(warns[0].message.contains("unknown metadata record type 120"), "{}", warns[0].message);
+    assert!(
+        warns[0]
+            .message
+            .contains("unknown metadata record type 120"),
+        "{}",
+        warns[0].message
+    );
     assert!(s.findings.iter().all(|f| f.level != Level::Error));
     assert_eq!(file_of(&s.files, ".log").0, e.len() as u64);
 }
@@ -373,9 +491,13 @@ fn kwire() -> assert_cmd::Command {
 
 #[test]
 fn cli_log_json_lines_match_the_schema() {
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/kwire-message.schema.json")).unwrap())
-            .unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/kwire-message.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let out = kwire()
         .args(["log", "--format", "json", "--verify"])
@@ -388,7 +510,9 @@ fn cli_log_json_lines_match_the_schema() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         let errs: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
         assert!(errs.is_empty(), "{line}: {errs:?}");
-        *kinds.entry(v["kind"].as_str().unwrap().to_string()).or_insert(0) += 1;
+        *kinds
+            .entry(v["kind"].as_str().unwrap().to_string())
+            .or_insert(0) += 1;
         if v["kind"] == "batch" {
             assert!(v.get("api_key").is_none() && v.get("correlation_id").is_none());
             assert_eq!(v["tree"]["offset"], v["position"]);
@@ -402,17 +526,37 @@ fn cli_log_json_lines_match_the_schema() {
 #[test]
 fn cli_log_summary_text_and_hexdump() {
     let seg = captures().join("rupia/__consumer_offsets-31/00000000000000000003.log");
-    let out = kwire().args(["log", "--format", "summary"]).arg(&seg).assert().success();
+    let out = kwire()
+        .args(["log", "--format", "summary"])
+        .arg(&seg)
+        .assert()
+        .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2);
-    assert!(lines[1].contains("@366 baseOffset 4 lastOffset 4 count 1 size 125 magic 2 compression none"), "{}", lines[1]);
+    assert!(
+        lines[1]
+            .contains("@366 baseOffset 4 lastOffset 4 count 1 size 125 magic 2 compression none"),
+        "{}",
+        lines[1]
+    );
     assert!(lines[1].contains("crc 0x55a8a819 valid"), "{}", lines[1]);
-    let out = kwire().args(["log", "--color", "never"]).arg(&seg).assert().success();
+    let out = kwire()
+        .args(["log", "--color", "never"])
+        .arg(&seg)
+        .assert()
+        .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(text.contains("+-- key GroupMetadataKey = "), "{text}");
-    assert!(text.contains("RecordBatch RecordBatch [0x016e, 125B]"), "{text}");
-    let out = kwire().args(["log", "--format", "hexdump", "--color", "never"]).arg(&seg).assert().success();
+    assert!(
+        text.contains("RecordBatch RecordBatch [0x016e, 125B]"),
+        "{text}"
+    );
+    let out = kwire()
+        .args(["log", "--format", "hexdump", "--color", "never"])
+        .arg(&seg)
+        .assert()
+        .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     // The second batch's dump starts at its file offset 0x16e.
     assert!(text.contains("│0000016e│"), "{text}");
@@ -431,24 +575,52 @@ fn cli_record_in_every_format() {
         ("hexdump", "00 01 00 17 72 75 70 69"),
     ] {
         let out = kwire()
-            .args(["record", "--topic", "__consumer_offsets", "--key", key, "--format", format, "--color", "never"])
+            .args([
+                "record",
+                "--topic",
+                "__consumer_offsets",
+                "--key",
+                key,
+                "--format",
+                format,
+                "--color",
+                "never",
+            ])
             .assert()
             .success();
         let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
         assert!(text.contains(want), "{format}: {text}");
     }
     let out = kwire()
-        .args(["record", "--topic", "__consumer_offsets", "--key", key, "--color", "never"])
+        .args([
+            "record",
+            "--topic",
+            "__consumer_offsets",
+            "--key",
+            key,
+            "--color",
+            "never",
+        ])
         .assert()
         .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-    assert!(text.contains("tombstone: deletes this OffsetCommit record"), "{text}");
-    kwire().args(["record", "--topic", "orders", "--key", "00"]).assert().failure();
+    assert!(
+        text.contains("tombstone: deletes this OffsetCommit record"),
+        "{text}"
+    );
+    kwire()
+        .args(["record", "--topic", "orders", "--key", "00"])
+        .assert()
+        .failure();
 }
 
 #[test]
 fn cli_stats_on_a_log_directory() {
-    let out = kwire().args(["stats", "--format", "json"]).arg(captures()).assert().success();
+    let out = kwire()
+        .args(["stats", "--format", "json"])
+        .arg(captures())
+        .assert()
+        .success();
     let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(v["kind"], "log_stats");
     assert_eq!(v["record_types"]["GroupMetadataValue v3"], 4);

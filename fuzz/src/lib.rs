@@ -542,7 +542,11 @@ impl kwire::log::Sink for LogCheck {
                 } else {
                     it.buffers.get(x.buffer as usize - 1).map_or(0, |b| b.len())
                 };
-                assert!(x.buffer as usize <= it.buffers.len(), "node {:?} in an unknown buffer", x.name);
+                assert!(
+                    x.buffer as usize <= it.buffers.len(),
+                    "node {:?} in an unknown buffer",
+                    x.name
+                );
                 assert!(
                     x.offset <= blen && x.length <= blen - x.offset,
                     "node {:?} at {}+{} outside its buffer of {blen} bytes",
@@ -552,7 +556,12 @@ impl kwire::log::Sink for LogCheck {
                 );
                 if x.buffer == 0 && x.buffer == n.buffer && x.children.is_empty() && x.length > 0 {
                     // Leaves of the file's bytes come in order, without overlap.
-                    assert!(x.offset >= at, "leaf {:?} at {} overlaps the one before (ends {at})", x.name, x.offset);
+                    assert!(
+                        x.offset >= at,
+                        "leaf {:?} at {} overlaps the one before (ends {at})",
+                        x.name,
+                        x.offset
+                    );
                     at = x.end();
                 }
             });
@@ -567,7 +576,12 @@ impl kwire::log::Sink for LogCheck {
         Ok(())
     }
     fn finding(&mut self, f: &kwire::log::Finding) -> std::io::Result<()> {
-        assert!(f.offset as usize <= self.len, "finding {:?} at {} past the end", f.message, f.offset);
+        assert!(
+            f.offset as usize <= self.len,
+            "finding {:?} at {} past the end",
+            f.message,
+            f.offset
+        );
         self.findings.push(f.clone());
         Ok(())
     }
@@ -583,7 +597,8 @@ pub fn log_file(data: &[u8]) {
     let Some((&sel, body)) = data.split_first() else {
         return;
     };
-    let path = std::path::Path::new("/nonexistent-kwire-fuzz").join(LOG_FILE_NAMES[sel as usize % 11]);
+    let path =
+        std::path::Path::new("/nonexistent-kwire-fuzz").join(LOG_FILE_NAMES[sel as usize % 11]);
     let kind = FileKind::of(&path).unwrap();
     let mut seen = Vec::new();
     for (detail, verify) in [(Detail::Full, true), (Detail::Summary, false)] {
@@ -606,8 +621,16 @@ pub fn log_file(data: &[u8]) {
                     topic: kwire::log::topic_of_file(&path, &opts),
                 };
                 let mut track = kwire::log::OffsetTrack::default();
-                segment::read_batches(schema(), &mut &body[..], body.len() as u64, &at, &opts, Some(&mut track), &mut c)
-                    .unwrap();
+                segment::read_batches(
+                    schema(),
+                    &mut &body[..],
+                    body.len() as u64,
+                    &at,
+                    &opts,
+                    Some(&mut track),
+                    &mut c,
+                )
+                .unwrap();
             }
             _ => files::read_small(schema(), &path, kind, body, &opts, &mut c).unwrap(),
         }

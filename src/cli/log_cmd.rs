@@ -58,7 +58,11 @@ fn place(it: &Item<'_>) -> String {
 /// The summary line of a batch, from its header alone (kafka-dump-log's fields).
 pub fn batch_line(it: &Item<'_>) -> String {
     let Some(b) = &it.batch else {
-        return format!("{} {} bytes: not a readable batch", place(it), it.bytes.len());
+        return format!(
+            "{} {} bytes: not a readable batch",
+            place(it),
+            it.bytes.len()
+        );
     };
     let mut s = format!(
         "{} baseOffset {} lastOffset {} count {} size {} magic {} compression {} crc 0x{:08x} {}",
@@ -285,17 +289,27 @@ fn dump_at(w: &mut dyn Write, bytes: &[u8], offset: u64, color: bool) -> io::Res
 ///
 /// # Errors
 /// Output errors; with `--verify`, errors found in the files.
-pub fn log_command(schema: &Schema, ropts: RenderOptions, a: &LogArgs, out: &mut dyn Write) -> Result<(), CliError> {
+pub fn log_command(
+    schema: &Schema,
+    ropts: RenderOptions,
+    a: &LogArgs,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
     for l in super::output::ignored_options(&a.out) {
         eprintln!("{l}");
     }
     if a.out.format == Format::Values {
-        eprintln!("kwire: --format values applies to API messages; kwire log prints its summary lines");
+        eprintln!(
+            "kwire: --format values applies to API messages; kwire log prints its summary lines"
+        );
     }
     let opts = LogOptions {
         topic: a.topic.clone(),
         verify: a.verify,
-        detail: if matches!(a.out.format, Format::Summary | Format::Values | Format::Hexdump) {
+        detail: if matches!(
+            a.out.format,
+            Format::Summary | Format::Values | Format::Hexdump
+        ) {
             Detail::Summary
         } else {
             Detail::Full
@@ -333,7 +347,10 @@ pub fn log_command(schema: &Schema, ropts: RenderOptions, a: &LogArgs, out: &mut
         }
         p.out.flush()?;
         if errors > 0 {
-            return Err(CliError::Msg(format!("--verify found {errors} error{}", if errors == 1 { "" } else { "s" })));
+            return Err(CliError::Msg(format!(
+                "--verify found {errors} error{}",
+                if errors == 1 { "" } else { "s" }
+            )));
         }
     } else {
         eprintln!("{line}");
@@ -384,7 +401,11 @@ pub fn record_message<'a>(
     };
     if kr.left() > 0 {
         let n = kr.left();
-        kids.push(kr.error_leaf("rest", "bytes", format!("{n} bytes not decoded after an error")));
+        kids.push(kr.error_leaf(
+            "rest",
+            "bytes",
+            format!("{n} bytes not decoded after an error"),
+        ));
     }
     key.children = kids;
     key.set_region(Region::Record);
@@ -402,7 +423,11 @@ pub fn record_message<'a>(
         value.ty = internal::decode_value(&mut cx, &info, &mut vr, &mut kids);
         if vr.left() > 0 {
             let n = vr.left();
-            kids.push(vr.error_leaf("rest", "bytes", format!("{n} bytes not decoded after an error")));
+            kids.push(vr.error_leaf(
+                "rest",
+                "bytes",
+                format!("{n} bytes not decoded after an error"),
+            ));
         }
         value.value = Value::Bytes(vb);
         value.children = kids;
@@ -444,7 +469,10 @@ pub fn record_command(
         ))
     })?;
     let parse = |what: &str, h: &str| -> Result<Vec<u8>, CliError> {
-        let compact: String = h.chars().filter(|c| !c.is_whitespace() && *c != ':').collect();
+        let compact: String = h
+            .chars()
+            .filter(|c| !c.is_whitespace() && *c != ':')
+            .collect();
         let compact = compact.strip_prefix("0x").unwrap_or(&compact);
         if compact.len() % 2 != 0 || !compact.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(CliError::Msg(format!("--{what}: not hex")));

@@ -417,7 +417,12 @@ fn log_stats(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), 
         verify: true,
         ..Default::default()
     };
-    crate::log::read_paths(schema, std::slice::from_ref(&a.capture.file), &opts, &mut st)?;
+    crate::log::read_paths(
+        schema,
+        std::slice::from_ref(&a.capture.file),
+        &opts,
+        &mut st,
+    )?;
     match a.format {
         super::ListFormat::Json => writeln!(
             out,

@@ -255,7 +255,12 @@ fn walk_fields<'a>(
     // around it.
     let saved = (cx.topics.topic, cx.topics.position);
     let mut w = Walk::new(cx, &d.def, version, Region::Record);
-    let res = w.fields(r, &d.def.fields, out, "number of tagged fields in this struct");
+    let res = w.fields(
+        r,
+        &d.def.fields,
+        out,
+        "number of tagged fields in this struct",
+    );
     (cx.topics.topic, cx.topics.position) = saved;
     if res.is_ok() && r.left() > 0 {
         let n = r.left();
@@ -346,7 +351,9 @@ pub fn decode_value<'a>(
                         r,
                         out,
                         "data",
-                        format!("{value} has no version {v} in the schema (a newer Kafka?): shown raw"),
+                        format!(
+                            "{value} has no version {v} in the schema (a newer Kafka?): shown raw"
+                        ),
                     );
                     Cow::Borrowed("bytes")
                 }
@@ -388,9 +395,9 @@ pub fn decode_value<'a>(
                             "{} has no version {v} in the schema (a newer Kafka?): shown raw",
                             d.def.name
                         ),
-                        None => format!(
-                            "unknown metadata record type {ty} (a newer Kafka?): shown raw"
-                        ),
+                        None => {
+                            format!("unknown metadata record type {ty} (a newer Kafka?): shown raw")
+                        }
                     };
                     raw_rest(r, out, "data", why);
                     Cow::Borrowed("bytes")
@@ -430,7 +437,9 @@ pub fn key_value<'a>(cx: &mut Cx<'a>, topic: InternalTopic, kv: &mut [Node<'a>])
         }
         Value::Null => {
             if let KeyInfo::Coordinator { record, .. } = &info {
-                value.annotation = Some(Cow::Owned(format!("tombstone: deletes this {record} record")));
+                value.annotation = Some(Cow::Owned(format!(
+                    "tombstone: deletes this {record} record"
+                )));
                 value.description = Some(Cow::Borrowed(
                     "a null value: the record of this key is deleted (compaction removes both)",
                 ));
@@ -448,7 +457,13 @@ fn nest<'a, R>(
     f: impl FnOnce(&mut Reader<'a>, &mut Vec<Node<'a>>) -> R,
 ) -> R {
     let prefix = n.length.saturating_sub(b.len());
-    let mut len = Node::leaf("length", "varint", Value::Int(b.len() as i64), n.offset, prefix);
+    let mut len = Node::leaf(
+        "length",
+        "varint",
+        Value::Int(b.len() as i64),
+        n.offset,
+        prefix,
+    );
     len.buffer = n.buffer;
     len.region = Region::Record;
     n.annotation = None;
@@ -457,7 +472,11 @@ fn nest<'a, R>(
     let res = f(&mut r, &mut out);
     if r.left() > 0 {
         let k = r.left();
-        out.push(r.error_leaf("rest", "bytes", format!("{k} bytes not decoded after an error")));
+        out.push(r.error_leaf(
+            "rest",
+            "bytes",
+            format!("{k} bytes not decoded after an error"),
+        ));
     }
     n.kind = NodeKind::Group;
     n.children = out;
@@ -595,7 +614,12 @@ mod tests {
     fn no_problems(nodes: &[Node<'_>]) {
         for n in nodes {
             n.walk(&mut |x, _| {
-                assert!(x.error().is_none() && x.warning().is_none(), "{}: {:?}", x.name, x.problems)
+                assert!(
+                    x.error().is_none() && x.warning().is_none(),
+                    "{}: {:?}",
+                    x.name,
+                    x.problems
+                )
             });
         }
     }
@@ -603,7 +627,8 @@ mod tests {
     #[test]
     fn transaction_log_round_trip_and_hand_bytes() {
         let s = schema();
-        let key = encode_coordinator_key(&s, "TransactionLog", &json!({"TransactionalId": "tx"})).unwrap();
+        let key = encode_coordinator_key(&s, "TransactionLog", &json!({"TransactionalId": "tx"}))
+            .unwrap();
         // int16 type 0, int16 length 2, "tx"
         assert_eq!(key, [0, 0, 0, 2, b't', b'x']);
         let value = encode_coordinator_value(
@@ -618,20 +643,32 @@ mod tests {
         )
         .unwrap();
         // version 1, ProducerId int64 7, ProducerEpoch int16 1, timeout int32 60000, status 2
-        assert_eq!(&value[..17], &[0, 1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 1, 0, 0, 0xea, 0x60, 2]);
+        assert_eq!(
+            &value[..17],
+            &[0, 1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 1, 0, 0, 0xea, 0x60, 2]
+        );
         // compact array of 1 (2), compact string "orders" (7), compact [2 ints] (3)
-        assert_eq!(&value[17..26], &[2, 7, b'o', b'r', b'd', b'e', b'r', b's', 3]);
-        decode(&s, InternalTopic::TransactionState, &key, &value, |k, v, kty, vty| {
-            assert_eq!(kty, "TransactionLogKey");
-            assert_eq!(vty, "TransactionLogValue v1");
-            no_problems(k);
-            no_problems(v);
-            assert_eq!(find(k, "TransactionalId").value, Value::Str("tx"));
-            assert_eq!(find(v, "ProducerId").value, Value::Int(7));
-            assert_eq!(find(v, "TransactionStatus").value, Value::Int(2));
-            assert_eq!(find(v, "Topic").value, Value::Str("orders"));
-            assert_eq!(find(v, "ProducerId").offset, 102);
-        });
+        assert_eq!(
+            &value[17..26],
+            &[2, 7, b'o', b'r', b'd', b'e', b'r', b's', 3]
+        );
+        decode(
+            &s,
+            InternalTopic::TransactionState,
+            &key,
+            &value,
+            |k, v, kty, vty| {
+                assert_eq!(kty, "TransactionLogKey");
+                assert_eq!(vty, "TransactionLogValue v1");
+                no_problems(k);
+                no_problems(v);
+                assert_eq!(find(k, "TransactionalId").value, Value::Str("tx"));
+                assert_eq!(find(v, "ProducerId").value, Value::Int(7));
+                assert_eq!(find(v, "TransactionStatus").value, Value::Int(2));
+                assert_eq!(find(v, "Topic").value, Value::Str("orders"));
+                assert_eq!(find(v, "ProducerId").offset, 102);
+            },
+        );
     }
 
     #[test]
@@ -655,14 +692,20 @@ mod tests {
                     "StateBatches": [{"FirstOffset": 10, "LastOffset": 12, "DeliveryState": 2, "DeliveryCount": 1}]}),
         )
         .unwrap();
-        decode(&s, InternalTopic::ShareGroupState, &key, &value, |k, v, kty, vty| {
-            assert_eq!(kty, "ShareSnapshotKey");
-            assert_eq!(vty, "ShareSnapshotValue v0");
-            no_problems(k);
-            no_problems(v);
-            assert_eq!(find(k, "Partition").value, Value::Int(4));
-            assert_eq!(find(v, "LastOffset").value, Value::Int(12));
-        });
+        decode(
+            &s,
+            InternalTopic::ShareGroupState,
+            &key,
+            &value,
+            |k, v, kty, vty| {
+                assert_eq!(kty, "ShareSnapshotKey");
+                assert_eq!(vty, "ShareSnapshotValue v0");
+                no_problems(k);
+                no_problems(v);
+                assert_eq!(find(k, "Partition").value, Value::Int(4));
+                assert_eq!(find(v, "LastOffset").value, Value::Int(12));
+            },
+        );
         let key = encode_coordinator_key(
             &s,
             "ConsumerGroupMemberMetadata",
@@ -680,14 +723,23 @@ mod tests {
                     "RebalanceTimeoutMs": 1000, "ServerAssignor": "uniform"}),
         )
         .unwrap();
-        decode(&s, InternalTopic::ConsumerOffsets, &key, &value, |k, v, kty, vty| {
-            assert_eq!(kty, "ConsumerGroupMemberMetadataKey");
-            assert_eq!(vty, "ConsumerGroupMemberMetadataValue v0");
-            no_problems(k);
-            no_problems(v);
-            assert_eq!(find(k, "type").annotation.as_deref(), Some("ConsumerGroupMemberMetadata"));
-            assert_eq!(find(v, "ServerAssignor").value, Value::Str("uniform"));
-        });
+        decode(
+            &s,
+            InternalTopic::ConsumerOffsets,
+            &key,
+            &value,
+            |k, v, kty, vty| {
+                assert_eq!(kty, "ConsumerGroupMemberMetadataKey");
+                assert_eq!(vty, "ConsumerGroupMemberMetadataValue v0");
+                no_problems(k);
+                no_problems(v);
+                assert_eq!(
+                    find(k, "type").annotation.as_deref(),
+                    Some("ConsumerGroupMemberMetadata")
+                );
+                assert_eq!(find(v, "ServerAssignor").value, Value::Str("uniform"));
+            },
+        );
     }
 
     #[test]
@@ -704,31 +756,69 @@ mod tests {
         want.extend([0; 15]);
         want.extend([2, 0]);
         assert_eq!(value, want);
-        decode(&s, InternalTopic::ClusterMetadata, &[], &value, |_, v, _, vty| {
-            assert_eq!(vty, "TopicRecord v0");
-            no_problems(v);
-            assert_eq!(find(v, "type").annotation.as_deref(), Some("TopicRecord"));
-            assert_eq!(find(v, "Name").value, Value::Str("t"));
-        });
+        decode(
+            &s,
+            InternalTopic::ClusterMetadata,
+            &[],
+            &value,
+            |_, v, _, vty| {
+                assert_eq!(vty, "TopicRecord v0");
+                no_problems(v);
+                assert_eq!(find(v, "type").annotation.as_deref(), Some("TopicRecord"));
+                assert_eq!(find(v, "Name").value, Value::Str("t"));
+            },
+        );
     }
 
     #[test]
     fn unknown_types_and_versions_stay_raw_with_a_warning() {
         let s = schema();
-        decode(&s, InternalTopic::ConsumerOffsets, &[0, 99, 1, 2], &[0, 0, 9], |k, v, kty, vty| {
-            assert_eq!((kty, vty), ("bytes", "bytes"));
-            assert!(find(k, "data").warning().unwrap().contains("unknown __consumer_offsets record type 99"));
-            assert_eq!(find(v, "data").value, Value::Bytes(&[0, 0, 9]));
-        });
-        let key = encode_coordinator_key(&s, "OffsetCommit", &json!({"group": "g", "topic": "t", "partition": 0})).unwrap();
-        decode(&s, InternalTopic::ConsumerOffsets, &key, &[0, 77, 1, 2, 3], |_, v, _, vty| {
-            assert_eq!(vty, "bytes");
-            assert!(find(v, "data").warning().unwrap().contains("OffsetCommitValue has no version 77"));
-        });
+        decode(
+            &s,
+            InternalTopic::ConsumerOffsets,
+            &[0, 99, 1, 2],
+            &[0, 0, 9],
+            |k, v, kty, vty| {
+                assert_eq!((kty, vty), ("bytes", "bytes"));
+                assert!(find(k, "data")
+                    .warning()
+                    .unwrap()
+                    .contains("unknown __consumer_offsets record type 99"));
+                assert_eq!(find(v, "data").value, Value::Bytes(&[0, 0, 9]));
+            },
+        );
+        let key = encode_coordinator_key(
+            &s,
+            "OffsetCommit",
+            &json!({"group": "g", "topic": "t", "partition": 0}),
+        )
+        .unwrap();
+        decode(
+            &s,
+            InternalTopic::ConsumerOffsets,
+            &key,
+            &[0, 77, 1, 2, 3],
+            |_, v, _, vty| {
+                assert_eq!(vty, "bytes");
+                assert!(find(v, "data")
+                    .warning()
+                    .unwrap()
+                    .contains("OffsetCommitValue has no version 77"));
+            },
+        );
         // A metadata record type from a newer Kafka.
-        decode(&s, InternalTopic::ClusterMetadata, &[], &[1, 120, 0, 5], |_, v, _, _| {
-            assert!(find(v, "data").warning().unwrap().contains("unknown metadata record type 120"));
-        });
+        decode(
+            &s,
+            InternalTopic::ClusterMetadata,
+            &[],
+            &[1, 120, 0, 5],
+            |_, v, _, _| {
+                assert!(find(v, "data")
+                    .warning()
+                    .unwrap()
+                    .contains("unknown metadata record type 120"));
+            },
+        );
     }
 
     #[test]
@@ -736,7 +826,12 @@ mod tests {
         // A record batch of __consumer_offsets with an OffsetCommit tombstone, inside a
         // Produce request made by kwire's encoder.
         let s = schema();
-        let key = encode_coordinator_key(&s, "OffsetCommit", &json!({"group": "g", "topic": "t", "partition": 1})).unwrap();
+        let key = encode_coordinator_key(
+            &s,
+            "OffsetCommit",
+            &json!({"group": "g", "topic": "t", "partition": 1}),
+        )
+        .unwrap();
         let hex = crate::encode::to_hex(&key);
         let v = json!({"kind": "request", "api_name": "Produce", "api_version": 9,
             "header": {"correlation_id": 1, "client_id": "c"},
@@ -754,9 +849,14 @@ mod tests {
         assert_eq!(k.find("partition").unwrap().value, Value::Int(1));
         let val = rec.find("value").unwrap();
         assert_eq!(val.value, Value::Null);
-        assert_eq!(val.annotation.as_deref(), Some("tombstone: deletes this OffsetCommit record"));
+        assert_eq!(
+            val.annotation.as_deref(),
+            Some("tombstone: deletes this OffsetCommit record")
+        );
         // The same batch for another topic stays bytes.
-        let other = serde_json::to_string(&v).unwrap().replace("__consumer_offsets", "orders");
+        let other = serde_json::to_string(&v)
+            .unwrap()
+            .replace("__consumer_offsets", "orders");
         let frame = crate::encode::encode(&s, &serde_json::from_str(&other).unwrap()).unwrap();
         let arena = Buffers::new();
         let m = crate::decode::decode(&s, &opts, &arena, &frame, &crate::decode::Known::request());
@@ -776,7 +876,13 @@ mod tests {
         let frame = crate::encode::encode(&s, &v).unwrap();
         let opts = DecodeOptions::default();
         let arena = Buffers::new();
-        let m = crate::decode::decode(&s, &opts, &arena, &frame, &crate::decode::Known::response(1, 13));
+        let m = crate::decode::decode(
+            &s,
+            &opts,
+            &arena,
+            &frame,
+            &crate::decode::Known::response(1, 13),
+        );
         assert!(m.errors().is_empty(), "{:?}", m.errors());
         let val = m.tree.find("Record[0]").unwrap().find("value").unwrap();
         assert_eq!(val.ty, "NoOpRecord v0");
@@ -785,7 +891,13 @@ mod tests {
     #[test]
     fn fetch_snapshot_first_chunk_decodes_later_chunks_stay_raw() {
         let s = schema();
-        let value = encode_metadata_value(&s, "FeatureLevelRecord", 0, &json!({"Name": "metadata.version", "FeatureLevel": 27})).unwrap();
+        let value = encode_metadata_value(
+            &s,
+            "FeatureLevelRecord",
+            0,
+            &json!({"Name": "metadata.version", "FeatureLevel": 27}),
+        )
+        .unwrap();
         for (position, decoded) in [(0, true), (4096, false)] {
             let v = json!({"kind": "response", "api_name": "FetchSnapshot", "api_version": 1,
                 "header": {"correlation_id": 1},
@@ -796,7 +908,13 @@ mod tests {
             let frame = crate::encode::encode(&s, &v).unwrap();
             let opts = DecodeOptions::default();
             let arena = Buffers::new();
-            let m = crate::decode::decode(&s, &opts, &arena, &frame, &crate::decode::Known::response(59, 1));
+            let m = crate::decode::decode(
+                &s,
+                &opts,
+                &arena,
+                &frame,
+                &crate::decode::Known::response(59, 1),
+            );
             assert!(m.errors().is_empty(), "{:?}", m.errors());
             match m.tree.find("Record[0]") {
                 Some(r) if decoded => {
@@ -805,7 +923,10 @@ mod tests {
                     assert_eq!(v.find("FeatureLevel").unwrap().value, Value::Int(27));
                 }
                 None if !decoded => {
-                    assert!(matches!(m.tree.find("UnalignedRecords").unwrap().value, Value::Bytes(_)));
+                    assert!(matches!(
+                        m.tree.find("UnalignedRecords").unwrap().value,
+                        Value::Bytes(_)
+                    ));
                 }
                 other => panic!("position {position}: {other:?}"),
             }

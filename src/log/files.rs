@@ -29,13 +29,25 @@ use std::borrow::Cow;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-fn leaf<'a>(name: impl Into<Cow<'a, str>>, ty: &'static str, v: Value<'a>, off: usize, len: usize) -> Node<'a> {
+fn leaf<'a>(
+    name: impl Into<Cow<'a, str>>,
+    ty: &'static str,
+    v: Value<'a>,
+    off: usize,
+    len: usize,
+) -> Node<'a> {
     let mut n = Node::leaf(name, ty, v, off, len);
     n.region = Region::ResponseBody;
     n
 }
 
-fn group<'a>(name: String, ty: &'static str, off: usize, len: usize, children: Vec<Node<'a>>) -> Node<'a> {
+fn group<'a>(
+    name: String,
+    ty: &'static str,
+    off: usize,
+    len: usize,
+    children: Vec<Node<'a>>,
+) -> Node<'a> {
     let mut n = Node::new(name, ty, NodeKind::Group, off);
     n.length = len;
     n.children = children;
@@ -57,7 +69,12 @@ fn be(b: &[u8], at: usize, n: usize) -> i64 {
 }
 
 /// A fixed-layout entry: `(name, type, width)` fields at `off` of `data`.
-fn fixed_entry<'a>(name: String, data: &'a [u8], off: usize, layout: &[(&'static str, &'static str, usize)]) -> Node<'a> {
+fn fixed_entry<'a>(
+    name: String,
+    data: &'a [u8],
+    off: usize,
+    layout: &[(&'static str, &'static str, usize)],
+) -> Node<'a> {
     let mut at = off;
     let mut children = Vec::with_capacity(layout.len());
     for (n, ty, w) in layout {
@@ -124,15 +141,22 @@ impl Segment {
     /// there, `Err(why)` otherwise.
     fn batch_at(&mut self, pos: u64) -> Result<(i64, i64), String> {
         if pos >= self.len {
-            return Err(format!("position {pos} is past the end of the segment ({} bytes)", self.len));
+            return Err(format!(
+                "position {pos} is past the end of the segment ({} bytes)",
+                self.len
+            ));
         }
         let mut head = [0u8; 12];
         self.file
             .seek(SeekFrom::Start(pos))
             .and_then(|_| self.file.read_exact(&mut head))
-            .map_err(|_| format!("position {pos}: no whole entry header before the segment's end"))?;
+            .map_err(|_| {
+                format!("position {pos}: no whole entry header before the segment's end")
+            })?;
         let blen = i32::from_be_bytes([head[8], head[9], head[10], head[11]]);
-        let total = 12 + u64::try_from(blen).map_err(|_| format!("position {pos} is not at a batch boundary"))?;
+        let total = 12
+            + u64::try_from(blen)
+                .map_err(|_| format!("position {pos} is not at a batch boundary"))?;
         if total > MAX_ENTRY || pos + total > self.len || total < 17 {
             return Err(format!("position {pos} is not at a batch boundary"));
         }
@@ -190,15 +214,27 @@ impl Reader<'_, '_, '_> {
     /// A file too short or malformed as a whole: one raw entry with the error.
     fn raw(&mut self, off: usize, msg: String) -> io::Result<()> {
         let d = self.data;
-        let mut n = leaf("rest", "bytes", Value::Bytes(&d[off.min(d.len())..]), off, d.len().saturating_sub(off));
+        let mut n = leaf(
+            "rest",
+            "bytes",
+            Value::Bytes(&d[off.min(d.len())..]),
+            off,
+            d.len().saturating_sub(off),
+        );
         n.set_error(msg);
         self.emit(n)
     }
 
     fn index(&mut self, opts: &LogOptions) -> io::Result<()> {
         let (width, layout): (usize, &[(&str, &str, usize)]) = match self.kind {
-            FileKind::OffsetIndex => (8, &[("relativeOffset", "int32", 4), ("position", "int32", 4)]),
-            FileKind::TimeIndex => (12, &[("timestamp", "int64", 8), ("relativeOffset", "int32", 4)]),
+            FileKind::OffsetIndex => (
+                8,
+                &[("relativeOffset", "int32", 4), ("position", "int32", 4)],
+            ),
+            FileKind::TimeIndex => (
+                12,
+                &[("timestamp", "int64", 8), ("relativeOffset", "int32", 4)],
+            ),
             _ => (
                 34,
                 &[
@@ -214,13 +250,24 @@ impl Reader<'_, '_, '_> {
         let mut seg = if self.kind == FileKind::OffsetIndex {
             std::fs::File::open(segment_of(self.path)).ok().map(|file| {
                 let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-                Segment { file, len, buf: Vec::new() }
+                Segment {
+                    file,
+                    len,
+                    buf: Vec::new(),
+                }
             })
         } else {
             None
         };
         if self.kind == FileKind::OffsetIndex && seg.is_none() && opts.verify {
-            self.finding(0, Level::Info, format!("{} is absent: positions not checked", segment_of(self.path).display()))?;
+            self.finding(
+                0,
+                Level::Info,
+                format!(
+                    "{} is absent: positions not checked",
+                    segment_of(self.path).display()
+                ),
+            )?;
         }
         let data = self.data;
         let whole = data.len() / width * width;
@@ -231,7 +278,11 @@ impl Reader<'_, '_, '_> {
             let e = &data[off..off + width];
             if i > 0 && e.iter().all(|b| *b == 0) {
                 let unused = (whole - off) / width;
-                self.finding(off, Level::Info, format!("{unused} unused (zeroed) entries from here: a preallocated index"))?;
+                self.finding(
+                    off,
+                    Level::Info,
+                    format!("{unused} unused (zeroed) entries from here: a preallocated index"),
+                )?;
                 break;
             }
             let mut n = fixed_entry(format!("entry[{i}]"), data, off, layout);
@@ -251,11 +302,16 @@ impl Reader<'_, '_, '_> {
                     if let (Some(s), Some(b)) = (seg.as_mut(), base) {
                         match s.batch_at(p as u64) {
                             Ok((bo, lo)) if (bo..=lo).contains(&(b + rel)) => {
-                                n.children[1].annotation = Some(format!("batch boundary: batch {bo}..{lo}").into());
+                                n.children[1].annotation =
+                                    Some(format!("batch boundary: batch {bo}..{lo}").into());
                             }
                             Ok((bo, lo)) => {
-                                n.children[1].annotation = Some(format!("batch boundary: batch {bo}..{lo}").into());
-                                n.children[1].set_warning(format!("offset {} is not in the batch at this position ({bo}..{lo})", b + rel));
+                                n.children[1].annotation =
+                                    Some(format!("batch boundary: batch {bo}..{lo}").into());
+                                n.children[1].set_warning(format!(
+                                    "offset {} is not in the batch at this position ({bo}..{lo})",
+                                    b + rel
+                                ));
                             }
                             Err(why) => n.children[1].set_error(why),
                         }
@@ -284,7 +340,10 @@ impl Reader<'_, '_, '_> {
         }
         if whole < data.len() {
             let k = data.len() - whole;
-            self.raw(whole, format!("{k} bytes at the end, too few for a {width}-byte entry (a cut index?)"))?;
+            self.raw(
+                whole,
+                format!("{k} bytes at the end, too few for a {width}-byte entry (a cut index?)"),
+            )?;
         }
         Ok(())
     }
@@ -292,15 +351,32 @@ impl Reader<'_, '_, '_> {
     fn producer_snapshot(&mut self) -> io::Result<()> {
         let data = self.data;
         if data.len() < 10 {
-            return self.raw(0, format!("{} bytes, too few for a producer-state snapshot's 10-byte header", data.len()));
+            return self.raw(
+                0,
+                format!(
+                    "{} bytes, too few for a producer-state snapshot's 10-byte header",
+                    data.len()
+                ),
+            );
         }
-        let mut h = fixed_entry("header".into(), data, 0, &[("version", "int16", 2), ("crc", "uint32", 4), ("count", "int32", 4)]);
+        let mut h = fixed_entry(
+            "header".into(),
+            data,
+            0,
+            &[
+                ("version", "int16", 2),
+                ("crc", "uint32", 4),
+                ("count", "int32", 4),
+            ],
+        );
         let crc = be(data, 2, 4) as u32;
         let computed = crc32c::crc32c(&data[6..]);
         if crc == computed {
             h.children[1].annotation = Some("valid".into());
         } else {
-            h.children[1].set_error(format!("CRC-32C mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}"));
+            h.children[1].set_error(format!(
+                "CRC-32C mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}"
+            ));
         }
         let version = be(data, 0, 2);
         if version != 1 {
@@ -384,7 +460,13 @@ impl Reader<'_, '_, '_> {
                     for (j, p) in parts.iter().enumerate() {
                         let name = fields.get(j).copied().unwrap_or("extra");
                         let is_num = name != "topic";
-                        let mut l = leaf(name, if is_num { "int64" } else { "string" }, Value::Str(p), at, p.len());
+                        let mut l = leaf(
+                            name,
+                            if is_num { "int64" } else { "string" },
+                            Value::Str(p),
+                            at,
+                            p.len(),
+                        );
                         if is_num {
                             match p.parse::<i64>() {
                                 Ok(v) => l.value = Value::Int(v),
@@ -397,7 +479,13 @@ impl Reader<'_, '_, '_> {
                         children.push(l);
                         at += p.len() + 1;
                     }
-                    let mut g = group(format!("entry[{}]", i - 2), "line", off, body.len(), children);
+                    let mut g = group(
+                        format!("entry[{}]", i - 2),
+                        "line",
+                        off,
+                        body.len(),
+                        children,
+                    );
                     if parts.len() < fields.len() {
                         g.set_error(format!("{} fields, {} expected", parts.len(), fields.len()));
                     }
@@ -411,9 +499,11 @@ impl Reader<'_, '_, '_> {
             off += line.len();
         }
         match declared {
-            Some(d) if d != seen => {
-                self.finding(count_off, Level::Error, format!("count {d}, but {seen} entries follow"))?
-            }
+            Some(d) if d != seen => self.finding(
+                count_off,
+                Level::Error,
+                format!("count {d}, but {seen} entries follow"),
+            )?,
             None => self.finding(0, Level::Error, "no version and count lines".into())?,
             _ => {}
         }
@@ -427,7 +517,11 @@ impl Reader<'_, '_, '_> {
             Ok(t) => t,
             Err(e) => return self.raw(e.valid_up_to(), "not UTF-8 text".into()),
         };
-        let sep = if self.kind == FileKind::PartitionMetadata { ':' } else { '=' };
+        let sep = if self.kind == FileKind::PartitionMetadata {
+            ':'
+        } else {
+            '='
+        };
         let mut off = 0usize;
         let mut nodes = Vec::new();
         for line in text.split_inclusive('\n') {
@@ -445,7 +539,9 @@ impl Reader<'_, '_, '_> {
                         if let Some(u) = base64_uuid(vt) {
                             val.value = Value::Uuid(u);
                             val.annotation = Some(vt.to_string().into());
-                            if u == crate::decode::internal::CLUSTER_METADATA_TOPIC_ID && k == "topic_id" {
+                            if u == crate::decode::internal::CLUSTER_METADATA_TOPIC_ID
+                                && k == "topic_id"
+                            {
                                 val.annotation = Some(format!("{vt}, __cluster_metadata").into());
                             }
                         }
@@ -483,7 +579,10 @@ impl Reader<'_, '_, '_> {
         let Some(obj) = v.as_object() else {
             return self.raw(0, "quorum-state is not a JSON object".into());
         };
-        let version = obj.get("data_version").and_then(|v| v.as_i64()).unwrap_or(0);
+        let version = obj
+            .get("data_version")
+            .and_then(|v| v.as_i64())
+            .unwrap_or(0);
         let def = schema.resolve_name("QuorumStateData", version as i16);
         let text = std::str::from_utf8(data).unwrap_or("");
         let mut cursor = 0usize;
@@ -503,7 +602,9 @@ impl Reader<'_, '_, '_> {
             let value = match val {
                 serde_json::Value::Number(n) => n.as_i64().map_or(Value::None, Value::Int),
                 serde_json::Value::String(_) => {
-                    let s = text[cursor..end].trim_start_matches([':', ' ']).trim_matches('"');
+                    let s = text[cursor..end]
+                        .trim_start_matches([':', ' '])
+                        .trim_matches('"');
                     match base64_uuid(s) {
                         Some(u) => Value::Uuid(u),
                         None => Value::Str(s),
@@ -521,15 +622,22 @@ impl Reader<'_, '_, '_> {
                 let field = def.and_then(|d| {
                     d.def.fields.iter().find(|f| {
                         let mut c = f.name.chars();
-                        c.next().map(|x| x.to_ascii_lowercase().to_string() + c.as_str()).as_deref() == Some(k.as_str())
+                        c.next()
+                            .map(|x| x.to_ascii_lowercase().to_string() + c.as_str())
+                            .as_deref()
+                            == Some(k.as_str())
                     })
                 });
                 match (def, field) {
                     (Some(_), Some(f)) if f.versions.contains(version as i16) => {
                         n.ty = Cow::Owned(f.type_name.clone());
                     }
-                    (Some(d), _) => n.set_warning(format!("not a field of {} v{version}", d.def.name)),
-                    (None, _) => n.set_warning(format!("QuorumStateData has no version {version} in the schema")),
+                    (Some(d), _) => {
+                        n.set_warning(format!("not a field of {} v{version}", d.def.name))
+                    }
+                    (None, _) => n.set_warning(format!(
+                        "QuorumStateData has no version {version} in the schema"
+                    )),
                 }
             }
             self.emit(n)?;
@@ -553,6 +661,8 @@ fn line_col_offset(data: &[u8], line: usize, col: usize) -> usize {
 /// A Kafka topic or directory id as text: URL-safe base64 of 16 bytes, no padding.
 pub fn base64_uuid(s: &str) -> Option<uuid::Uuid> {
     use base64::Engine;
-    let b = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).ok()?;
+    let b = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(s)
+        .ok()?;
     uuid::Uuid::from_slice(&b).ok()
 }

@@ -462,11 +462,7 @@ fn read_file(
                 schema,
                 &mut r,
                 len,
-                &segment::Where {
-                    path,
-                    kind,
-                    topic,
-                },
+                &segment::Where { path, kind, topic },
                 opts,
                 Some(track),
                 sink,

@@ -159,7 +159,9 @@ pub fn read_batches(
             sink.finding(&finding(
                 pos,
                 Level::Error,
-                format!("{n} bytes at the end, too few for an entry's offset and length (a cut file?)"),
+                format!(
+                    "{n} bytes at the end, too few for an entry's offset and length (a cut file?)"
+                ),
             ))?;
             emit_raw(at, pos, &head[..n], "partial batch", sink)?;
             break;
@@ -243,7 +245,9 @@ pub fn read_batches(
             let mut cx = Cx::new(schema, &arena, &dopts);
             cx.topics.topic = at.topic;
             let mut rd = Reader::new(&buf, pos as usize, 0);
-            let node = records::decode_records(&mut cx, &mut rd, false).into_iter().next();
+            let node = records::decode_records(&mut cx, &mut rd, false)
+                .into_iter()
+                .next();
             if let Some(n) = &node {
                 tree_findings(at.path, pos, n, sink)?;
             }
@@ -328,7 +332,13 @@ fn tree_findings(path: &Path, pos: u64, n: &Node<'_>, sink: &mut dyn Sink) -> io
 }
 
 /// A cut entry as an item with one raw leaf.
-fn emit_raw(at: &Where<'_>, pos: u64, bytes: &[u8], name: &str, sink: &mut dyn Sink) -> io::Result<()> {
+fn emit_raw(
+    at: &Where<'_>,
+    pos: u64,
+    bytes: &[u8],
+    name: &str,
+    sink: &mut dyn Sink,
+) -> io::Result<()> {
     let mut n = Node::leaf(
         name.to_string(),
         "bytes",

@@ -53,10 +53,16 @@ fn record_type(rec: &Node<'_>) -> String {
     let key = rec.children.iter().find(|c| c.name == "key");
     let value = rec.children.iter().find(|c| c.name == "value");
     if let Some(k) = key.filter(|k| k.ty == "ControlRecordKey") {
-        return k.annotation.as_deref().unwrap_or("unknown control record").to_string();
+        return k
+            .annotation
+            .as_deref()
+            .unwrap_or("unknown control record")
+            .to_string();
     }
     match (key, value) {
-        (Some(k), Some(v)) if v.value == Value::Null && k.ty != "bytes" => format!("tombstone {}", k.ty),
+        (Some(k), Some(v)) if v.value == Value::Null && k.ty != "bytes" => {
+            format!("tombstone {}", k.ty)
+        }
         (_, Some(v)) if v.kind == NodeKind::Group && v.ty != "bytes" => v.ty.to_string(),
         (Some(k), Some(v)) if v.kind == NodeKind::Group => format!("{} (value not decoded)", k.ty),
         _ => "record".to_string(),
@@ -113,7 +119,13 @@ impl Sink for LogStats {
     fn finding(&mut self, f: &Finding) -> io::Result<()> {
         self.findings[f.level as usize] += 1;
         if f.level != Level::Info {
-            eprintln!("kwire: {}@{}: {}: {}", f.file.display(), f.offset, f.level.as_str(), f.message);
+            eprintln!(
+                "kwire: {}@{}: {}: {}",
+                f.file.display(),
+                f.offset,
+                f.level.as_str(),
+                f.message
+            );
         }
         Ok(())
     }
@@ -124,9 +136,10 @@ impl LogStats {
         let key = if it.file_kind == super::FileKind::KraftSnapshot {
             it.file.display().to_string()
         } else {
-            it.file
-                .parent()
-                .map_or_else(|| it.file.display().to_string(), |p| p.display().to_string())
+            it.file.parent().map_or_else(
+                || it.file.display().to_string(),
+                |p| p.display().to_string(),
+            )
         };
         self.partitions.entry(key).or_default()
     }
@@ -170,15 +183,25 @@ impl LogStats {
     pub fn write_text(&self, w: &mut dyn Write) -> io::Result<()> {
         let batches: u64 = self.partitions.values().map(|p| p.batches).sum();
         let records: u64 = self.partitions.values().map(|p| p.records).sum();
-        writeln!(w, "{batches} batches, {records} records, {} entries in other files", self.entries)?;
+        writeln!(
+            w,
+            "{batches} batches, {records} records, {} entries in other files",
+            self.entries
+        )?;
         if let Some((lo, hi)) = self.time_span {
             let t = |x| crate::decode::records::format_millis(x).unwrap_or_else(|| x.to_string());
             writeln!(w, "time span: {} .. {}", t(lo), t(hi))?;
         }
         writeln!(w, "\npartitions and snapshots:")?;
         for (k, p) in &self.partitions {
-            let o = p.offsets.map_or("-".to_string(), |(a, b)| format!("{a}..{b}"));
-            writeln!(w, "  {k}: {} files, {} batches, {} records, offsets {o}", p.files, p.batches, p.records)?;
+            let o = p
+                .offsets
+                .map_or("-".to_string(), |(a, b)| format!("{a}..{b}"));
+            writeln!(
+                w,
+                "  {k}: {} files, {} batches, {} records, offsets {o}",
+                p.files, p.batches, p.records
+            )?;
         }
         writeln!(w, "\nrecord types:")?;
         let mut types: Vec<_> = self.record_types.iter().collect();
@@ -190,7 +213,11 @@ impl LogStats {
         for (k, n) in &self.file_kinds {
             writeln!(w, "  {n:>8}  {k}")?;
         }
-        writeln!(w, "\nbatches: {} control, {} transactional, {} bad CRCs", self.control_batches, self.transactional_batches, self.bad_crcs)?;
+        writeln!(
+            w,
+            "\nbatches: {} control, {} transactional, {} bad CRCs",
+            self.control_batches, self.transactional_batches, self.bad_crcs
+        )?;
         for (c, n) in &self.compression {
             writeln!(w, "  {n:>8}  compression {c}")?;
         }
