@@ -101,7 +101,7 @@ pub fn read_small(
     opts: &LogOptions,
     sink: &mut dyn Sink,
 ) -> io::Result<()> {
-    let mut r = Reader {
+    let mut r = FileReader {
         path,
         kind,
         data,
@@ -117,7 +117,7 @@ pub fn read_small(
     }
 }
 
-struct Reader<'p, 'd, 's> {
+struct FileReader<'p, 'd, 's> {
     path: &'p Path,
     kind: FileKind,
     data: &'d [u8],
@@ -173,7 +173,7 @@ impl Segment {
     }
 }
 
-impl Reader<'_, '_, '_> {
+impl FileReader<'_, '_, '_> {
     fn finding(&mut self, offset: usize, level: Level, message: String) -> io::Result<()> {
         self.sink.finding(&Finding {
             file: self.path.to_path_buf(),
