@@ -50,11 +50,12 @@ impl Sink for Seen {
             n.walk(&mut |x, _| {
                 if x.error().is_some() || x.warning().is_some() {
                     self.problems.push(format!(
-                        "{}@{}: {}: {:?}",
+                        "{}@{}: {}: {:?} {:?}",
                         it.file.display(),
                         x.offset,
                         x.name,
-                        x.problems
+                        x.error(),
+                        x.warning()
                     ));
                 }
             });
@@ -69,7 +70,11 @@ impl Sink for Seen {
                 let mut types = Vec::new();
                 if let Some(n) = &it.node {
                     n.walk(&mut |x, _| {
-                        if x.ty.starts_with("LegacyRecord") && x.children.iter().all(|c| c.name != "Messages (decompressed)") {
+                        if x.ty.starts_with("LegacyRecord")
+                            && x.children
+                                .iter()
+                                .all(|c| c.name != "Messages (decompressed)")
+                        {
                             recs += 1;
                         }
                         if x.ty == "Record" && x.kind == NodeKind::Group {
@@ -653,12 +658,28 @@ fn legacy_message_sets_and_a_v2_batch_in_one_segment() {
     assert!(s.problems.is_empty(), "{:#?}", s.problems);
     assert_eq!(*file_of(&s.files, ".log"), (3, 4, 0, 3));
     // The legacy messages' CRC-32 and the batch's CRC-32C are checked in summary mode too.
-    let out = kwire().args(["log", "--format", "summary"]).arg(d.join("00000000000000000000.log")).assert().success();
+    let out = kwire()
+        .args(["log", "--format", "summary"])
+        .arg(d.join("00000000000000000000.log"))
+        .assert()
+        .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3);
-    assert!(lines[0].contains("@0 baseOffset 0 lastOffset 0 count 1") && lines[0].contains("magic 1") && lines[0].contains(" valid"), "{}", lines[0]);
-    assert!(lines[2].contains("baseOffset 2 lastOffset 3 count 2") && lines[2].contains("magic 2") && lines[2].contains(" valid"), "{}", lines[2]);
+    assert!(
+        lines[0].contains("@0 baseOffset 0 lastOffset 0 count 1")
+            && lines[0].contains("magic 1")
+            && lines[0].contains(" valid"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[2].contains("baseOffset 2 lastOffset 3 count 2")
+            && lines[2].contains("magic 2")
+            && lines[2].contains(" valid"),
+        "{}",
+        lines[2]
+    );
 }
 
 #[test]
@@ -668,19 +689,45 @@ fn schema_overlays_apply_to_internal_records() {
     let key = "0001000167000174 00000001";
     let value = "0063 000000000000002a";
     let out = kwire()
-        .args(["record", "--topic", "__consumer_offsets", "--key", key, "--value", value, "--format", "json"])
+        .args([
+            "record",
+            "--topic",
+            "__consumer_offsets",
+            "--key",
+            key,
+            "--value",
+            value,
+            "--format",
+            "json",
+        ])
         .assert()
         .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-    assert!(text.contains("OffsetCommitValue has no version 99 in the schema"), "{text}");
+    assert!(
+        text.contains("OffsetCommitValue has no version 99 in the schema"),
+        "{text}"
+    );
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/schema/internal");
     let out = kwire()
         .arg("--schema")
         .arg(&dir)
-        .args(["record", "--topic", "__consumer_offsets", "--key", key, "--value", value, "--format", "json"])
+        .args([
+            "record",
+            "--topic",
+            "__consumer_offsets",
+            "--key",
+            key,
+            "--value",
+            value,
+            "--format",
+            "json",
+        ])
         .assert()
         .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-    assert!(text.contains(r#""name":"CommittedOffset","type":"int64","value":42"#), "{text}");
+    assert!(
+        text.contains(r#""name":"CommittedOffset","type":"int64","value":42"#),
+        "{text}"
+    );
     assert!(text.contains(r#""type":"OffsetCommitValue v99""#), "{text}");
 }

@@ -50,7 +50,7 @@ fn envelope_wraps_a_request_and_a_principal() {
     );
     let a = m.tree.find("ClientHostAddress").unwrap();
     assert!(
-        a.annotation.as_deref().unwrap().ends_with("127.0.0.1"),
+        a.annotation.unwrap().ends_with("127.0.0.1"),
         "{:?}",
         a.annotation
     );
@@ -94,6 +94,7 @@ fn a_protocol_type_other_than_consumer_keeps_bytes_raw() {
     let mut known = Known::request();
     known.hints = Hints {
         protocol_type: Some("connect".into()),
+        ..Hints::default()
     };
     let m = decode(&schema, &opts, &arena, &b, &known);
     assert!(m.tree.find("ConsumerProtocolAssignment").is_none());

@@ -374,13 +374,13 @@ pub fn record_message<'a>(
     let klen = key_len.unwrap_or(0);
     let (kb, vb) = frame.split_at(klen.min(frame.len()));
     let mut root = Node::new(
-        format!("{} record", topic.name()),
+        arena.fmt(format_args!("{} record", topic.name())),
         "record",
         NodeKind::Message,
         0,
     );
     root.length = frame.len();
-    let mut kr = Reader::new(kb, 0, 0);
+    let mut kr = Reader::new(kb, 0, 0, arena);
     let mut key = Node::new("key", "bytes", NodeKind::Group, 0);
     key.length = kb.len();
     let mut kids = Vec::new();
@@ -395,7 +395,7 @@ pub fn record_message<'a>(
         if topic == InternalTopic::ClusterMetadata {
             internal::KeyInfo::Metadata
         } else {
-            key.set_warning(format!("a {} record without a key", topic.name()));
+            key.set_warning(arena.fmt(format_args!("a {} record without a key", topic.name())));
             internal::KeyInfo::Unknown
         }
     };
@@ -407,7 +407,7 @@ pub fn record_message<'a>(
             format!("{n} bytes not decoded after an error"),
         ));
     }
-    key.children = kids;
+    key.children = cx.seal(kids);
     key.set_region(Region::Record);
     let mut value = Node::new("value", "bytes", NodeKind::Group, klen);
     value.length = vb.len();
@@ -415,10 +415,11 @@ pub fn record_message<'a>(
         value.kind = NodeKind::Field;
         value.value = Value::Null;
         if let internal::KeyInfo::Coordinator { record, .. } = &info {
-            value.annotation = Some(format!("tombstone: deletes this {record} record").into());
+            value.annotation =
+                Some(arena.fmt(format_args!("tombstone: deletes this {record} record")));
         }
     } else {
-        let mut vr = Reader::new(vb, klen, 0);
+        let mut vr = Reader::new(vb, klen, 0, arena);
         let mut kids = Vec::new();
         value.ty = internal::decode_value(&mut cx, &info, &mut vr, &mut kids);
         if vr.left() > 0 {
@@ -430,13 +431,13 @@ pub fn record_message<'a>(
             ));
         }
         value.value = Value::Bytes(vb);
-        value.children = kids;
+        value.children = cx.seal(kids);
     }
     value.set_region(Region::RecordBatch);
     let mut body = Node::new("record", "struct", NodeKind::Body, 0);
     body.length = frame.len();
-    body.children = vec![key, value];
-    root.children = vec![body];
+    body.children = arena.nodes([key, value]);
+    root.children = arena.nodes([body]);
     Message {
         direction: Direction::Request,
         api_key: -1,

@@ -27,7 +27,6 @@ use super::{Cx, Reader};
 use crate::schema::{Definition, Field, MessageKind, Schema};
 use crate::tree::{Node, NodeKind, Region, Value};
 use crate::wire;
-use std::borrow::Cow;
 
 /// One of Kafka's internal topics whose records kwire decodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -204,7 +203,8 @@ fn int16<'a>(r: &mut Reader<'a>, out: &mut Vec<Node<'a>>, name: &'static str) ->
             Some(v)
         }
         Err(e) => {
-            out.push(r.error_leaf(name, "int16", format!("{name}: {}", e.kind)));
+            let m = r.fmt(format_args!("{name}: {}", e.kind));
+            out.push(r.error_leaf(name, "int16", m));
             None
         }
     }
@@ -221,22 +221,23 @@ fn uvarint<'a>(r: &mut Reader<'a>, out: &mut Vec<Node<'a>>, name: &'static str) 
             Some(v)
         }
         Err(e) => {
-            out.push(r.error_leaf(name, "uvarint", format!("{name}: {}", e.kind)));
+            let m = r.fmt(format_args!("{name}: {}", e.kind));
+            out.push(r.error_leaf(name, "uvarint", m));
             None
         }
     }
 }
 
 /// The rest of `r` as a raw leaf with a warning (nothing when it is empty).
-fn raw_rest<'a>(r: &mut Reader<'a>, out: &mut Vec<Node<'a>>, name: &'static str, warning: String) {
+fn raw_rest<'a>(r: &mut Reader<'a>, out: &mut Vec<Node<'a>>, name: &'static str, warning: &'a str) {
     if r.left() == 0 {
         if let Some(l) = out.last_mut() {
             l.set_warning(warning);
         }
         return;
     }
-    let mut n = r.error_leaf(name, "bytes", String::new());
-    n.problems_mut().error = None;
+    let mut n = r.error_leaf(name, "bytes", "");
+    n.set_error_opt(None);
     n.set_warning(warning);
     n.region = Region::Record;
     out.push(n);
@@ -264,12 +265,8 @@ fn walk_fields<'a>(
     (cx.topics.topic, cx.topics.position) = saved;
     if res.is_ok() && r.left() > 0 {
         let n = r.left();
-        raw_rest(
-            r,
-            out,
-            "trailing bytes",
-            format!("{n} bytes after {} v{version}", d.def.name),
-        );
+        let w = r.fmt(format_args!("{n} bytes after {} v{version}", d.def.name));
+        raw_rest(r, out, "trailing bytes", w);
     }
 }
 
@@ -280,31 +277,27 @@ pub fn decode_key<'a>(
     topic: InternalTopic,
     r: &mut Reader<'a>,
     out: &mut Vec<Node<'a>>,
-) -> (KeyInfo, Cow<'a, str>) {
+) -> (KeyInfo, &'a str) {
     if topic == InternalTopic::ClusterMetadata {
         // Metadata records have null keys; anything else stays bytes.
-        return (KeyInfo::Metadata, Cow::Borrowed("bytes"));
+        return (KeyInfo::Metadata, "bytes");
     }
     let schema: &'a Schema = cx.schema;
     let Some(ty) = int16(r, out, "type") else {
-        return (KeyInfo::Unknown, Cow::Borrowed("bytes"));
+        return (KeyInfo::Unknown, "bytes");
     };
     let Some((d, version)) = key_definition(schema, topic, ty) else {
-        raw_rest(
-            r,
-            out,
-            "data",
-            format!(
-                "unknown {} record type {ty} (a newer Kafka?): shown raw",
-                topic.name()
-            ),
-        );
-        return (KeyInfo::Unknown, Cow::Borrowed("bytes"));
+        let w = r.fmt(format_args!(
+            "unknown {} record type {ty} (a newer Kafka?): shown raw",
+            topic.name()
+        ));
+        raw_rest(r, out, "data", w);
+        return (KeyInfo::Unknown, "bytes");
     };
     let name = d.def.name.as_str();
     let record = name.strip_suffix("Key").unwrap_or(name);
     if let Some(t) = out.last_mut() {
-        t.annotation = Some(Cow::Borrowed(record));
+        t.annotation = Some(record);
     }
     walk_fields(cx, d, version, r, out);
     let value = format!("{record}Value");
@@ -313,7 +306,7 @@ pub fn decode_key<'a>(
             record: record.to_string(),
             value,
         },
-        Cow::Borrowed(name),
+        name,
     )
 }
 
@@ -325,7 +318,7 @@ pub fn decode_value<'a>(
     key: &KeyInfo,
     r: &mut Reader<'a>,
     out: &mut Vec<Node<'a>>,
-) -> Cow<'a, str> {
+) -> &'a str {
     let schema: &'a Schema = cx.schema;
     match key {
         KeyInfo::Unknown => {
@@ -333,74 +326,76 @@ pub fn decode_value<'a>(
                 r,
                 out,
                 "data",
-                "the key names no known record type: value shown raw".into(),
+                "the key names no known record type: value shown raw",
             );
-            Cow::Borrowed("bytes")
+            "bytes"
         }
         KeyInfo::Coordinator { value, .. } => {
             let Some(v) = int16(r, out, "version") else {
-                return Cow::Borrowed("bytes");
+                return "bytes";
             };
             match schema.resolve_name(value, v) {
                 Some(d) => {
                     walk_fields(cx, d, v, r, out);
-                    Cow::Owned(format!("{} v{v}", d.def.name))
+                    cx.fmt(format_args!("{} v{v}", d.def.name))
                 }
                 None => {
                     raw_rest(
                         r,
                         out,
                         "data",
-                        format!(
+                        r.fmt(format_args!(
                             "{value} has no version {v} in the schema (a newer Kafka?): shown raw"
-                        ),
+                        )),
                     );
-                    Cow::Borrowed("bytes")
+                    "bytes"
                 }
             }
         }
         KeyInfo::Metadata => {
             let Some(frame) = uvarint(r, out, "frameVersion") else {
-                return Cow::Borrowed("bytes");
+                return "bytes";
             };
             if frame != 1 {
                 raw_rest(
                     r,
                     out,
                     "data",
-                    format!("metadata record frame version {frame}, kwire knows 1: shown raw"),
+                    r.fmt(format_args!(
+                        "metadata record frame version {frame}, kwire knows 1: shown raw"
+                    )),
                 );
-                return Cow::Borrowed("bytes");
+                return "bytes";
             }
             let Some(ty) = uvarint(r, out, "type") else {
-                return Cow::Borrowed("bytes");
+                return "bytes";
             };
             let ty16 = i16::try_from(ty).unwrap_or(i16::MAX);
             let any = schema.by_api(MessageKind::Metadata, ty16);
             if let (Some(d), Some(t)) = (any.first(), out.last_mut()) {
-                t.annotation = Some(Cow::Borrowed(d.def.name.as_str()));
+                t.annotation = Some(d.def.name.as_str());
             }
             let Some(v) = uvarint(r, out, "version") else {
-                return Cow::Borrowed("bytes");
+                return "bytes";
             };
             let v16 = i16::try_from(v).unwrap_or(i16::MAX);
             match schema.resolve(MessageKind::Metadata, ty16, v16) {
                 Some(d) => {
                     walk_fields(cx, d, v16, r, out);
-                    Cow::Owned(format!("{} v{v}", d.def.name))
+                    cx.fmt(format_args!("{} v{v}", d.def.name))
                 }
                 None => {
                     let why = match any.first() {
-                        Some(d) => format!(
+                        Some(d) => r.fmt(format_args!(
                             "{} has no version {v} in the schema (a newer Kafka?): shown raw",
                             d.def.name
-                        ),
-                        None => {
-                            format!("unknown metadata record type {ty} (a newer Kafka?): shown raw")
-                        }
+                        )),
+                        None => r.fmt(format_args!(
+                            "unknown metadata record type {ty} (a newer Kafka?): shown raw"
+                        )),
                     };
                     raw_rest(r, out, "data", why);
-                    Cow::Borrowed("bytes")
+                    "bytes"
                 }
             }
         }
@@ -417,32 +412,31 @@ pub fn key_value<'a>(cx: &mut Cx<'a>, topic: InternalTopic, kv: &mut [Node<'a>])
     };
     let info = match key.value {
         Value::Bytes(b) => {
-            let (info, ty) = nest(key, b, |r, out| decode_key(cx, topic, r, out));
+            let (info, ty) = nest(cx, key, b, |cx, r, out| decode_key(cx, topic, r, out));
             key.ty = ty;
             info
         }
         _ if topic == InternalTopic::ClusterMetadata => KeyInfo::Metadata,
         _ => {
-            key.set_warning(format!(
+            key.set_warning(cx.fmt(format_args!(
                 "a {} record without a key: Kafka writes none",
                 topic.name()
-            ));
+            )));
             KeyInfo::Unknown
         }
     };
     match value.value {
         Value::Bytes(b) => {
-            let ty = nest(value, b, |r, out| decode_value(cx, &info, r, out));
+            let ty = nest(cx, value, b, |cx, r, out| decode_value(cx, &info, r, out));
             value.ty = ty;
         }
         Value::Null => {
             if let KeyInfo::Coordinator { record, .. } = &info {
-                value.annotation = Some(Cow::Owned(format!(
-                    "tombstone: deletes this {record} record"
-                )));
-                value.description = Some(Cow::Borrowed(
+                value.annotation =
+                    Some(cx.fmt(format_args!("tombstone: deletes this {record} record")));
+                value.description = Some(
                     "a null value: the record of this key is deleted (compaction removes both)",
-                ));
+                );
             }
         }
         _ => {}
@@ -452,9 +446,10 @@ pub fn key_value<'a>(cx: &mut Cx<'a>, topic: InternalTopic, kv: &mut [Node<'a>])
 /// Turns a `key`/`value` leaf over a varint length and `b` into a group: the `length`
 /// leaf, then what `f` reads from `b`.
 fn nest<'a, R>(
+    cx: &mut Cx<'a>,
     n: &mut Node<'a>,
     b: &'a [u8],
-    f: impl FnOnce(&mut Reader<'a>, &mut Vec<Node<'a>>) -> R,
+    f: impl FnOnce(&mut Cx<'a>, &mut Reader<'a>, &mut Vec<Node<'a>>) -> R,
 ) -> R {
     let prefix = n.length.saturating_sub(b.len());
     let mut len = Node::leaf(
@@ -467,19 +462,17 @@ fn nest<'a, R>(
     len.buffer = n.buffer;
     len.region = Region::Record;
     n.annotation = None;
-    let mut r = Reader::new(b, n.offset + prefix, n.buffer);
-    let mut out = vec![len];
-    let res = f(&mut r, &mut out);
+    let mut r = Reader::new(b, n.offset + prefix, n.buffer, cx.arena);
+    let mut out = cx.vec();
+    out.push(len);
+    let res = f(cx, &mut r, &mut out);
     if r.left() > 0 {
         let k = r.left();
-        out.push(r.error_leaf(
-            "rest",
-            "bytes",
-            format!("{k} bytes not decoded after an error"),
-        ));
+        let m = r.fmt(format_args!("{k} bytes not decoded after an error"));
+        out.push(r.error_leaf("rest", "bytes", m));
     }
     n.kind = NodeKind::Group;
-    n.children = out;
+    n.children = cx.seal(out);
     res
 }
 
@@ -577,10 +570,10 @@ mod tests {
         let opts = DecodeOptions::default();
         let arena = Buffers::new();
         let mut cx = Cx::new(s, &arena, &opts);
-        let mut kr = Reader::new(key, 0, 0);
+        let mut kr = Reader::new(key, 0, 0, &arena);
         let mut k = Vec::new();
         let (info, kty) = decode_key(&mut cx, topic, &mut kr, &mut k);
-        let mut vr = Reader::new(value, 100, 0);
+        let mut vr = Reader::new(value, 100, 0, &arena);
         let mut v = Vec::new();
         let vty = decode_value(&mut cx, &info, &mut vr, &mut v);
         for (nodes, start, len) in [(&k, 0, key.len()), (&v, 100, value.len())] {
@@ -616,9 +609,10 @@ mod tests {
             n.walk(&mut |x, _| {
                 assert!(
                     x.error().is_none() && x.warning().is_none(),
-                    "{}: {:?}",
+                    "{}: {:?} {:?}",
                     x.name,
-                    x.problems
+                    x.error(),
+                    x.warning()
                 )
             });
         }

@@ -24,25 +24,19 @@
 use super::segment::{batch_info, MAX_ENTRY};
 use super::{FileKind, Finding, Item, ItemKind, Level, LogOptions, Sink};
 use crate::schema::Schema;
-use crate::tree::{Node, NodeKind, Region, Value};
-use std::borrow::Cow;
+use crate::tree::{Buffers, Node, NodeKind, Region, Value};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-fn leaf<'a>(
-    name: impl Into<Cow<'a, str>>,
-    ty: &'static str,
-    v: Value<'a>,
-    off: usize,
-    len: usize,
-) -> Node<'a> {
+fn leaf<'a>(name: &'a str, ty: &'static str, v: Value<'a>, off: usize, len: usize) -> Node<'a> {
     let mut n = Node::leaf(name, ty, v, off, len);
     n.region = Region::ResponseBody;
     n
 }
 
 fn group<'a>(
-    name: String,
+    a: &'a Buffers,
+    name: &'a str,
     ty: &'static str,
     off: usize,
     len: usize,
@@ -50,7 +44,7 @@ fn group<'a>(
 ) -> Node<'a> {
     let mut n = Node::new(name, ty, NodeKind::Group, off);
     n.length = len;
-    n.children = children;
+    n.children = a.seal(children);
     n.set_region(Region::ResponseBody);
     n
 }
@@ -70,7 +64,8 @@ fn be(b: &[u8], at: usize, n: usize) -> i64 {
 
 /// A fixed-layout entry: `(name, type, width)` fields at `off` of `data`.
 fn fixed_entry<'a>(
-    name: String,
+    a: &'a Buffers,
+    name: &'a str,
     data: &'a [u8],
     off: usize,
     layout: &[(&'static str, &'static str, usize)],
@@ -86,7 +81,7 @@ fn fixed_entry<'a>(
         children.push(leaf(*n, ty, v, at, *w));
         at += w;
     }
-    group(name, "entry", off, at - off, children)
+    group(a, name, "entry", off, at - off, children)
 }
 
 /// Reads one small file (whose bytes are `data`) and hands its entries to `sink`.
@@ -213,6 +208,7 @@ impl FileReader<'_, '_, '_> {
 
     /// A file too short or malformed as a whole: one raw entry with the error.
     fn raw(&mut self, off: usize, msg: String) -> io::Result<()> {
+        let a = Buffers::new();
         let d = self.data;
         let mut n = leaf(
             "rest",
@@ -221,7 +217,7 @@ impl FileReader<'_, '_, '_> {
             off,
             d.len().saturating_sub(off),
         );
-        n.set_error(msg);
+        n.set_error(a.text(&msg));
         self.emit(n)
     }
 
@@ -285,17 +281,19 @@ impl FileReader<'_, '_, '_> {
                 )?;
                 break;
             }
-            let mut n = fixed_entry(format!("entry[{i}]"), data, off, layout);
+            // One small arena per entry: memory stays flat over a large index.
+            let a = Buffers::new();
+            let mut n = fixed_entry(&a, a.fmt(format_args!("entry[{i}]")), data, off, layout);
             match self.kind {
                 FileKind::OffsetIndex => {
                     let rel = be(data, off, 4);
                     let p = be(data, off + 4, 4);
                     if let Some(b) = base {
-                        n.children[0].annotation = Some(format!("offset {}", b + rel).into());
+                        n.children[0].annotation = Some(a.fmt(format_args!("offset {}", b + rel)));
                     }
                     if let Some((pr, pp)) = prev {
                         if rel <= pr || p <= pp {
-                            n.set_error(format!("entry goes backwards: offset {rel} after {pr}, position {p} after {pp}"));
+                            n.set_error(a.fmt(format_args!("entry goes backwards: offset {rel} after {pr}, position {p} after {pp}")));
                         }
                     }
                     prev = Some((rel, p));
@@ -303,17 +301,17 @@ impl FileReader<'_, '_, '_> {
                         match s.batch_at(p as u64) {
                             Ok((bo, lo)) if (bo..=lo).contains(&(b + rel)) => {
                                 n.children[1].annotation =
-                                    Some(format!("batch boundary: batch {bo}..{lo}").into());
+                                    Some(a.fmt(format_args!("batch boundary: batch {bo}..{lo}")));
                             }
                             Ok((bo, lo)) => {
                                 n.children[1].annotation =
-                                    Some(format!("batch boundary: batch {bo}..{lo}").into());
-                                n.children[1].set_warning(format!(
+                                    Some(a.fmt(format_args!("batch boundary: batch {bo}..{lo}")));
+                                n.children[1].set_warning(a.fmt(format_args!(
                                     "offset {} is not in the batch at this position ({bo}..{lo})",
                                     b + rel
-                                ));
+                                )));
                             }
-                            Err(why) => n.children[1].set_error(why),
+                            Err(why) => n.children[1].set_error(a.text(&why)),
                         }
                     }
                 }
@@ -321,14 +319,14 @@ impl FileReader<'_, '_, '_> {
                     let ts = be(data, off, 8);
                     let rel = be(data, off + 8, 4);
                     if let Some(t) = crate::decode::records::format_millis(ts) {
-                        n.children[0].annotation = Some(t.into());
+                        n.children[0].annotation = Some(a.text(&t));
                     }
                     if let Some(b) = base {
-                        n.children[1].annotation = Some(format!("offset {}", b + rel).into());
+                        n.children[1].annotation = Some(a.fmt(format_args!("offset {}", b + rel)));
                     }
                     if let Some((pt, pr)) = prev {
                         if ts < pt || rel < pr {
-                            n.set_error(format!("entry goes backwards: timestamp {ts} after {pt}, offset {rel} after {pr}"));
+                            n.set_error(a.fmt(format_args!("entry goes backwards: timestamp {ts} after {pt}, offset {rel} after {pr}")));
                         }
                     }
                     prev = Some((ts, rel));
@@ -359,8 +357,10 @@ impl FileReader<'_, '_, '_> {
                 ),
             );
         }
+        let a = Buffers::new();
         let mut h = fixed_entry(
-            "header".into(),
+            &a,
+            "header",
             data,
             0,
             &[
@@ -372,20 +372,20 @@ impl FileReader<'_, '_, '_> {
         let crc = be(data, 2, 4) as u32;
         let computed = crc32c::crc32c(&data[6..]);
         if crc == computed {
-            h.children[1].annotation = Some("valid".into());
+            h.children[1].annotation = Some("valid");
         } else {
-            h.children[1].set_error(format!(
+            h.children[1].set_error(a.fmt(format_args!(
                 "CRC-32C mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}"
-            ));
+            )));
         }
         let version = be(data, 0, 2);
         if version != 1 {
-            h.children[0].set_warning(format!("version {version}; kwire knows 1"));
+            h.children[0].set_warning(a.fmt(format_args!("version {version}; kwire knows 1")));
         }
         let count = be(data, 6, 4);
         let room = (data.len() - 10) / 46;
         if count < 0 || count as usize > room {
-            h.children[2].set_error(format!("count {count}, room for {room} entries"));
+            h.children[2].set_error(a.fmt(format_args!("count {count}, room for {room} entries")));
         }
         self.emit(h)?;
         const LAYOUT: [(&str, &str, usize); 8] = [
@@ -401,9 +401,10 @@ impl FileReader<'_, '_, '_> {
         let n = (count.max(0) as usize).min(room);
         for i in 0..n {
             let off = 10 + i * 46;
-            let mut e = fixed_entry(format!("producer[{i}]"), data, off, &LAYOUT);
+            let a = Buffers::new();
+            let mut e = fixed_entry(&a, a.fmt(format_args!("producer[{i}]")), data, off, &LAYOUT);
             if let Some(t) = crate::decode::records::format_millis(be(data, off + 26, 8)) {
-                e.children[5].annotation = Some(t.into());
+                e.children[5].annotation = Some(a.text(&t));
             }
             self.emit(e)?;
         }
@@ -418,6 +419,7 @@ impl FileReader<'_, '_, '_> {
     /// `version`, `count` and entry lines; each line an entry.
     fn checkpoint(&mut self) -> io::Result<()> {
         let data = self.data;
+        let a = Buffers::new();
         let text = match std::str::from_utf8(data) {
             Ok(t) => t,
             Err(e) => return self.raw(e.valid_up_to(), "not UTF-8 text".into()),
@@ -441,14 +443,14 @@ impl FileReader<'_, '_, '_> {
                         Ok(v) => {
                             l.value = Value::Int(v);
                             if i == 0 && v != 0 {
-                                l.set_warning(format!("version {v}; kwire knows 0"));
+                                l.set_warning(a.fmt(format_args!("version {v}; kwire knows 0")));
                             }
                             if i == 1 {
                                 declared = Some(v);
                                 count_off = off;
                             }
                         }
-                        Err(_) => l.set_error(format!("{name} line is not a number")),
+                        Err(_) => l.set_error(a.fmt(format_args!("{name} line is not a number"))),
                     }
                     l
                 }
@@ -480,14 +482,19 @@ impl FileReader<'_, '_, '_> {
                         at += p.len() + 1;
                     }
                     let mut g = group(
-                        format!("entry[{}]", i - 2),
+                        &a,
+                        a.fmt(format_args!("entry[{}]", i - 2)),
                         "line",
                         off,
                         body.len(),
                         children,
                     );
                     if parts.len() < fields.len() {
-                        g.set_error(format!("{} fields, {} expected", parts.len(), fields.len()));
+                        g.set_error(a.fmt(format_args!(
+                            "{} fields, {} expected",
+                            parts.len(),
+                            fields.len()
+                        )));
                     }
                     g
                 }
@@ -513,6 +520,7 @@ impl FileReader<'_, '_, '_> {
     /// `key=value` (meta.properties) or `key: value` (partition.metadata) lines.
     fn properties(&mut self) -> io::Result<()> {
         let data = self.data;
+        let a = Buffers::new();
         let text = match std::str::from_utf8(data) {
             Ok(t) => t,
             Err(e) => return self.raw(e.valid_up_to(), "not UTF-8 text".into()),
@@ -538,19 +546,20 @@ impl FileReader<'_, '_, '_> {
                     if k.ends_with("id") || k.ends_with("_id") {
                         if let Some(u) = base64_uuid(vt) {
                             val.value = Value::Uuid(u);
-                            val.annotation = Some(vt.to_string().into());
+                            val.annotation = Some(vt);
                             if u == crate::decode::internal::CLUSTER_METADATA_TOPIC_ID
                                 && k == "topic_id"
                             {
-                                val.annotation = Some(format!("{vt}, __cluster_metadata").into());
+                                val.annotation =
+                                    Some(a.fmt(format_args!("{vt}, __cluster_metadata")));
                             }
                         }
                     }
-                    group(k.trim().to_string(), "property", off, body.len(), vec![val])
+                    group(&a, k.trim(), "property", off, body.len(), vec![val])
                 }
                 None => {
                     let mut l = leaf("line", "string", Value::Str(body), off, body.len());
-                    l.set_error(format!("no '{sep}' in this line"));
+                    l.set_error(a.fmt(format_args!("no '{sep}' in this line")));
                     l
                 }
             };
@@ -565,6 +574,7 @@ impl FileReader<'_, '_, '_> {
 
     fn quorum_state(&mut self, schema: &Schema) -> io::Result<()> {
         let data = self.data;
+        let a = Buffers::new();
         let v: serde_json::Value = match serde_json::from_slice(data) {
             Ok(v) => v,
             Err(e) => {
@@ -614,9 +624,9 @@ impl FileReader<'_, '_, '_> {
                 serde_json::Value::Null => Value::Null,
                 _ => Value::None,
             };
-            let mut n = leaf(k.clone(), "json", value, at, end - at);
+            let mut n = leaf(a.text(k), "json", value, at, end - at);
             if val.is_array() || val.is_object() {
-                n.annotation = Some(val.to_string().into());
+                n.annotation = Some(a.text(&val.to_string()));
             }
             if k != "data_version" {
                 let field = def.and_then(|d| {
@@ -630,14 +640,14 @@ impl FileReader<'_, '_, '_> {
                 });
                 match (def, field) {
                     (Some(_), Some(f)) if f.versions.contains(version as i16) => {
-                        n.ty = Cow::Owned(f.type_name.clone());
+                        n.ty = a.text(&f.type_name);
                     }
-                    (Some(d), _) => {
-                        n.set_warning(format!("not a field of {} v{version}", d.def.name))
-                    }
-                    (None, _) => n.set_warning(format!(
+                    (Some(d), _) => n.set_warning(
+                        a.fmt(format_args!("not a field of {} v{version}", d.def.name)),
+                    ),
+                    (None, _) => n.set_warning(a.fmt(format_args!(
                         "QuorumStateData has no version {version} in the schema"
-                    )),
+                    ))),
                 }
             }
             self.emit(n)?;

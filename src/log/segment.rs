@@ -148,6 +148,8 @@ pub fn read_batches(
     let mut last: Option<(u64, Option<i16>)> = None;
     let full = opts.detail == Detail::Full || opts.verify;
     let dopts = DecodeOptions::default();
+    // One arena for every batch's tree, emptied before each (memory stays at one batch).
+    let mut arena = Buffers::new();
     while pos < len {
         let left = len - pos;
         let mut head = [0u8; 12];
@@ -241,10 +243,10 @@ pub fn read_batches(
             last = Some((pos, ct));
         }
         if full {
-            let arena = Buffers::new();
+            arena.reset();
             let mut cx = Cx::new(schema, &arena, &dopts);
             cx.topics.topic = at.topic;
-            let mut rd = Reader::new(&buf, pos as usize, 0);
+            let mut rd = Reader::new(&buf, pos as usize, 0, &arena);
             let node = records::decode_records(&mut cx, &mut rd, false)
                 .into_iter()
                 .next();
@@ -336,11 +338,11 @@ fn emit_raw(
     at: &Where<'_>,
     pos: u64,
     bytes: &[u8],
-    name: &str,
+    name: &'static str,
     sink: &mut dyn Sink,
 ) -> io::Result<()> {
     let mut n = Node::leaf(
-        name.to_string(),
+        name,
         "bytes",
         crate::tree::Value::Bytes(bytes),
         pos as usize,

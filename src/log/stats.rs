@@ -86,11 +86,16 @@ impl Sink for LogStats {
         if let Some(n) = &it.node {
             n.walk(&mut |x, _| {
                 if x.ty.starts_with("LegacyRecord")
-                    && x.children.iter().all(|c| c.name != "Messages (decompressed)")
+                    && x.children
+                        .iter()
+                        .all(|c| c.name != "Messages (decompressed)")
                 {
                     // A legacy message (not a compressed wrapper) is one record.
                     records += 1;
-                    *self.record_types.entry("legacy message".into()).or_default() += 1;
+                    *self
+                        .record_types
+                        .entry("legacy message".into())
+                        .or_default() += 1;
                 }
                 if x.ty == "Record" && x.kind == NodeKind::Group {
                     records += 1;
