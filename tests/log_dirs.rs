@@ -82,7 +82,7 @@ impl Sink for Seen {
                             let k = x.children.iter().find(|c| c.name == "key").unwrap();
                             let v = x.children.iter().find(|c| c.name == "value").unwrap();
                             types.push(if k.ty == "ControlRecordKey" {
-                                k.annotation.as_deref().unwrap_or("?").to_string()
+                                k.annotation.unwrap_or("?").to_string()
                             } else if v.value == Value::Null {
                                 format!("tombstone {}", k.ty)
                             } else {
@@ -330,7 +330,7 @@ fn a_cut_segment_is_reported_at_its_last_batch() {
     let (last, _) = *e.last().unwrap();
     let f = d.join("00000000000000000000.log");
     std::fs::write(&f, &b[..last + 30]).unwrap();
-    let s = read(&[f.clone()], true);
+    let s = read(std::slice::from_ref(&f), true);
     let errs = errors(&s);
     assert_eq!(errs.len(), 1, "{errs:#?}");
     assert_eq!(errs[0].offset, last as u64);

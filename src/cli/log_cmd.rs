@@ -108,7 +108,7 @@ fn entry_line(it: &Item<'_>, opts: &RenderOptions) -> String {
     let mut s = place(it);
     if let Some(n) = &it.node {
         s.push(' ');
-        s.push_str(&n.name);
+        s.push_str(n.name);
         let leaves: Vec<&Node<'_>> = if n.children.is_empty() {
             vec![n]
         } else {
@@ -117,7 +117,7 @@ fn entry_line(it: &Item<'_>, opts: &RenderOptions) -> String {
         for c in leaves {
             s.push(' ');
             if !n.children.is_empty() {
-                s.push_str(&c.name);
+                s.push_str(c.name);
                 s.push('=');
             }
             s.push_str(&render::value_text(&c.value, opts.max_value_len, true));
@@ -475,7 +475,7 @@ pub fn record_command(
             .filter(|c| !c.is_whitespace() && *c != ':')
             .collect();
         let compact = compact.strip_prefix("0x").unwrap_or(&compact);
-        if compact.len() % 2 != 0 || !compact.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !compact.len().is_multiple_of(2) || !compact.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(CliError::Msg(format!("--{what}: not hex")));
         }
         Ok((0..compact.len())

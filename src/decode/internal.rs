@@ -159,11 +159,11 @@ fn module_of(d: &Definition) -> &str {
 /// The key definition for record type `ty` of a coordinator topic and the version to
 /// read its fields at: a 4.1+ `coordinator-key` whose `apiKey` is `ty`, or else a
 /// 3.9-style key whose `validVersions` hold `ty`.
-pub fn key_definition<'s>(
-    schema: &'s Schema,
+pub fn key_definition(
+    schema: &Schema,
     topic: InternalTopic,
     ty: i16,
-) -> Option<(&'s Definition, i16)> {
+) -> Option<(&Definition, i16)> {
     if let Some(d) = schema
         .by_api(MessageKind::CoordinatorKey, ty)
         .into_iter()
@@ -594,7 +594,7 @@ mod tests {
                 assert_eq!(at, start + len, "leaves cover every byte");
             }
         }
-        check(&k, &v, &kty, &vty);
+        check(&k, &v, kty, vty);
     }
 
     fn find<'n, 'a>(nodes: &'n [Node<'a>], name: &str) -> &'n Node<'a> {
@@ -728,7 +728,7 @@ mod tests {
                 no_problems(k);
                 no_problems(v);
                 assert_eq!(
-                    find(k, "type").annotation.as_deref(),
+                    find(k, "type").annotation,
                     Some("ConsumerGroupMemberMetadata")
                 );
                 assert_eq!(find(v, "ServerAssignor").value, Value::Str("uniform"));
@@ -758,7 +758,7 @@ mod tests {
             |_, v, _, vty| {
                 assert_eq!(vty, "TopicRecord v0");
                 no_problems(v);
-                assert_eq!(find(v, "type").annotation.as_deref(), Some("TopicRecord"));
+                assert_eq!(find(v, "type").annotation, Some("TopicRecord"));
                 assert_eq!(find(v, "Name").value, Value::Str("t"));
             },
         );
@@ -844,7 +844,7 @@ mod tests {
         let val = rec.find("value").unwrap();
         assert_eq!(val.value, Value::Null);
         assert_eq!(
-            val.annotation.as_deref(),
+            val.annotation,
             Some("tombstone: deletes this OffsetCommit record")
         );
         // The same batch for another topic stays bytes.

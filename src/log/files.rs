@@ -78,7 +78,7 @@ fn fixed_entry<'a>(
         } else {
             Value::Int(be(data, at, *w))
         };
-        children.push(leaf(*n, ty, v, at, *w));
+        children.push(leaf(n, ty, v, at, *w));
         at += w;
     }
     group(a, name, "entry", off, at - off, children)

@@ -193,7 +193,7 @@ pub fn read_batches(
             emit_raw(at, pos, &buf, "partial batch", sink)?;
             break;
         }
-        if total > MAX_ENTRY || total < 17 {
+        if !(17..=MAX_ENTRY).contains(&total) {
             let why = if total < 17 {
                 format!("batch length {blen} leaves no room for a magic byte")
             } else {

@@ -53,11 +53,7 @@ fn record_type(rec: &Node<'_>) -> String {
     let key = rec.children.iter().find(|c| c.name == "key");
     let value = rec.children.iter().find(|c| c.name == "value");
     if let Some(k) = key.filter(|k| k.ty == "ControlRecordKey") {
-        return k
-            .annotation
-            .as_deref()
-            .unwrap_or("unknown control record")
-            .to_string();
+        return k.annotation.unwrap_or("unknown control record").to_string();
     }
     match (key, value) {
         (Some(k), Some(v)) if v.value == Value::Null && k.ty != "bytes" => {
