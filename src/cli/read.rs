@@ -395,14 +395,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         st.add(m, ctx);
         Ok(true)
     })?;
-    match a.format {
-        super::ListFormat::Json => writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&st.to_json()).unwrap_or_default()
-        )?,
-        super::ListFormat::Text => st.write_text(out)?,
-    }
+    write_stats(out, a.format, || st.to_json(), |w| st.write_text(w))?;
     out.flush()?;
     closing.iter().for_each(|l| eprintln!("{l}"));
     Ok(())
@@ -421,13 +414,23 @@ fn log_stats(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), 
         &opts,
         &mut st,
     )?;
-    match a.format {
+    write_stats(out, a.format, || st.to_json(), |w| st.write_text(w))?;
+    Ok(())
+}
+
+/// Prints counts as pretty JSON or as text, as `--format` asks.
+fn write_stats(
+    out: &mut dyn Write,
+    format: super::ListFormat,
+    json: impl FnOnce() -> serde_json::Value,
+    text: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    match format {
         super::ListFormat::Json => writeln!(
             out,
             "{}",
-            serde_json::to_string_pretty(&st.to_json()).unwrap_or_default()
-        )?,
-        super::ListFormat::Text => st.write_text(out)?,
+            serde_json::to_string_pretty(&json()).unwrap_or_default()
+        ),
+        super::ListFormat::Text => text(out),
     }
-    Ok(())
 }

@@ -498,9 +498,19 @@ pub fn encode_coordinator_key(
         (MessageKind::CoordinatorKey, Some(k)) => k,
         _ => version,
     };
-    let mut out = ty.to_be_bytes().to_vec();
-    out.extend(crate::encode::encode_struct(&d.def, version, fields).map_err(|e| e.to_string())?);
-    Ok(out)
+    after(ty.to_be_bytes().to_vec(), d, version, fields)
+}
+
+/// `prefix`, then the struct `d` at `version` encoded from `fields`.
+fn after(
+    mut prefix: Vec<u8>,
+    d: &Definition,
+    version: i16,
+    fields: &serde_json::Value,
+) -> Result<Vec<u8>, String> {
+    prefix
+        .extend(crate::encode::encode_struct(&d.def, version, fields).map_err(|e| e.to_string())?);
+    Ok(prefix)
 }
 
 /// Encodes the value of coordinator record `record` at `version`: `int16 version`, then
@@ -518,9 +528,7 @@ pub fn encode_coordinator_value(
     let d = schema
         .resolve_name(&name, version)
         .ok_or_else(|| format!("{name} has no version {version} in the schema"))?;
-    let mut out = version.to_be_bytes().to_vec();
-    out.extend(crate::encode::encode_struct(&d.def, version, fields).map_err(|e| e.to_string())?);
-    Ok(out)
+    after(version.to_be_bytes().to_vec(), d, version, fields)
 }
 
 /// Encodes a `__cluster_metadata` record value: the frame (`uvarint 1`, `uvarint`
@@ -543,8 +551,7 @@ pub fn encode_metadata_value(
     for v in [1u64, ty as u64, version as u64] {
         crate::encode::put_uvarint(&mut out, v);
     }
-    out.extend(crate::encode::encode_struct(&d.def, version, fields).map_err(|e| e.to_string())?);
-    Ok(out)
+    after(out, d, version, fields)
 }
 
 #[cfg(test)]

@@ -242,9 +242,9 @@ pub fn read_batches(
             first_type.get_or_insert(ct);
             last = Some((pos, ct));
         }
-        if full {
-            arena.reset();
-            let mut cx = Cx::new(schema, &arena, &dopts);
+        arena.reset();
+        let mut cx = Cx::new(schema, &arena, &dopts);
+        let node = if full {
             cx.topics.topic = at.topic;
             let mut rd = Reader::new(&buf, pos as usize, 0, &arena);
             let node = records::decode_records(&mut cx, &mut rd, false)
@@ -253,30 +253,21 @@ pub fn read_batches(
             if let Some(n) = &node {
                 tree_findings(at.path, pos, n, sink)?;
             }
-            sink.item(&Item {
-                kind: ItemKind::Batch,
-                file: at.path,
-                file_kind: at.kind,
-                position: pos,
-                bytes: &buf,
-                node,
-                buffers: cx.buffers.clone(),
-                batch: info,
-                topic: at.topic,
-            })?;
+            node
         } else {
-            sink.item(&Item {
-                kind: ItemKind::Batch,
-                file: at.path,
-                file_kind: at.kind,
-                position: pos,
-                bytes: &buf,
-                node: None,
-                buffers: Vec::new(),
-                batch: info,
-                topic: at.topic,
-            })?;
-        }
+            None
+        };
+        sink.item(&Item {
+            kind: ItemKind::Batch,
+            file: at.path,
+            file_kind: at.kind,
+            position: pos,
+            bytes: &buf,
+            node,
+            buffers: std::mem::take(&mut cx.buffers),
+            batch: info,
+            topic: at.topic,
+        })?;
         pos += total;
     }
     if at.kind == FileKind::KraftSnapshot {

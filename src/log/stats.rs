@@ -48,8 +48,10 @@ pub struct LogStats {
     last_file: Option<std::path::PathBuf>,
 }
 
-/// The type name of one `Record[i]` node.
-fn record_type(rec: &Node<'_>) -> String {
+/// The type name of one `Record[i]` node (a v2 record): the value's definition
+/// (`OffsetCommitValue v3`), a control record's name (`SNAPSHOT_HEADER`), `tombstone` and
+/// the key's definition, or `record` for records of other topics.
+pub fn record_type(rec: &Node<'_>) -> String {
     let key = rec.children.iter().find(|c| c.name == "key");
     let value = rec.children.iter().find(|c| c.name == "value");
     if let Some(k) = key.filter(|k| k.ty == "ControlRecordKey") {
