@@ -476,7 +476,7 @@ impl TlsConn {
                                 TlsExtension::SNI(names) => {
                                     self.sni = names
                                         .first()
-                                        .map(|(_, n)| String::from_utf8_lossy(n).into_owned());
+                                        .map(|(_, n)| String::from_utf8_lossy(n).escape_default().to_string());
                                 }
                                 TlsExtension::EncryptThenMac => self.offered_etm = true,
                                 _ => {}
@@ -508,7 +508,7 @@ impl TlsConn {
                                 TlsExtension::ALPN(p) => {
                                     self.alpn = p
                                         .first()
-                                        .map(|n| String::from_utf8_lossy(n).into_owned());
+                                        .map(|n| String::from_utf8_lossy(n).escape_default().to_string());
                                 }
                                 _ => {}
                             }
