@@ -7,7 +7,8 @@
 //! `SERVER_HANDSHAKE_TRAFFIC_SECRET`, `CLIENT_TRAFFIC_SECRET_0` and
 //! `SERVER_TRAFFIC_SECRET_0` carry TLS 1.3 traffic secrets (32 or 48 bytes, the suite's hash
 //! length, RFC 8446 section 7.1). Comments (`#`), blank lines, duplicates and the other
-//! labels the format knows (`EXPORTER_SECRET`, `CLIENT_EARLY_TRAFFIC_SECRET`, `RSA`, ...)
+//! labels the format knows (`EXPORTER_SECRET`, `CLIENT_EARLY_TRAFFIC_SECRET`, `RSA`,
+//! OpenSSL's `CLIENT_TRAFFIC_SECRET_N` after a KeyUpdate, ...)
 //! are accepted; anything else is a [`KeyLogProblem`] naming its line, and the rest of the
 //! file is still used.
 
@@ -81,6 +82,9 @@ const OTHER_LABELS: &[&str] = &[
     "RSA",
     "ECH_SECRET",
     "ECH_CONFIG",
+    // OpenSSL logs each KeyUpdate's secret; kwire derives them (RFC 8446 section 7.2).
+    "CLIENT_TRAFFIC_SECRET_N",
+    "SERVER_TRAFFIC_SECRET_N",
 ];
 
 /// Longest secret accepted, in bytes (SHA-512 output; TLS uses at most 48).

@@ -146,6 +146,65 @@ pub struct TlsConn {
     failed_once: bool,
 }
 
+/// The RFC 8446 / RFC 5246 name of an alert description.
+fn alert_name(code: u8) -> String {
+    let name = match code {
+        0 => "close_notify",
+        10 => "unexpected_message",
+        20 => "bad_record_mac",
+        22 => "record_overflow",
+        40 => "handshake_failure",
+        42 => "bad_certificate",
+        43 => "unsupported_certificate",
+        44 => "certificate_revoked",
+        45 => "certificate_expired",
+        46 => "certificate_unknown",
+        47 => "illegal_parameter",
+        48 => "unknown_ca",
+        49 => "access_denied",
+        50 => "decode_error",
+        51 => "decrypt_error",
+        70 => "protocol_version",
+        71 => "insufficient_security",
+        80 => "internal_error",
+        86 => "inappropriate_fallback",
+        90 => "user_canceled",
+        100 => "no_renegotiation",
+        109 => "missing_extension",
+        110 => "unsupported_extension",
+        112 => "unrecognized_name",
+        113 => "bad_certificate_status_response",
+        115 => "unknown_psk_identity",
+        116 => "certificate_required",
+        120 => "no_application_protocol",
+        _ => return format!("alert {code}"),
+    };
+    name.to_string()
+}
+
+/// The extensions of a hello as (type, data), as far as they are whole. Read here rather
+/// than with tls-parser's extension list, which stops at the first extension it cannot
+/// parse and so would lose the ones after it.
+fn raw_extensions(mut b: &[u8]) -> Vec<(u16, &[u8])> {
+    let mut v = Vec::new();
+    while b.len() >= 4 {
+        let ty = u16::from_be_bytes([b[0], b[1]]);
+        let len = u16::from_be_bytes([b[2], b[3]]) as usize;
+        if b.len() < 4 + len {
+            break;
+        }
+        v.push((ty, &b[4..4 + len]));
+        b = &b[4 + len..];
+    }
+    v
+}
+
+/// A name from the capture (SNI, ALPN) made safe to print: escapes for anything but
+/// printable ASCII.
+fn printable(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).escape_default().to_string()
+}
+
 fn hex_prefix(b: &[u8]) -> String {
     let mut s: String = b.iter().take(8).map(|x| format!("{x:02x}")).collect();
     s.push('…');
@@ -318,7 +377,7 @@ impl TlsConn {
         if !encrypted {
             match ctype {
                 22 => self.handshake(side, &r.fragment, r.last_frame, r.offset, keys, out),
-                20 if !tls13 => {
+                20 if !tls13 && self.version.is_some() => {
                     let s = &mut self.sides[side];
                     s.encrypted = true;
                     s.keys = s.next.take();
@@ -397,7 +456,12 @@ impl TlsConn {
     fn alert(&mut self, side: usize, b: &[u8], frame: u64, offset: u64, decrypted: bool, out: &mut Vec<TlsOut>) {
         let text = match tls_parser::parse_tls_message_alert(b) {
             Ok((_, tls_parser::TlsMessage::Alert(a))) => {
-                format!("{:?} ({:?})", a.code, a.severity).to_lowercase()
+                let level = match a.severity.0 {
+                    1 => "warning",
+                    2 => "fatal",
+                    _ => "unknown level",
+                };
+                format!("{} ({level})", alert_name(a.code.0))
             }
             _ => format!("{} bytes that are not an alert", b.len()),
         };
@@ -469,19 +533,17 @@ impl TlsConn {
                 }
                 self.client = Some(side);
                 self.client_random = Some(ch.random.to_vec());
-                if let Some(ext) = ch.ext {
-                    if let Ok((_, exts)) = tls_parser::parse_tls_client_hello_extensions(ext) {
-                        for e in exts {
-                            match e {
-                                TlsExtension::SNI(names) => {
-                                    self.sni = names
-                                        .first()
-                                        .map(|(_, n)| String::from_utf8_lossy(n).escape_default().to_string());
-                                }
-                                TlsExtension::EncryptThenMac => self.offered_etm = true,
-                                _ => {}
+                for (ty, data) in raw_extensions(ch.ext.unwrap_or(&[])) {
+                    match ty {
+                        0 => {
+                            if let Ok((_, TlsExtension::SNI(names))) =
+                                tls_parser::parse_tls_extension_sni_content(data)
+                            {
+                                self.sni = names.first().map(|(_, n)| printable(n));
                             }
                         }
+                        22 => self.offered_etm = true,
+                        _ => {}
                     }
                 }
             }
@@ -495,27 +557,22 @@ impl TlsConn {
                 }
                 let mut version = sh.version.0;
                 let mut etm = false;
-                if let Some(ext) = sh.ext {
-                    if let Ok((_, exts)) = tls_parser::parse_tls_server_hello_extensions(ext) {
-                        for e in exts {
-                            match e {
-                                TlsExtension::SupportedVersions(v) => {
-                                    if let Some(v) = v.first() {
-                                        version = v.0;
-                                    }
-                                }
-                                TlsExtension::EncryptThenMac => etm = true,
-                                TlsExtension::ALPN(p) => {
-                                    self.alpn = p
-                                        .first()
-                                        .map(|n| String::from_utf8_lossy(n).escape_default().to_string());
-                                }
-                                _ => {}
+                for (ty, data) in raw_extensions(sh.ext.unwrap_or(&[])) {
+                    match ty {
+                        43 if data.len() == 2 => version = u16::from_be_bytes([data[0], data[1]]),
+                        22 => etm = true,
+                        16 => {
+                            if let Ok((_, TlsExtension::ALPN(p))) =
+                                tls_parser::parse_tls_extension_alpn_content(data)
+                            {
+                                self.alpn = p.first().map(|n| printable(n));
                             }
                         }
+                        _ => {}
                     }
                 }
                 if sh.random == HRR_RANDOM {
+                    self.version = Some(0x0304);
                     let n = self.notice(NoticeKind::Info, Some(side), frame, Some(offset), "TLS 1.3 HelloRetryRequest: the client sends a second ClientHello".into());
                     out.push(n);
                     return;
