@@ -156,8 +156,8 @@ fn decode_capture(path: &Path) -> (Vec<Decoded>, Vec<String>) {
         &plaus,
         |ev| match ev {
             Event::Notice(n) => {
-                let benign = n.kind == kwire::input::NoticeKind::Info
-                    || n.message.starts_with("TLS alert");
+                let benign =
+                    n.kind == kwire::input::NoticeKind::Info || n.message.starts_with("TLS alert");
                 if !(tls && benign) {
                     notices.push(n.to_string())
                 }

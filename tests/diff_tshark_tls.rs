@@ -75,26 +75,34 @@ fn kwire(path: &Path) -> Kw {
         counts: Counts::new(),
         notices: Vec::new(),
     };
-    read_capture(std::fs::File::open(path).unwrap(), &opts, &plaus, |ev| match ev {
-        Event::Notice(n) => {
-            if matches!(n.kind, NoticeKind::Tls | NoticeKind::Resync | NoticeKind::Gap) {
-                kw.notices.push(n.to_string());
+    read_capture(
+        std::fs::File::open(path).unwrap(),
+        &opts,
+        &plaus,
+        |ev| match ev {
+            Event::Notice(n) => {
+                if matches!(
+                    n.kind,
+                    NoticeKind::Tls | NoticeKind::Resync | NoticeKind::Gap
+                ) {
+                    kw.notices.push(n.to_string());
+                }
             }
-        }
-        Event::Frame(f) => {
-            assert!(f.ctx.tls.is_some(), "a frame not from TLS: {:?}", f.ctx);
-            let (client, d) = match f.ctx.direction {
-                Direction::ToServer => (f.ctx.src.port(), 0),
-                Direction::ToClient => (f.ctx.dst.port(), 1),
-            };
-            let s = &mut kw.streams.entry(client).or_default()[d];
-            assert_eq!(s.len() as u64, f.ctx.stream_offset, "frames end to end");
-            s.extend_from_slice(&f.bytes);
-            let arena = Buffers::new();
-            let (m, _) = session.decode(&f, &arena);
-            *kw.counts.entry((m.api_key, d == 1)).or_default() += 1;
-        }
-    })
+            Event::Frame(f) => {
+                assert!(f.ctx.tls.is_some(), "a frame not from TLS: {:?}", f.ctx);
+                let (client, d) = match f.ctx.direction {
+                    Direction::ToServer => (f.ctx.src.port(), 0),
+                    Direction::ToClient => (f.ctx.dst.port(), 1),
+                };
+                let s = &mut kw.streams.entry(client).or_default()[d];
+                assert_eq!(s.len() as u64, f.ctx.stream_offset, "frames end to end");
+                s.extend_from_slice(&f.bytes);
+                let arena = Buffers::new();
+                let (m, _) = session.decode(&f, &arena);
+                *kw.counts.entry((m.api_key, d == 1)).or_default() += 1;
+            }
+        },
+    )
     .unwrap();
     kw
 }
@@ -111,7 +119,11 @@ fn tshark(path: &Path, args: &[String]) -> String {
         .args(["-d", &format!("tls.port=={PORT},kafka")])
         .args(args);
     let out = c.output().expect("tshark runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -225,21 +237,30 @@ fn tshark_counts(path: &Path) -> Counts {
 /// direction's total is the same.
 fn counts_agree(t: &Counts, k: &Counts) -> bool {
     let total = |c: &Counts, resp: bool| -> u64 {
-        c.iter().filter(|((_, r), _)| *r == resp).map(|(_, n)| n).sum()
+        c.iter()
+            .filter(|((_, r), _)| *r == resp)
+            .map(|(_, n)| n)
+            .sum()
     };
-    let per_key = t.iter().filter(|((key, _), _)| *key >= 0).all(|((key, resp), n)| {
-        let kn = k.get(&(*key, *resp)).copied().unwrap_or(0);
-        if *resp {
-            *n <= kn
-        } else {
-            *n == kn
-        }
-    });
+    let per_key = t
+        .iter()
+        .filter(|((key, _), _)| *key >= 0)
+        .all(|((key, resp), n)| {
+            let kn = k.get(&(*key, *resp)).copied().unwrap_or(0);
+            if *resp {
+                *n <= kn
+            } else {
+                *n == kn
+            }
+        });
     let requests_same = k
         .iter()
         .filter(|((_, r), _)| !*r)
         .all(|(key, n)| t.get(key) == Some(n));
-    per_key && requests_same && total(t, false) == total(k, false) && total(t, true) == total(k, true)
+    per_key
+        && requests_same
+        && total(t, false) == total(k, false)
+        && total(t, true) == total(k, true)
 }
 
 #[test]
@@ -258,13 +279,18 @@ fn tls_lab_decrypts_as_tshark_does() {
             problems.push(format!("{name}: kwire decrypted nothing: {:?}", kw.notices));
         }
         for n in &kw.notices {
-            if n.contains("stayed encrypted") || n.contains("does not decrypt") || n.contains("skipped") {
+            if n.contains("stayed encrypted")
+                || n.contains("does not decrypt")
+                || n.contains("skipped")
+            {
                 problems.push(format!("{name}: {n}"));
             }
         }
         for (port, [c2s, s2c]) in &kw.streams {
             let Some([n0, n1]) = ts.get(port) else {
-                problems.push(format!("{name}: tshark has no stream for client port {port}"));
+                problems.push(format!(
+                    "{name}: tshark has no stream for client port {port}"
+                ));
                 continue;
             };
             let same = (n0 == c2s && n1 == s2c) || (n0 == s2c && n1 == c2s);
@@ -280,7 +306,9 @@ fn tls_lab_decrypts_as_tshark_does() {
         }
         for (port, [n0, n1]) in &ts {
             if !kw.streams.contains_key(port) && (n0.len() + n1.len()) > 0 {
-                problems.push(format!("{name}: tshark decrypted client port {port}, kwire did not"));
+                problems.push(format!(
+                    "{name}: tshark decrypted client port {port}, kwire did not"
+                ));
             }
         }
         let tc = tshark_counts(f);

@@ -9,7 +9,9 @@ use serde_json::Value as J;
 use std::path::PathBuf;
 
 fn lab(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/lab/tls").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("captures/lab/tls")
+        .join(name)
 }
 
 fn kwire(args: &[&str]) -> (String, String) {
@@ -19,7 +21,11 @@ fn kwire(args: &[&str]) -> (String, String) {
         .args(args)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     (
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
@@ -55,13 +61,29 @@ const CAP: &str = "tls13_kp_aes256gcm";
 fn decrypted_messages_in_json_carry_their_tls_records() {
     let cap = lab(&format!("{CAP}.pcapng"));
     let keys = lab(&format!("{CAP}.keys"));
-    let (out, err) = kwire(&["read", path(&cap), "--port", "9093", "--tls-keylog", path(&keys), "--format", "json"]);
+    let (out, err) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&keys),
+        "--format",
+        "json",
+    ]);
     let schema: J = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kwire-message.schema.json")).unwrap(),
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/kwire-message.schema.json"
+        ))
+        .unwrap(),
     )
     .unwrap();
     let v = jsonschema::draft202012::new(&schema).unwrap();
-    let lines: Vec<J> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<J> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert!(lines.len() >= 40, "{} messages\n{err}", lines.len());
     for j in &lines {
         let errs: Vec<String> = v.iter_errors(j).map(|e| e.to_string()).collect();
@@ -72,7 +94,9 @@ fn decrypted_messages_in_json_carry_their_tls_records() {
         assert!(!t["records"].as_array().unwrap().is_empty());
         assert!(j["errors"].as_array().unwrap().is_empty(), "{j}");
     }
-    assert!(lines.iter().any(|j| j["api_name"] == "Fetch" && j["kind"] == "response"));
+    assert!(lines
+        .iter()
+        .any(|j| j["api_name"] == "Fetch" && j["kind"] == "response"));
     for s in secrets(&keys) {
         assert!(!out.contains(&s) && !err.contains(&s), "secret {s} printed");
     }
@@ -82,16 +106,52 @@ fn decrypted_messages_in_json_carry_their_tls_records() {
 fn text_hexdump_and_summary_show_the_decrypted_messages() {
     let cap = lab(&format!("{CAP}.pcapng"));
     let keys = lab(&format!("{CAP}.keys"));
-    let (text, _) = kwire(&["read", path(&cap), "--port", "9093", "--tls-keylog", path(&keys), "--api", "Produce", "--color", "never"]);
+    let (text, _) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&keys),
+        "--api",
+        "Produce",
+        "--color",
+        "never",
+    ]);
     let title = text.lines().next().unwrap();
     assert!(title.contains("[TLS 1.3 record"), "{title}");
     assert!(text.contains("lab-tls-kp"), "{text}");
-    let (hd, _) = kwire(&["read", path(&cap), "--port", "9093", "--tls-keylog", path(&keys), "--api", "Produce", "--format", "hexdump", "--color", "never"]);
+    let (hd, _) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&keys),
+        "--api",
+        "Produce",
+        "--format",
+        "hexdump",
+        "--color",
+        "never",
+    ]);
     assert!(hd.contains("[TLS 1.3 record"), "{hd}");
     // the grid shows decrypted bytes: the topic name in the ASCII column
     assert!(hd.contains("lab-tls-"), "{hd}");
-    let (sum, _) = kwire(&["read", path(&cap), "--port", "9093", "--tls-keylog", path(&keys), "--format", "summary"]);
-    assert!(sum.lines().any(|l| l.contains("JoinGroup v7 request")), "{sum}");
+    let (sum, _) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&keys),
+        "--format",
+        "summary",
+    ]);
+    assert!(
+        sum.lines().any(|l| l.contains("JoinGroup v7 request")),
+        "{sum}"
+    );
 }
 
 #[test]
@@ -116,14 +176,29 @@ fn no_keys_foreign_keys_and_wrong_keys_are_notices() {
     let cap = lab(&format!("{CAP}.pcapng"));
     let (out, err) = kwire(&["read", path(&cap), "--port", "9093"]);
     assert!(out.is_empty());
-    let lines: Vec<&str> = err.lines().filter(|l| l.contains("stayed encrypted")).collect();
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("stayed encrypted"))
+        .collect();
     assert_eq!(lines.len(), 5, "{err}");
     assert!(lines[0].contains("TLS 1.3 (client random "), "{}", lines[0]);
     assert!(lines[0].contains("no key log given"), "{}", lines[0]);
     // keys of another capture
     let other = lab("tls12_kp_chacha20.keys");
-    let (_, err) = kwire(&["read", path(&cap), "--port", "9093", "--tls-keylog", path(&other)]);
-    assert_eq!(err.matches("no key in the key log for this client random").count(), 5, "{err}");
+    let (_, err) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&other),
+    ]);
+    assert_eq!(
+        err.matches("no key in the key log for this client random")
+            .count(),
+        5,
+        "{err}"
+    );
     // the right client randoms with changed secrets: one failed tag per connection
     let keys = std::fs::read_to_string(lab(&format!("{CAP}.keys"))).unwrap();
     let wrong: String = keys
@@ -138,23 +213,52 @@ fn no_keys_foreign_keys_and_wrong_keys_are_notices() {
         })
         .collect();
     let wk = temp("wrong.keys", &wrong);
-    let (out, err) = kwire(&["read", path(&cap), "--port", "9093", "--tls-keylog", path(&wk)]);
+    let (out, err) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&wk),
+    ]);
     std::fs::remove_file(&wk).ok();
     assert!(out.is_empty(), "{out}");
-    assert_eq!(err.matches("does not decrypt with the logged key").count(), 5, "{err}");
+    assert_eq!(
+        err.matches("does not decrypt with the logged key").count(),
+        5,
+        "{err}"
+    );
     assert!(err.contains("the AEAD tag did not verify"), "{err}");
 }
 
 #[test]
 fn a_malformed_key_log_line_is_named_and_the_rest_used() {
     let keys = std::fs::read_to_string(lab(&format!("{CAP}.keys"))).unwrap();
-    let k = temp("bad.keys", &format!("# comment\nCLIENT_RANDOM nothex\n{keys}GARBAGE\n"));
+    let k = temp(
+        "bad.keys",
+        &format!("# comment\nCLIENT_RANDOM nothex\n{keys}GARBAGE\n"),
+    );
     let cap = lab(&format!("{CAP}.pcapng"));
-    let (out, err) = kwire(&["read", path(&cap), "--port", "9093", "--tls-keylog", path(&k), "--format", "summary"]);
+    let (out, err) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&k),
+        "--format",
+        "summary",
+    ]);
     std::fs::remove_file(&k).ok();
-    assert!(err.contains(":2: CLIENT_RANDOM needs a client random and a secret"), "{err}");
+    assert!(
+        err.contains(":2: CLIENT_RANDOM needs a client random and a secret"),
+        "{err}"
+    );
     let last = keys.lines().count() + 3;
-    assert!(err.contains(&format!(":{last}: unknown label \"GARBAGE\"")), "{err}");
+    assert!(
+        err.contains(&format!(":{last}: unknown label \"GARBAGE\"")),
+        "{err}"
+    );
     assert!(out.lines().count() >= 40);
     // a missing file is an error
     let out = Command::cargo_bin("kwire")
@@ -169,7 +273,16 @@ fn a_malformed_key_log_line_is_named_and_the_rest_used() {
 fn stats_show_each_tls_connection() {
     let cap = lab("tls12_ck_sasl_ssl.pcapng");
     let keys = lab("tls12_ck_sasl_ssl.keys");
-    let (out, _) = kwire(&["stats", path(&cap), "--port", "9093", "--tls-keylog", path(&keys), "--format", "json"]);
+    let (out, _) = kwire(&[
+        "stats",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&keys),
+        "--format",
+        "json",
+    ]);
     let j: J = serde_json::from_str(&out).unwrap();
     let tls = j["tls"].as_array().unwrap();
     assert!(!tls.is_empty());
@@ -179,8 +292,19 @@ fn stats_show_each_tls_connection() {
         assert_eq!(t["decrypted"], "yes", "{t}");
     }
     // SASL over TLS decodes as SASL over plaintext does
-    assert!(j["apis"].as_array().unwrap().iter().any(|a| a["api_name"] == "SaslAuthenticate"));
+    assert!(j["apis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["api_name"] == "SaslAuthenticate"));
     let (text, _) = kwire(&["stats", path(&cap), "--port", "9093"]);
-    assert!(text.contains("TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"), "{text}");
-    assert!(text.lines().any(|l| l.contains("TLS 1.2") && l.contains(" no ")), "{text}");
+    assert!(
+        text.contains("TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("TLS 1.2") && l.contains(" no ")),
+        "{text}"
+    );
 }

@@ -796,7 +796,8 @@ impl Conn {
                         let c = self.client.unwrap_or(1 - side);
                         self.client = Some(c);
                         for s in 0..2 {
-                            self.framers[s] = Some(Framer::new(self.dir_of(s), sink.opts.max_frame, true));
+                            self.framers[s] =
+                                Some(Framer::new(self.dir_of(s), sink.opts.max_frame, true));
                         }
                     }
                     self.feed(side, d, sink);

@@ -1086,12 +1086,20 @@ fn tls_capture_starting_after_the_handshake() {
     // application data records only: no ClientHello, no client random
     let flow = Flow::v4(Link::Eth, 9092);
     let rec = |n: usize| cat(&[&[23, 3, 3, 0, n as u8], &vec![0xa5; n]]);
-    let recs = vec![flow.c(100, &rec(40)), flow.s(200, &rec(30)), flow.c(145, &rec(20))];
+    let recs = vec![
+        flow.c(100, &rec(40)),
+        flow.s(200, &rec(30)),
+        flow.c(145, &rec(20)),
+    ];
     let o = run(&pcap(Link::Eth, &recs));
     assert!(o.frames.is_empty());
     let n = notices_with(&o, "no ClientHello");
     assert_eq!(n.len(), 1, "{:?}", o.notices);
-    assert!(n[0].message.contains("the keys cannot be matched"), "{}", n[0]);
+    assert!(
+        n[0].message.contains("the keys cannot be matched"),
+        "{}",
+        n[0]
+    );
     assert!(n[0].message.contains("3 records (105 bytes)"), "{}", n[0]);
     assert_eq!(o.stats.tls.len(), 1);
     assert_eq!(o.stats.tls[0].decrypted(), "no");
@@ -1103,7 +1111,12 @@ fn tls_truncated_and_oversize_records() {
     // a record that says 100 bytes, of which 10 are there when the capture ends
     let cut = cat(&[&[23, 3, 3, 0, 100], &[1u8; 10]]);
     let o = run(&pcap(Link::Eth, &[flow.c(1, &cut)]));
-    assert_eq!(notices_with(&o, "stream ended inside a TLS record (15 bytes present)").len(), 1, "{:?}", o.notices);
+    assert_eq!(
+        notices_with(&o, "stream ended inside a TLS record (15 bytes present)").len(),
+        1,
+        "{:?}",
+        o.notices
+    );
     // a record longer than 2^14 + 2048
     let big = [23, 3, 3, 0x48, 0x01, 0, 0, 0];
     let o = run(&pcap(Link::Eth, &[flow.c(1, &big)]));
@@ -1124,7 +1137,12 @@ fn tls_on_a_detected_port_is_told_from_kafka() {
     };
     let o = run_opts(&pcap(Link::Eth, &recs), &opts);
     assert!(o.frames.is_empty());
-    assert_eq!(notices_with(&o, "stayed encrypted").len(), 1, "{:?}", o.notices);
+    assert_eq!(
+        notices_with(&o, "stayed encrypted").len(),
+        1,
+        "{:?}",
+        o.notices
+    );
     assert_eq!(o.stats.connections, 1);
 }
 
@@ -1133,8 +1151,8 @@ fn tls_key_log_in_a_decryption_secrets_block_is_read() {
     // a pcapng with a DSB of a bad line: the line is reported with its block and number
     let mut f = Vec::new();
     let shb: [u8; 28] = [
-        0x0a, 0x0d, 0x0d, 0x0a, 28, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff,
-        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 28, 0, 0, 0,
+        0x0a, 0x0d, 0x0d, 0x0a, 28, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff,
+        0xff, 0xff, 0xff, 0xff, 0xff, 28, 0, 0, 0,
     ];
     f.extend_from_slice(&shb);
     let text = b"# keys\nNOT_A_LABEL 00 11\n";

@@ -65,7 +65,11 @@ pub fn title(msg: &Message<'_>, ctx: Option<&Context>, color: bool) -> String {
             c.connection
         ));
         if let Some(t) = &c.tls {
-            s.push_str(&format!(" [{} {}]", t.session.version, records_text(&t.records)));
+            s.push_str(&format!(
+                " [{} {}]",
+                t.session.version,
+                records_text(&t.records)
+            ));
         }
         s.push_str(": ");
     }

@@ -158,7 +158,9 @@ impl AeadKey {
         let r = match self {
             AeadKey::A128(k) => k.decrypt_in_place(n, aad, buf),
             AeadKey::A256(k) => k.decrypt_in_place(n, aad, buf),
-            AeadKey::Cha(k) => k.decrypt_in_place(chacha20poly1305::Nonce::from_slice(nonce), aad, buf),
+            AeadKey::Cha(k) => {
+                k.decrypt_in_place(chacha20poly1305::Nonce::from_slice(nonce), aad, buf)
+            }
         };
         r.map_err(|_| DecryptError::Tag)
     }
@@ -318,7 +320,9 @@ pub fn tls12_keys(
 /// TLS 1.3 keys for one direction from a traffic secret (handshake or application).
 pub fn tls13_keys(suite: Suite, secret: &[u8]) -> Option<RecordKeys> {
     let key = expand_label(suite.sha384, secret, "key", key_len(suite.bulk))?;
-    let iv: [u8; 12] = expand_label(suite.sha384, secret, "iv", 12)?.try_into().ok()?;
+    let iv: [u8; 12] = expand_label(suite.sha384, secret, "iv", 12)?
+        .try_into()
+        .ok()?;
     Some(RecordKeys {
         suite,
         kind: Kind::Aead13 {
@@ -339,12 +343,7 @@ fn xor_seq(iv: &[u8], seq: u64) -> [u8; 12] {
     n
 }
 
-fn hmac_check(
-    hash: MacHash,
-    key: &[u8],
-    parts: &[&[u8]],
-    tag: &[u8],
-) -> Result<(), DecryptError> {
+fn hmac_check(hash: MacHash, key: &[u8], parts: &[&[u8]], tag: &[u8]) -> Result<(), DecryptError> {
     fn run<M: Mac + KeyInit>(key: &[u8], parts: &[&[u8]], tag: &[u8]) -> bool {
         let Ok(mut m) = <M as KeyInit>::new_from_slice(key) else {
             return false;
@@ -402,7 +401,11 @@ impl RecordKeys {
     /// the wire, `fragment` the bytes after it. Returns the content type (TLS 1.3: the
     /// inner one) and the plaintext, and advances the sequence number; on error the
     /// sequence number advances all the same.
-    pub fn open(&mut self, header: &[u8; 5], fragment: &[u8]) -> Result<(u8, Vec<u8>), DecryptError> {
+    pub fn open(
+        &mut self,
+        header: &[u8; 5],
+        fragment: &[u8],
+    ) -> Result<(u8, Vec<u8>), DecryptError> {
         let seq = self.seq;
         self.seq = self.seq.wrapping_add(1);
         let ctype = header[0];
@@ -492,8 +495,7 @@ impl RecordKeys {
     pub fn updated(&self) -> Option<RecordKeys> {
         match &self.kind {
             Kind::Aead13 { secret, .. } => {
-                let next =
-                    expand_label(self.suite.sha384, secret, "traffic upd", secret.len())?;
+                let next = expand_label(self.suite.sha384, secret, "traffic upd", secret.len())?;
                 tls13_keys(self.suite, &next)
             }
             _ => None,
@@ -542,7 +544,13 @@ mod tests {
             }
         );
         assert!(s.sha384);
-        assert_eq!(Suite::from_id(0xc013).unwrap().bulk, Bulk::AesCbc { key: 16, mac: MacHash::Sha1 });
+        assert_eq!(
+            Suite::from_id(0xc013).unwrap().bulk,
+            Bulk::AesCbc {
+                key: 16,
+                mac: MacHash::Sha1
+            }
+        );
         assert!(Suite::from_id(0x0004).is_err()); // RC4
     }
 

@@ -248,7 +248,10 @@ mod tests {
     fn merge_keeps_both() {
         let r = "01".repeat(32);
         let mut a = KeyLog::new();
-        a.add_text(format!("CLIENT_RANDOM {r} {}", "33".repeat(48)).as_bytes(), "a");
+        a.add_text(
+            format!("CLIENT_RANDOM {r} {}", "33".repeat(48)).as_bytes(),
+            "a",
+        );
         let mut b = KeyLog::new();
         b.add_text(
             format!("CLIENT_TRAFFIC_SECRET_0 {r} {}", "44".repeat(48)).as_bytes(),

@@ -94,9 +94,8 @@ pub enum TlsOut {
 
 /// ServerHello.random of a HelloRetryRequest (RFC 8446 section 4.1.3).
 const HRR_RANDOM: [u8; 32] = [
-    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8,
-    0x91, 0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8,
-    0x33, 0x9c,
+    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
 ];
 
 /// Largest handshake message followed, in bytes (certificate chains are the big ones).
@@ -248,7 +247,14 @@ impl TlsConn {
         })
     }
 
-    fn notice(&self, kind: NoticeKind, side: Option<usize>, frame: u64, offset: Option<u64>, msg: String) -> TlsOut {
+    fn notice(
+        &self,
+        kind: NoticeKind,
+        side: Option<usize>,
+        frame: u64,
+        offset: Option<u64>,
+        msg: String,
+    ) -> TlsOut {
         let mut n = Notice::new(kind, msg);
         n.frame = Some(frame);
         n.connection = Some(self.id);
@@ -313,7 +319,9 @@ impl TlsConn {
                 time,
             } => {
                 let mut recs = Vec::new();
-                self.sides[side].split.push(offset, &bytes, frame, time, &mut recs);
+                self.sides[side]
+                    .split
+                    .push(offset, &bytes, frame, time, &mut recs);
                 for r in recs {
                     match r {
                         Split::Record(r) => self.record(side, r, keys, out),
@@ -453,7 +461,15 @@ impl TlsConn {
         }
     }
 
-    fn alert(&mut self, side: usize, b: &[u8], frame: u64, offset: u64, decrypted: bool, out: &mut Vec<TlsOut>) {
+    fn alert(
+        &mut self,
+        side: usize,
+        b: &[u8],
+        frame: u64,
+        offset: u64,
+        decrypted: bool,
+        out: &mut Vec<TlsOut>,
+    ) {
         let text = match tls_parser::parse_tls_message_alert(b) {
             Ok((_, tls_parser::TlsMessage::Alert(a))) => {
                 let level = match a.severity.0 {
@@ -471,11 +487,25 @@ impl TlsConn {
         } else {
             NoticeKind::Tls
         };
-        let n = self.notice(kind, Some(side), frame, Some(offset), format!("TLS alert{how}: {text}"));
+        let n = self.notice(
+            kind,
+            Some(side),
+            frame,
+            Some(offset),
+            format!("TLS alert{how}: {text}"),
+        );
         out.push(n);
     }
 
-    fn handshake(&mut self, side: usize, b: &[u8], frame: u64, offset: u64, keys: &KeyLog, out: &mut Vec<TlsOut>) {
+    fn handshake(
+        &mut self,
+        side: usize,
+        b: &[u8],
+        frame: u64,
+        offset: u64,
+        keys: &KeyLog,
+        out: &mut Vec<TlsOut>,
+    ) {
         if self.sides[side].hs_dead {
             return;
         }
@@ -507,9 +537,20 @@ impl TlsConn {
         }
     }
 
-    fn handshake_message(&mut self, side: usize, msg: &[u8], frame: u64, offset: u64, keys: &KeyLog, out: &mut Vec<TlsOut>) {
+    fn handshake_message(
+        &mut self,
+        side: usize,
+        msg: &[u8],
+        frame: u64,
+        offset: u64,
+        keys: &KeyLog,
+        out: &mut Vec<TlsOut>,
+    ) {
         use tls_parser::{TlsExtension, TlsMessage, TlsMessageHandshake as H};
-        let established = self.sides[side].encrypted || (self.version == Some(0x0304) && self.session.is_some() && self.sides[side].keys.is_some());
+        let established = self.sides[side].encrypted
+            || (self.version == Some(0x0304)
+                && self.session.is_some()
+                && self.sides[side].keys.is_some());
         let parsed = tls_parser::parse_tls_message_handshake(msg);
         let garbled = |this: &Self, what: &str| {
             this.notice(
@@ -573,7 +614,13 @@ impl TlsConn {
                 }
                 if sh.random == HRR_RANDOM {
                     self.version = Some(0x0304);
-                    let n = self.notice(NoticeKind::Info, Some(side), frame, Some(offset), "TLS 1.3 HelloRetryRequest: the client sends a second ClientHello".into());
+                    let n = self.notice(
+                        NoticeKind::Info,
+                        Some(side),
+                        frame,
+                        Some(offset),
+                        "TLS 1.3 HelloRetryRequest: the client sends a second ClientHello".into(),
+                    );
                     out.push(n);
                     return;
                 }
@@ -595,7 +642,13 @@ impl TlsConn {
             24 if self.version == Some(0x0304) => {
                 let s = &mut self.sides[side];
                 s.keys = s.keys.as_ref().and_then(|k| k.updated());
-                let n = self.notice(NoticeKind::Info, Some(side), frame, Some(offset), "TLS 1.3 KeyUpdate: this direction's keys change".into());
+                let n = self.notice(
+                    NoticeKind::Info,
+                    Some(side),
+                    frame,
+                    Some(offset),
+                    "TLS 1.3 KeyUpdate: this direction's keys change".into(),
+                );
                 out.push(n);
             }
             0 => {
@@ -633,13 +686,21 @@ impl TlsConn {
         let name = self.version_name().unwrap_or("TLS");
         if self.version == Some(0x0304) {
             let (Some(ch), Some(shs)) = (&sec.client_handshake, &sec.server_handshake) else {
-                self.missing = Some("the key log has no TLS 1.3 handshake secrets for this client random".into());
+                self.missing = Some(
+                    "the key log has no TLS 1.3 handshake secrets for this client random".into(),
+                );
                 return;
             };
             self.sides[server].keys = decrypt::tls13_keys(suite, shs);
             self.sides[client].keys = decrypt::tls13_keys(suite, ch);
-            self.sides[server].next = sec.server_traffic.as_ref().and_then(|s| decrypt::tls13_keys(suite, s));
-            self.sides[client].next = sec.client_traffic.as_ref().and_then(|s| decrypt::tls13_keys(suite, s));
+            self.sides[server].next = sec
+                .server_traffic
+                .as_ref()
+                .and_then(|s| decrypt::tls13_keys(suite, s));
+            self.sides[client].next = sec
+                .client_traffic
+                .as_ref()
+                .and_then(|s| decrypt::tls13_keys(suite, s));
             if self.sides[server].next.is_none() || self.sides[client].next.is_none() {
                 self.missing = Some("the key log has no TLS 1.3 traffic secrets (CLIENT_/SERVER_TRAFFIC_SECRET_0) for this client random".into());
             }

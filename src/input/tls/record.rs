@@ -72,7 +72,14 @@ impl Splitter {
     }
 
     /// Adds in-order bytes at `offset` carried by capture record `frame` at `time`.
-    pub fn push(&mut self, offset: u64, bytes: &[u8], frame: u64, time: Timestamp, out: &mut Vec<Split>) {
+    pub fn push(
+        &mut self,
+        offset: u64,
+        bytes: &[u8],
+        frame: u64,
+        time: Timestamp,
+        out: &mut Vec<Split>,
+    ) {
         if self.dead {
             return;
         }
@@ -87,7 +94,9 @@ impl Splitter {
             let parsed = tls_parser::parse_tls_record_header(head);
             let ok = match &parsed {
                 Ok((_, h)) => {
-                    (20..=24).contains(&h.record_type.0) && h.version.0 >> 8 == 3 && h.version.0 & 0xff <= 4
+                    (20..=24).contains(&h.record_type.0)
+                        && h.version.0 >> 8 == 3
+                        && h.version.0 & 0xff <= 4
                 }
                 Err(_) => false,
             };
@@ -151,7 +160,13 @@ mod tests {
         let mut out = Vec::new();
         let t = Timestamp::default();
         // two records in one segment, the second's tail in the next
-        s.push(0, &[23, 3, 3, 0, 2, 0xaa, 0xbb, 23, 3, 3, 0, 3, 1], 1, t, &mut out);
+        s.push(
+            0,
+            &[23, 3, 3, 0, 2, 0xaa, 0xbb, 23, 3, 3, 0, 3, 1],
+            1,
+            t,
+            &mut out,
+        );
         assert_eq!(out.len(), 1);
         s.push(13, &[2, 3], 2, t, &mut out);
         assert_eq!(out.len(), 2);
@@ -169,6 +184,13 @@ mod tests {
         let mut s = Splitter::default();
         let mut out = Vec::new();
         s.push(0, b"GET / HTTP/1.1", 4, Timestamp::default(), &mut out);
-        assert!(matches!(&out[0], Split::Bad { offset: 0, frame: 4, .. }));
+        assert!(matches!(
+            &out[0],
+            Split::Bad {
+                offset: 0,
+                frame: 4,
+                ..
+            }
+        ));
     }
 }
