@@ -211,8 +211,14 @@ fn prf12(sha384: bool, secret: &[u8], label: &[u8], seed: &[u8], out: &mut [u8])
     }
 }
 
-/// TLS 1.3 HKDF-Expand-Label(secret, label, "", len) (RFC 8446 section 7.1) on `hkdf`.
-fn expand_label(sha384: bool, secret: &[u8], label: &str, len: usize) -> Option<Vec<u8>> {
+/// TLS 1.3 HKDF-Expand-Label(secret, label, "", len) (RFC 8446 section 7.1) on `hkdf`:
+/// `len` bytes, `None` when `len` is more than HKDF can give.
+pub(crate) fn expand_label(
+    sha384: bool,
+    secret: &[u8],
+    label: &str,
+    len: usize,
+) -> Option<Vec<u8>> {
     let full = format!("tls13 {label}");
     let mut info = Vec::with_capacity(4 + full.len());
     info.extend_from_slice(&(len as u16).to_be_bytes());
