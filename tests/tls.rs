@@ -6,7 +6,7 @@
 
 use assert_cmd::Command;
 use serde_json::Value as J;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn lab(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -32,12 +32,12 @@ fn kwire(args: &[&str]) -> (String, String) {
     )
 }
 
-fn path(p: &PathBuf) -> &str {
+fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
 /// Every secret of a key log, in hex, and its first 16 digits, upper and lower case.
-fn secrets(keys: &PathBuf) -> Vec<String> {
+fn secrets(keys: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(keys).unwrap();
     let mut v = Vec::new();
     for l in text.lines().filter(|l| !l.starts_with('#')) {

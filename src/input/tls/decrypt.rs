@@ -452,7 +452,7 @@ impl RecordKeys {
             } => {
                 let ml = mac.len();
                 if *etm {
-                    if fragment.len() < 32 + ml || (fragment.len() - ml) % 16 != 0 {
+                    if fragment.len() < 32 + ml || !(fragment.len() - ml).is_multiple_of(16) {
                         return Err(DecryptError::Short);
                     }
                     let (body, tag) = fragment.split_at(fragment.len() - ml);
@@ -463,7 +463,7 @@ impl RecordKeys {
                     buf.truncate(buf.len() - pad);
                     Ok((ctype, buf))
                 } else {
-                    if fragment.len() < 32 || fragment.len() % 16 != 0 {
+                    if fragment.len() < 32 || !fragment.len().is_multiple_of(16) {
                         return Err(DecryptError::Short);
                     }
                     let mut buf = fragment[16..].to_vec();
