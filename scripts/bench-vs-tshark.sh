@@ -218,6 +218,7 @@ PY
     row "$cap" kwire "kwire log $cmd" "${LOG_ROUNDS:-3}" "$TMP/l" "" "$(load)"
   done
 fi
+
 # >>> TLS: the TLS lab's AES-256-GCM capture replicated to TLS_SIZE, decrypted with its key
 # log by kwire and by tshark; kwire without the key log beside them (records only framed
 # and counted). Off with TLS_BENCH=0. Owned by the TLS work (issue 14).
