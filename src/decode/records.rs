@@ -575,12 +575,22 @@ fn record_list<'a>(
     count: i64,
     bcx: &BatchCx,
 ) -> (Vec<Node<'a>>, usize) {
-    let cap = (count.max(0) as usize).min(r.left() / MIN_RECORD + 1);
+    let room = cx.budget_left() / RECORD_NODES + 1;
+    let cap = (count.max(0) as usize)
+        .min(r.left() / MIN_RECORD + 1)
+        .min(room);
     let mut recs = cx.vec();
     recs.reserve(cap);
     let mut i = 0usize;
     let skim = cx.opts.detail == Detail::Summary && !bcx.control;
     while (i as i64) < count && r.left() > 0 {
+        if cx.budget_left() == 0 {
+            let folded = fold_records(cx, r, i, count, bcx);
+            i += folded.0;
+            recs.push(folded.1);
+            break;
+        }
+        cx.spend(RECORD_NODES);
         if skim {
             if let Some(n) = clean_record_len(r.rest) {
                 // A record that decodes without an error or a warning: the summary
@@ -601,6 +611,100 @@ fn record_list<'a>(
         trailing(r, &mut recs, &format!("{i} records"));
     }
     (recs, i)
+}
+
+/// The nodes one record is counted as against the message's node budget (the record,
+/// its seven fields and a header), at either detail level.
+const RECORD_NODES: usize = 9;
+
+/// Records `first..count` of a list, past the message's node budget: each is read and
+/// checked as [`decode_record`] does (a record [`clean_record_len`] cannot vouch for is
+/// decoded in full into a scratch arena and dropped), counted, and the lot stands as one
+/// leaf over their bytes, `Record[first..last]` of type `folded`, whose value is the
+/// count, whose annotation says why and how to see them (`--max-nodes`), and which
+/// carries an error (a warning) naming the first error (warning) among them and how many
+/// records had one. Returns the count and the leaf.
+fn fold_records<'a>(
+    cx: &mut Cx<'a>,
+    r: &mut Reader<'a>,
+    first: usize,
+    count: i64,
+    bcx: &BatchCx,
+) -> (usize, Node<'a>) {
+    let start = r.pos;
+    let mut i = first;
+    let scratch = &mut crate::tree::Buffers::new();
+    // (records with one, the first: record index, offset, message)
+    let mut errors: (usize, Option<(usize, usize, String)>) = (0, None);
+    let mut warnings: (usize, Option<(usize, usize, String)>) = (0, None);
+    while (i as i64) < count && r.left() > 0 {
+        if !bcx.control {
+            if let Some(n) = clean_record_len(r.rest) {
+                r.split(n);
+                i += 1;
+                continue;
+            }
+        }
+        scratch.reset();
+        let mut scx = Cx::new(cx.schema, scratch, cx.opts);
+        scx.depth = cx.depth;
+        let mut sr = Reader {
+            arena: scratch,
+            ..*r
+        };
+        let n = decode_record(&mut scx, &mut sr, i, bcx);
+        let (mut e, mut w) = (None, None);
+        n.walk(&mut |x, _| {
+            if e.is_none() {
+                e = x.error().map(|m| (x.offset, m.to_string()));
+            }
+            if w.is_none() {
+                w = x.warning().map(|m| (x.offset, m.to_string()));
+            }
+        });
+        for (seen, found) in [(&mut errors, e), (&mut warnings, w)] {
+            if let Some((o, m)) = found {
+                seen.0 += 1;
+                seen.1.get_or_insert((i, o, m));
+            }
+        }
+        let used = r.left() - sr.left();
+        r.split(used.max(1).min(r.left()));
+        i += 1;
+    }
+    let folded = i - first;
+    let name = r.fmt(format_args!("Record[{first}..{}]", i.saturating_sub(1)));
+    let mut n = leaf(
+        r,
+        name,
+        "folded",
+        Value::Count(folded as u64),
+        start,
+        r.pos - start,
+    );
+    n.kind = NodeKind::Group;
+    n.region = Region::Record;
+    n.annotation = Some(r.fmt(format_args!(
+        "{folded} records read and checked, not shown: past the message's budget of {} \
+         tree nodes (--max-nodes)",
+        cx.opts.max_nodes
+    )));
+    let buf = if r.buffer == 0 {
+        String::new()
+    } else {
+        format!(" of buffer {}", r.buffer)
+    };
+    if let (k, Some((rec, o, m))) = errors {
+        n.set_error(r.fmt(format_args!(
+            "{k} folded record(s) with errors; the first, Record[{rec}] at offset {o}{buf}: {m}"
+        )));
+    }
+    if let (k, Some((rec, o, m))) = warnings {
+        n.set_warning(r.fmt(format_args!(
+            "{k} folded record(s) with warnings; the first, Record[{rec}] at offset {o}{buf}: {m}"
+        )));
+    }
+    (folded, n)
 }
 
 /// The length of the record (not a control record) at the start of `b`, length prefix

@@ -245,8 +245,12 @@ impl<'t> Facts<'t> {
             name if name == "RecordBatch" || name.starts_with("RecordBatch[") => self.batches += 1,
             name if name.starts_with("Record[") => {
                 // Nothing under a record (length, key, value, headers, control data)
-                // is a fact of the summary: do not walk it.
-                self.records += 1;
+                // is a fact of the summary: do not walk it. Records folded past the
+                // message's node budget stand as one node holding their count.
+                self.records += match n.value {
+                    Value::Count(k) if n.ty == "folded" => k as usize,
+                    _ => 1,
+                };
                 return;
             }
             _ => {}
