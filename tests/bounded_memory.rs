@@ -333,3 +333,56 @@ fn errors_among_folded_records_are_reported() {
         assert!(out.contains(want), "{mode:?}: {out}");
     }
 }
+
+/// Any array, not only records: a DeleteTopics v3 request naming 400,000 topics (one
+/// name not UTF-8) builds nodes for the budget's worth, folds the rest into one node
+/// that carries the bad name's error, and the detail levels agree on it.
+#[test]
+fn long_arrays_are_folded_too() {
+    const N: usize = 400_000;
+    let mut b = Vec::new();
+    b.extend(20i16.to_be_bytes()); // api_key DeleteTopics
+    b.extend(3i16.to_be_bytes()); // api_version
+    b.extend(5i32.to_be_bytes()); // correlation_id
+    str16(&mut b, "test");
+    b.extend((N as i32).to_be_bytes());
+    for i in 0..N {
+        if i == 390_000 {
+            b.extend(2i16.to_be_bytes());
+            b.extend([0xff, 0xfe]);
+        } else {
+            str16(&mut b, "t");
+        }
+    }
+    b.extend(30_000i32.to_be_bytes()); // TimeoutMs
+    let c = scratch("delete-topics-dense.pcap");
+    capture(&c, &[sized(b)]);
+    let c = c.to_str().unwrap();
+    let Some(text) = kwire(&["read", c, "--no-bytes", "--color", "never"]) else {
+        return;
+    };
+    let folded = text
+        .lines()
+        .find(|l| l.contains(" folded "))
+        .expect("folded");
+    assert!(
+        folded.contains("elements read and checked, not shown"),
+        "{folded}"
+    );
+    assert!(
+        text.contains("1 folded element(s) with errors; the first, TopicNames[390000]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("TimeoutMs int32 = 30000"),
+        "the walk goes on after the fold"
+    );
+    let Some(summary) = kwire(&["read", c, "--format", "summary"]) else {
+        return;
+    };
+    assert!(summary.contains("!! 1 decode error"), "{summary}");
+    let Some(json) = kwire(&["read", c, "--format", "json"]) else {
+        return;
+    };
+    assert!(json.contains("\"type\":\"folded\""));
+}
