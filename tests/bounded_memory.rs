@@ -234,6 +234,12 @@ fn zstd_batch_of_tiny_records_is_folded() {
         "{ann}"
     );
 
+    // The values format gives the records field as hex past 20,000 records.
+    let Some(values) = kwire(&["read", f, "--format", "values"]) else {
+        return;
+    };
+    assert!(values.contains("\"Records\":\"0000"), "records as hex");
+
     // Raising the budget shows more records: the fold starts later.
     let Some(more) = kwire(&[
         "read",
@@ -296,6 +302,10 @@ fn uncompressed_fetch_of_tiny_records_is_folded() {
         return;
     };
     assert!(t.contains("records read and checked, not shown"));
+    let Some(v) = kwire(&["read", c, "--format", "values"]) else {
+        return;
+    };
+    assert!(v.contains("\"Records\":\"0000"), "records as hex");
 }
 
 /// Records past the budget are checked: a bad one among them is an error on the folded
