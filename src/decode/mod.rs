@@ -112,9 +112,9 @@ pub enum Detail {
     /// Only the nodes the summary line, the session (pairing, topic ids) and the `read`
     /// filters look at: the header, nodes with an error or a warning, topic names and
     /// ids, partitions, group and transactional ids, non-zero error codes,
-    /// `ProtocolType`, `Acks`, and containers holding any of these; records as childless
-    /// `Record[i]` nodes when they decode cleanly. Such a tree does not tile the frame and
-    /// is for `--format summary` only.
+    /// `ProtocolType`, `Acks`, and containers holding any of these; records that decode
+    /// cleanly only in the count of their `Records` group. Such a tree does not tile the
+    /// frame and is for `--format summary` only.
     Summary,
 }
 

@@ -594,12 +594,8 @@ fn record_list<'a>(
         if skim {
             if let Some(n) = clean_record_len(r.rest) {
                 // A record that decodes without an error or a warning: the summary
-                // counts it and needs nothing inside it.
-                let start = r.pos;
+                // reads the count from the `Records` group and needs no node for it.
                 r.split(n);
-                let mut rec = record_node(cx, i, r, start, Vec::new());
-                rec.region = Region::Record;
-                recs.push(rec);
                 i += 1;
                 continue;
             }

@@ -243,14 +243,15 @@ impl<'t> Facts<'t> {
                 }
             }
             name if name == "RecordBatch" || name.starts_with("RecordBatch[") => self.batches += 1,
-            name if name.starts_with("Record[") => {
-                // Nothing under a record (length, key, value, headers, control data)
-                // is a fact of the summary: do not walk it. Records folded past the
-                // message's node budget stand as one node holding their count.
-                self.records += match n.value {
-                    Value::Count(k) if n.ty == "folded" => k as usize,
-                    _ => 1,
-                };
+            "Records" | "Records (decompressed)"
+                if n.ty == "records" && matches!(n.value, Value::Count(_)) =>
+            {
+                // The group holds the count of the records read (folded ones included);
+                // nothing under a record (length, key, value, headers, control data)
+                // is a fact of the summary: do not walk it.
+                if let Value::Count(k) = n.value {
+                    self.records += k as usize;
+                }
                 return;
             }
             _ => {}
