@@ -18,6 +18,7 @@
 
 pub mod capture;
 pub mod hex;
+mod order;
 pub mod pair;
 pub mod pcap_out;
 pub mod stream;

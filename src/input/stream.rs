@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
+use super::order::Reorder;
 use super::tcp::{Delivery, Reassembler, Segment};
 use super::{
     CaptureOptions, CaptureStats, Direction, Event, Frame, FrameContext, FrameKind,
@@ -65,6 +66,10 @@ pub enum FramerOut {
         time: Timestamp,
         /// Cut by a gap or by the end of the stream.
         incomplete: bool,
+        /// The record that completes it: the highest record number among those that carried
+        /// its bytes or those of the frames before it in this direction; its place in the
+        /// output order ([`super::order`]).
+        key: u64,
     },
     /// Something skipped.
     Notice {
@@ -104,6 +109,9 @@ pub struct Framer {
     spans: VecDeque<(u64, u64, Timestamp)>,
     mode: Mode,
     last_frame: u64,
+    /// Key of the last frame emitted: keys never go down within a direction, as a frame
+    /// cannot be cut before the ones ahead of it in the stream.
+    last_key: u64,
 }
 
 /// Is `size` (the prefix value) acceptable as a frame start while resynchronising?
@@ -193,6 +201,7 @@ impl Framer {
                 }
             },
             last_frame: 0,
+            last_key: 0,
         }
     }
 
@@ -221,11 +230,42 @@ impl Framer {
         }
     }
 
+    /// The record that completes the first `n` buffered bytes (see [`FramerOut::Frame`]).
+    fn completed_by(&mut self, n: usize) -> u64 {
+        let end = self.buf_off + n as u64;
+        let mut start = self.buf_off;
+        let mut key = self.last_key;
+        for (span_end, f, _) in &self.spans {
+            if *span_end > start {
+                key = key.max(*f);
+                start = *span_end;
+            }
+            if start >= end {
+                break;
+            }
+        }
+        self.last_key = key;
+        key
+    }
+
+    /// The lowest record number among the bytes held while looking for a frame start: a
+    /// frame found in them can be completed by a record that far back. `None` when the
+    /// framer is in step (a frame it still waits for ends in a record not yet read).
+    pub fn hold_floor(&self) -> Option<u64> {
+        match self.mode {
+            Mode::Resync { .. } if !self.buf.is_empty() => {
+                self.spans.iter().map(|(_, f, _)| *f).min()
+            }
+            _ => None,
+        }
+    }
+
     fn emit(&mut self, n: usize, incomplete: bool, out: &mut Vec<FramerOut>) {
         let n = n.min(self.buf.len());
         let (first, _) = self.frame_at(self.buf_off);
         let (last, time) = self.frame_at(self.buf_off + n.saturating_sub(1) as u64);
         let bytes = self.buf[..n].to_vec();
+        let key = self.completed_by(n);
         out.push(FramerOut::Frame {
             offset: self.buf_off,
             bytes,
@@ -233,6 +273,7 @@ impl Framer {
             last,
             time,
             incomplete,
+            key,
         });
         self.consume(n);
     }
@@ -510,13 +551,16 @@ pub(crate) struct Sink<'a> {
     pub opts: &'a CaptureOptions,
     pub plaus: &'a dyn FramePlausibility,
     pub stats: &'a mut CaptureStats,
-    pub out: &'a mut dyn FnMut(Event),
+    /// Events wait here for their turn (see [`super::order`]).
+    pub order: &'a mut Reorder,
+    /// The record being processed: the key of the notices raised now.
+    pub now: u64,
 }
 
 impl Sink<'_> {
     pub fn notice(&mut self, n: Notice) {
         self.stats.notices += 1;
-        (self.out)(Event::Notice(n));
+        self.order.push(self.now, Event::Notice(n));
     }
 }
 
@@ -569,6 +613,30 @@ impl Conn {
             last_frame: 0,
             recent_corrs: VecDeque::new(),
         }
+    }
+
+    /// The lowest record number among the bytes this connection holds back (while deciding
+    /// what it carries, looking for a frame start, or waiting for a missing segment): no
+    /// event it raises later can be completed by an earlier record. `None` when it holds
+    /// nothing back.
+    pub fn hold_floor(&self) -> Option<u64> {
+        let mut floor: Option<u64> = None;
+        let mut low = |f: Option<u64>| {
+            if let Some(f) = f {
+                floor = Some(floor.map_or(f, |x| x.min(f)));
+            }
+        };
+        for s in 0..2 {
+            low(self.reasm[s].hold_floor());
+            low(self.framers[s].as_ref().and_then(Framer::hold_floor));
+            low(self.pending[s]
+                .iter()
+                .map(|d| match d {
+                    Delivery::Data { frame, .. } | Delivery::Gap { frame, .. } => *frame,
+                })
+                .min());
+        }
+        floor
     }
 
     /// True when both directions are finished.
@@ -874,6 +942,7 @@ impl Conn {
                     last,
                     time,
                     incomplete,
+                    key,
                 } => {
                     let kind = self.classify(dir, &bytes, incomplete, last, sink);
                     sink.stats.frames += 1;
@@ -888,7 +957,7 @@ impl Conn {
                         stream_offset: offset,
                         incomplete,
                     };
-                    (sink.out)(Event::Frame(Frame { ctx, kind, bytes }));
+                    sink.order.push(key, Event::Frame(Frame { ctx, kind, bytes }));
                 }
             }
         }
