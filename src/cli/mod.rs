@@ -103,7 +103,7 @@ pub struct DecodeArgs {
     #[arg(long, value_name = "HEX", group = "src")]
     pub hex: Option<String>,
     /// A file of hex text (xxd, hexdump -C, od, tshark/Wireshark, hexyl and kwire's own
-    /// hexdump format, plain, c>s/s>c lines).
+    /// hexdump format, plain, c>s/s>c lines); `-` for stdin.
     #[arg(long, value_name = "FILE", group = "src")]
     pub hex_file: Option<PathBuf>,
     /// Base64 text.
@@ -200,6 +200,10 @@ pub enum Command {
         /// Output: one hex line a frame, or the raw bytes.
         #[arg(long, value_enum, default_value_t = EncodeFormat::Hex)]
         format: EncodeFormat,
+        /// Start each hex line with its direction, `c>s HEX` (request) or `s>c HEX`
+        /// (response), as `kwire decode --hex-file` reads it.
+        #[arg(long, conflicts_with = "format")]
+        lines: bool,
     },
 }
 
@@ -397,9 +401,13 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             eprintln!("kwire: {n} pages and an index in {}", dir.display());
             Ok(())
         }
-        Command::Encode { file, format } => {
+        Command::Encode {
+            file,
+            format,
+            lines,
+        } => {
             let schema = load_schema(cli.schema.as_deref())?;
-            encode_cmd::encode_command(&schema, file.as_deref(), *format, out)
+            encode_cmd::encode_command(&schema, file.as_deref(), *format, *lines, out)
         }
     }
 }
@@ -431,8 +439,13 @@ fn read_decode_input(a: &DecodeArgs) -> Result<Input, CliError> {
         return text_chunks(h);
     }
     if let Some(f) = &a.hex_file {
-        let t = std::fs::read_to_string(f)
-            .map_err(|e| CliError::Msg(format!("{}: {e}", f.display())))?;
+        let mut t = String::new();
+        if f.as_os_str() == "-" {
+            io::stdin().lock().read_to_string(&mut t)?;
+        } else {
+            t = std::fs::read_to_string(f)
+                .map_err(|e| CliError::Msg(format!("{}: {e}", f.display())))?;
+        }
         return text_chunks(&t);
     }
     if let Some(b) = &a.base64 {

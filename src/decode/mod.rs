@@ -332,11 +332,12 @@ pub fn decode<'a>(
     let mut msg = decode_in(&mut cx, frame, 0, known);
     // A broker that does not support the requested ApiVersions version answers with a v0
     // body carrying UNSUPPORTED_VERSION (35), so the client can learn what it supports.
-    let o = if known.layout.size_prefix { 8 } else { 4 };
+    // The error code is the body's first field: after the size prefix and the response
+    // header (a correlation_id: ApiVersions responses keep header v0) when they are there.
+    let o = 4 * usize::from(known.layout.size_prefix) + 4 * usize::from(known.layout.header);
     if msg.direction == Direction::Response
         && msg.api_key == 18
         && msg.api_version > 0
-        && known.layout.header
         && !msg.errors().is_empty()
         && frame.get(o..o + 2) == Some(&[0, 35][..])
     {
