@@ -8,6 +8,7 @@ pub mod schema_cmd;
 
 use output::{print_message, render_options};
 
+use crate::decode::guess::{GuessContext, Guesser};
 use crate::decode::{self, DecodeOptions, Known, Layout};
 use crate::input::hex;
 use crate::schema::{load, Schema};
@@ -595,15 +596,19 @@ fn decode_command(
     }
     let mut pending: HashMap<(u64, i32), (i16, i16, Option<String>)> = HashMap::new();
     let mut errors = 0usize;
+    let guesser = Guesser::new(schema);
     for f in &frames {
-        let dir = match (f.direction, a.kind) {
-            (Some(hex::Direction::ClientToServer), _) => Direction::Request,
-            (Some(hex::Direction::ServerToClient), _) => Direction::Response,
-            (None, Some(KindArg::Request)) => Direction::Request,
-            (None, Some(KindArg::Response)) => Direction::Response,
-            (None, None) if a.api_key.is_some() => Direction::Response,
-            (None, None) => Direction::Request,
+        // The direction the input gives (a c>s/s>c line, --kind, or --api-key for a
+        // response); with none, the frame's own bytes decide (see below).
+        let given = match (f.direction, a.kind) {
+            (Some(hex::Direction::ClientToServer), _) => Some(Direction::Request),
+            (Some(hex::Direction::ServerToClient), _) => Some(Direction::Response),
+            (None, Some(KindArg::Request)) => Some(Direction::Request),
+            (None, Some(KindArg::Response)) => Some(Direction::Response),
+            (None, None) if a.api_key.is_some() => Some(Direction::Response),
+            (None, None) => None,
         };
+        let dir = given.unwrap_or(Direction::Request);
         let mut known = Known {
             direction: dir,
             api_key: a.api_key,
@@ -611,7 +616,10 @@ fn decode_command(
             hints: Default::default(),
             layout,
         };
-        if dir == Direction::Response && a.api_key.is_none() && layout.header {
+        // A correlation_id that an earlier request of the input carries pairs the frame
+        // with it.
+        let mut paired = None;
+        if a.api_key.is_none() && layout.header && given != Some(Direction::Request) {
             let o = if layout.size_prefix { 4 } else { 0 };
             if f.bytes.len() >= o + 4 {
                 let corr = i32::from_be_bytes([
@@ -620,16 +628,36 @@ fn decode_command(
                     f.bytes[o + 2],
                     f.bytes[o + 3],
                 ]);
-                if let Some((k, v, pt)) = pending.get(&(f.stream, corr)) {
-                    known.api_key = Some(*k);
-                    known.api_version = Some(*v);
-                    known.hints.protocol_type = pt.clone();
-                }
+                paired = pending.get(&(f.stream, corr)).cloned();
             }
         }
         let arena = Buffers::new();
-        let m = decode::decode(schema, &opts, &arena, &f.bytes, &known);
-        if dir == Direction::Request {
+        let none = GuessContext::default();
+        let m = match (given, paired) {
+            (Some(Direction::Response), Some((k, v, pt))) | (None, Some((k, v, pt))) => {
+                let request = (given.is_none()).then(|| {
+                    decode::decode(schema, &opts, &arena, &f.bytes, &known)
+                });
+                match request {
+                    Some(r) if r.problem_counts() == (0, 0) => r,
+                    _ => {
+                        known.direction = Direction::Response;
+                        known.api_key = Some(k);
+                        known.api_version = Some(v);
+                        known.hints.protocol_type = pt;
+                        decode::decode(schema, &opts, &arena, &f.bytes, &known)
+                    }
+                }
+            }
+            (Some(Direction::Response), None) if a.api_key.is_none() => guesser
+                .response(schema, &opts, &arena, &f.bytes, layout, &none)
+                .unwrap_or_else(|| decode::decode(schema, &opts, &arena, &f.bytes, &known)),
+            (None, None) if layout.header => {
+                guesser.either(schema, &opts, &arena, &f.bytes, layout, &none)
+            }
+            _ => decode::decode(schema, &opts, &arena, &f.bytes, &known),
+        };
+        if m.direction == Direction::Request {
             if let Some(c) = m.correlation_id {
                 let pt = m.tree.find("ProtocolType").and_then(|n| match n.value {
                     crate::tree::Value::Str(s) => Some(s.to_string()),

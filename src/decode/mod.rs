@@ -8,6 +8,7 @@
 //! tree; nothing panics and no allocation is sized from an unchecked length.
 
 pub mod compress;
+pub mod guess;
 pub mod records;
 pub mod walk;
 
@@ -390,6 +391,7 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
         frame,
         buffers: Vec::new(),
         tree: Node::new("", "", NodeKind::Message, base),
+        guess: None,
     };
     // Frame: the size prefix.
     if known.layout.size_prefix {
@@ -543,10 +545,15 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
     let root_name: Cow<'a, str> = match (&body_def, &api_name) {
         (Some(d), _) => Cow::Borrowed(d.def.name.as_str()),
         (None, Some(a)) => Cow::Owned(format!("{a}{dir_s}")),
+        (None, None) if key < 0 => Cow::Owned(format!("?{dir_s}")),
         (None, None) => Cow::Owned(format!("ApiKey{key}{dir_s}")),
     };
     root.name = root_name.clone();
-    root.ty = texts::message(ver.into());
+    root.ty = if ver < 0 {
+        Cow::Borrowed("message v?")
+    } else {
+        texts::message(ver.into())
+    };
     if !stopped && !r.rest.is_empty() {
         match body_def {
             Some(d) => {
@@ -696,5 +703,6 @@ pub fn sasl_token(frame: &[u8], direction: Direction) -> Message<'_> {
         frame,
         buffers: Vec::new(),
         tree: root,
+        guess: None,
     }
 }

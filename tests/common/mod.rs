@@ -129,6 +129,7 @@ pub fn request(frame: &[u8]) -> Message<'_> {
         frame,
         buffers: Vec::new(),
         tree: root,
+        guess: None,
     };
     describe(&mut m.tree, "## Request");
     m
@@ -206,6 +207,7 @@ pub fn response(frame: &[u8]) -> Message<'_> {
         frame,
         buffers: Vec::new(),
         tree: root,
+        guess: None,
     };
     describe(&mut m.tree, "## Response");
     m
