@@ -96,11 +96,24 @@ pub struct Msg {
     pub values: String,
     /// `m.guessed`: the decode is a ranked guess.
     pub guessed: bool,
+    /// The frame's bytes.
+    pub bytes: Vec<u8>,
+    /// The connection id.
+    pub connection: u32,
+}
+
+/// A decoded capture: its messages in output order, the requests the session still
+/// waits for at the end (`(connection, correlation_id, record of the request)`), and the
+/// session's count of responses to requests sent before the capture began.
+pub struct Decoded {
+    pub msgs: Vec<Msg>,
+    pub unanswered: Vec<(u32, i32, u64)>,
+    pub answers_before_start: u64,
 }
 
 /// Decodes records `recs` as `kwire read` does (embedded schema, port 9092), in output
 /// order.
-pub fn decode(schema: &Schema, recs: &[&Rec]) -> Vec<Msg> {
+pub fn decode(schema: &Schema, recs: &[&Rec]) -> Decoded {
     let opts = CaptureOptions::default();
     let plaus = SchemaPlausibility(schema);
     let dopts = DecodeOptions::default();
@@ -123,8 +136,10 @@ pub fn decode(schema: &Schema, recs: &[&Rec]) -> Vec<Msg> {
                 api_key: m.api_key,
                 api_version: m.api_version,
                 paired: ctx.latency.is_some(),
-                values: kwire::values::message_values(&m).to_string(),
+                values: kwire::values::to_values(&m).to_string(),
                 guessed: m.guess.is_some(),
+                bytes: f.bytes.clone(),
+                connection: f.ctx.connection,
             });
         }
     };
@@ -133,7 +148,17 @@ pub fn decode(schema: &Schema, recs: &[&Rec]) -> Vec<Msg> {
         ex.packet(r.linktype, &r.data, r.origlen, r.time, &mut on);
     }
     ex.finish(&mut on);
-    out
+    let unanswered = session
+        .pairer
+        .unanswered()
+        .iter()
+        .map(|p| (p.connection, p.correlation_id, p.request.frame))
+        .collect();
+    Decoded {
+        msgs: out,
+        unanswered,
+        answers_before_start: session.answers_before_start,
+    }
 }
 
 /// Every capture in the repository (`captures/*.pcap`, `captures/lab/*.pcap*`).
