@@ -19,7 +19,7 @@
 
 use super::{decode, DecodeOptions, Detail, Known, Layout};
 use crate::schema::{MessageKind, Schema};
-use crate::tree::{Buffers, Direction, Message, Node, Value};
+use crate::tree::{Buffers, Direction, Message, Value};
 
 /// Bytes walked by trial decodes of one frame, at most (the frame's own length counts
 /// once per layout tried; past the cap the remaining layouts are not tried).
@@ -64,18 +64,32 @@ pub struct GuessContext<'c> {
 pub struct Guesser {
     /// `(api_key, api_version, response header version)`.
     layouts: Vec<(i16, i16, i16)>,
+    /// The api_keys clients send to brokers (their definitions list the `broker`
+    /// listener); the others (inter-broker, controller-only) rank lower.
+    client_apis: Vec<i16>,
 }
 
 impl Guesser {
     /// Lists every response layout of `schema`.
     pub fn new(schema: &Schema) -> Guesser {
         let mut layouts = Vec::new();
+        let mut client_apis = Vec::new();
         for k in schema.api_keys() {
+            if schema
+                .by_api(MessageKind::Request, k)
+                .iter()
+                .any(|d| d.def.listeners.iter().any(|l| l == "broker"))
+            {
+                client_apis.push(k);
+            }
             for v in schema.versions(MessageKind::Response, k) {
                 layouts.push((k, v, schema.response_header_version(k, v)));
             }
         }
-        Guesser { layouts }
+        Guesser {
+            layouts,
+            client_apis,
+        }
     }
 
     /// The best response decode of `frame` (laid out as `layout` says) among every
@@ -129,7 +143,7 @@ impl Guesser {
                     api_name: m.api_name.clone(),
                     api_version: v,
                     direction: Direction::Response,
-                    score: score(&m, cx),
+                    score: score(schema, &m, cx, self.client_apis.contains(&k)),
                 }
             })
             .collect();
@@ -187,7 +201,7 @@ impl Guesser {
         };
         if errors == 0 {
             if let Some(g) = resp.guess.as_mut() {
-                let score = -10.0 * oddities(&req.tree) - 5.0 * warnings as f64;
+                let score = -10.0 * oddities(schema, &req) - 5.0 * warnings as f64;
                 let c = Candidate {
                     api_key: req.api_key,
                     api_name: req.api_name.clone(),
@@ -254,37 +268,66 @@ fn small_uvarint(b: &[u8]) -> bool {
     }
 }
 
-/// The score of a decode that fits: context for it, oddities against it, and a slight
-/// preference for newer versions (clients mostly speak recent ones).
-fn score(m: &Message<'_>, cx: &GuessContext<'_>) -> f64 {
-    let mut s = -10.0 * oddities(&m.tree);
+/// The score of a decode that fits: oddities against it (10 a unit), APIs clients do not
+/// send to brokers against it (5), the connection's context for it (the same API and
+/// version seen: 6; an API of the same family seen, see [`family`]: 0.5), and a slight
+/// preference for newer versions (clients mostly speak recent ones: 0.01 a version).
+fn score(schema: &Schema, m: &Message<'_>, cx: &GuessContext<'_>, client_api: bool) -> f64 {
+    let mut s = -10.0 * oddities(schema, m);
+    if !client_api {
+        s -= 5.0;
+    }
     let (k, v) = (m.api_key, m.api_version);
     if cx.seen.contains(&(k, v)) {
-        s += 40.0;
-    } else if let Some(d) = cx
-        .seen
-        .iter()
-        .filter(|(sk, _)| *sk == k)
-        .map(|(_, sv)| (i32::from(*sv) - i32::from(v)).abs())
-        .min()
-    {
-        s += 25.0 - 2.0 * f64::from(d.min(10));
+        s += 6.0;
+    } else if let Some(f) = family(k) {
+        if cx.seen.iter().any(|(sk, _)| family(*sk) == Some(f)) {
+            s += 0.5;
+        }
     }
     s + f64::from(v) / 100.0
 }
 
-/// How many values of `tree` a broker would not send, weighted: error codes Kafka does
-/// not define (3), throttle times outside an hour (3) or over a minute (1), control
+/// The APIs a client sends together on one connection: consumer groups (to the group
+/// coordinator), transactions (to the transaction coordinator), produce and fetch (to
+/// partition leaders), administration (to the controller or any broker).
+fn family(api_key: i16) -> Option<u8> {
+    match api_key {
+        8 | 9 | 10 | 11 | 12 | 13 | 14 | 68 | 69 | 79 => Some(0),
+        22 | 24 | 25 | 26 | 28 | 65 | 66 => Some(1),
+        0 | 1 | 2 | 3 | 23 => Some(2),
+        15 | 16 | 19 | 20 | 21 | 29..=33 | 35..=37 | 42..=51 | 57 | 60 | 61 | 64 | 71 | 74 => {
+            Some(3)
+        }
+        _ => None,
+    }
+}
+
+/// How many values of `m` a broker would not send, weighted: an ApiVersions answer with
+/// no error and no API (3), api_keys Kafka does not define (1), error codes it does not
+/// define (3), throttle times outside an hour (3) or over a minute (1), control
 /// characters in strings (2),
 /// ports outside 0..65535 (2), ids, epochs and indexes below -1 (1), non-zero known error
 /// codes (0.25: errors happen, but less often than not).
-pub fn oddities(tree: &Node<'_>) -> f64 {
+pub fn oddities(schema: &Schema, m: &Message<'_>) -> f64 {
     let mut odd = 0.0;
-    tree.walk(&mut |n, _| {
+    // An ApiVersions answer without error lists the broker's APIs.
+    if m.api_key == 18 && m.direction == Direction::Response {
+        let ok = m.tree.find("ErrorCode").map(|n| &n.value) == Some(&Value::Int(0));
+        let empty = m.tree.find("ApiKeys").is_some_and(|n| n.value == Value::Count(0));
+        if ok && empty {
+            odd += 3.0;
+        }
+    }
+    m.tree.walk(&mut |n, _| {
         let name: &str = &n.name;
         match n.value {
             Value::Int(x) => {
-                if name.ends_with("ErrorCode") {
+                if name == "ApiKey" {
+                    if i16::try_from(x).ok().and_then(|k| schema.api_name(k)).is_none() {
+                        odd += 1.0;
+                    }
+                } else if name.ends_with("ErrorCode") {
                     match i16::try_from(x).ok().and_then(crate::errors::error_name) {
                         None => odd += 3.0,
                         Some(_) if x != 0 => odd += 0.25,
@@ -306,6 +349,9 @@ pub fn oddities(tree: &Node<'_>) -> f64 {
                     odd += 1.0;
                 }
             }
+            // Tie-break: of two layouts that fit the same bytes, the one reading fewer
+            // empty arrays reads more of what is there.
+            Value::Count(0) => odd += 0.002,
             Value::Str(t) => {
                 if t.chars().any(|c| c.is_control()) {
                     odd += 2.0;

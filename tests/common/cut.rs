@@ -179,3 +179,17 @@ pub fn repo_captures() -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// [`repo_captures`] with their records, a pcap and a pcapng of the same packets once.
+pub fn distinct_captures() -> Vec<(String, Vec<Rec>)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for p in repo_captures() {
+        let recs = records(&p);
+        let key: Vec<Vec<u8>> = recs.iter().take(50).map(|r| r.data.clone()).collect();
+        if seen.insert((recs.len(), key)) {
+            out.push((p.file_name().unwrap().to_string_lossy().to_string(), recs));
+        }
+    }
+    out
+}
