@@ -8,7 +8,7 @@ pub mod schema_cmd;
 
 use output::{print_message, render_options};
 
-use crate::decode::guess::{GuessContext, Guesser};
+use crate::decode::guess::{clean_request, GuessContext, Guesser};
 use crate::decode::{self, DecodeOptions, Known, Layout};
 use crate::input::hex;
 use crate::schema::{load, Schema};
@@ -549,6 +549,38 @@ fn split_frames(c: &hex::HexChunk, size_prefix: bool, notes: &mut Vec<String>) -
     out
 }
 
+/// The pending request a response frame answers, taken from the queue of its
+/// correlation_id: the oldest whose response layout decodes the frame cleanly, else the
+/// oldest.
+fn take_pending(
+    schema: &Schema,
+    opts: &DecodeOptions,
+    pending: &mut HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>,
+    key: (u64, i32),
+    frame: &[u8],
+    layout: Layout,
+) -> Option<(i16, i16, Option<String>)> {
+    let q = pending.get_mut(&key)?;
+    let fits = |k: i16, v: i16| {
+        let arena = Buffers::new();
+        let known = Known {
+            layout,
+            ..Known::response(k, v)
+        };
+        decode::decode(schema, opts, &arena, frame, &known).problem_counts() == (0, 0)
+    };
+    let i = if q.len() > 1 {
+        q.iter().position(|(k, v, _)| fits(*k, *v)).unwrap_or(0)
+    } else {
+        0
+    };
+    let p = (i < q.len()).then(|| q.remove(i));
+    if q.is_empty() {
+        pending.remove(&key);
+    }
+    p
+}
+
 fn decode_command(
     schema: &Schema,
     cli: &Cli,
@@ -594,7 +626,9 @@ fn decode_command(
     for line in output::ignored_options(&a.out) {
         eprintln!("{line}");
     }
-    let mut pending: HashMap<(u64, i32), (i16, i16, Option<String>)> = HashMap::new();
+    // Requests by (stream, correlation_id), oldest first: streams of several connections
+    // written as one (`c>s`/`s>c` lines) reuse correlation_ids.
+    let mut pending: HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>> = HashMap::new();
     let mut errors = 0usize;
     let guesser = Guesser::new(schema);
     for f in &frames {
@@ -628,7 +662,7 @@ fn decode_command(
                     f.bytes[o + 2],
                     f.bytes[o + 3],
                 ]);
-                paired = pending.get(&(f.stream, corr)).cloned();
+                paired = take_pending(schema, &opts, &mut pending, (f.stream, corr), &f.bytes, layout);
             }
         }
         let arena = Buffers::new();
@@ -639,7 +673,7 @@ fn decode_command(
                     decode::decode(schema, &opts, &arena, &f.bytes, &known)
                 });
                 match request {
-                    Some(r) if r.problem_counts() == (0, 0) => r,
+                    Some(r) if clean_request(schema, &r) => r,
                     _ => {
                         known.direction = Direction::Response;
                         known.api_key = Some(k);
@@ -663,7 +697,10 @@ fn decode_command(
                     crate::tree::Value::Str(s) => Some(s.to_string()),
                     _ => None,
                 });
-                pending.insert((f.stream, c), (m.api_key, m.api_version, pt));
+                let q = pending.entry((f.stream, c)).or_default();
+                if q.len() < 64 {
+                    q.push((m.api_key, m.api_version, pt));
+                }
             }
         }
         errors += m.errors().len();

@@ -227,6 +227,12 @@ impl Guesser {
     }
 }
 
+/// Whether request decode `m` is clean: no error, no warning, and a body where its
+/// version has fields (the decoder leaves a missing body unsaid).
+pub fn clean_request(schema: &Schema, m: &Message<'_>) -> bool {
+    m.problem_counts() == (0, 0) && !body_missing(schema, m)
+}
+
 /// Whether `m` (a request) has no body although its definition has fields (or a
 /// tagged-field count) at its version.
 fn body_missing(schema: &Schema, m: &Message<'_>) -> bool {
