@@ -631,6 +631,7 @@ fn decode_command(
     let mut pending: HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>> = HashMap::new();
     let mut errors = 0usize;
     let guesser = Guesser::new(schema);
+    let mut arena = Buffers::new();
     for f in &frames {
         // The direction the input gives (a c>s/s>c line, --kind, or --api-key for a
         // response); with none, the frame's own bytes decide (see below).
@@ -665,7 +666,7 @@ fn decode_command(
                 paired = take_pending(schema, &opts, &mut pending, (f.stream, corr), &f.bytes, layout);
             }
         }
-        let arena = Buffers::new();
+        arena.reset();
         let none = GuessContext::default();
         let m = match (given, paired) {
             (Some(Direction::Response), Some((k, v, pt))) | (None, Some((k, v, pt))) => {

@@ -114,6 +114,8 @@ pub struct Extractor<'p> {
     floor_of: HashMap<u32, u64>,
     /// The same floors, lowest first.
     floors: BTreeSet<(u64, u32)>,
+    keys: super::tls::KeyLog,
+    secrets_blocks: u32,
 }
 
 impl<'p> Extractor<'p> {
@@ -133,12 +135,27 @@ impl<'p> Extractor<'p> {
             order: Reorder::default(),
             floor_of: HashMap::new(),
             floors: BTreeSet::new(),
+            keys: (*opts.tls_keys).clone(),
+            secrets_blocks: 0,
         }
     }
 
     /// Counters so far.
     pub fn stats(&self) -> &CaptureStats {
         &self.stats
+    }
+
+    /// Adds TLS secrets in the NSS key log format (a pcapng Decryption Secrets Block's
+    /// content): they apply to connections whose ServerHello comes after them. Lines that
+    /// cannot be used are [`NoticeKind::Tls`] notices naming the block and line.
+    pub fn add_tls_secrets(&mut self, text: &[u8], _out: &mut dyn FnMut(Event)) {
+        self.secrets_blocks += 1;
+        let source = format!("pcapng Decryption Secrets Block {}", self.secrets_blocks);
+        for p in self.keys.add_text(text, &source) {
+            let mut n = Notice::new(NoticeKind::Tls, format!("key log {p}"));
+            n.frame = Some(self.frame_no);
+            self.notice(n);
+        }
     }
 
     fn notice(&mut self, n: Notice) {
@@ -359,6 +376,7 @@ impl<'p> Extractor<'p> {
             stats: &mut self.stats,
             order: &mut self.order,
             now: frame,
+            keys: &self.keys,
         };
         let ack = tcp.ack().then(|| tcp.acknowledgment_number());
         conn.segment(side, &seg, ack, &mut sink);
@@ -392,6 +410,7 @@ impl<'p> Extractor<'p> {
             stats: &mut self.stats,
             order: &mut self.order,
             now: frame,
+            keys: &self.keys,
         };
         for mut c in conns {
             c.finish(frame, &mut sink);
@@ -568,6 +587,12 @@ pub fn read_capture<R: Read + Send>(
                         let lt = ifaces.first().map(|i| i.linktype).unwrap_or(-1);
                         let data = &spb.data[..(spb.origlen as usize).min(spb.data.len())];
                         ex.packet(lt, data, spb.origlen, Timestamp::default(), out);
+                    }
+                    PcapBlockOwned::NG(Block::DecryptionSecrets(dsb)) => {
+                        if dsb.secrets_type == pcap_parser::pcapng::SecretsType::TlsKeyLog {
+                            let n = (dsb.secrets_len as usize).min(dsb.data.len());
+                            ex.add_tls_secrets(&dsb.data[..n], out);
+                        }
                     }
                     PcapBlockOwned::NG(_) => {}
                 }

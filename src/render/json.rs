@@ -270,6 +270,24 @@ fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
         }
         put_key!(out, "incomplete");
         out.extend_from_slice(if c.incomplete { b"true" } else { b"false" });
+        if let Some(t) = &c.tls {
+            put_key!(out, "tls");
+            out.extend_from_slice(b"{\"version\":");
+            put_str(out, t.session.version);
+            put_key!(out, "cipher_suite");
+            put_str(out, t.session.cipher_suite);
+            put_key!(out, "sni");
+            put_opt_str(out, t.session.sni.as_deref());
+            put_key!(out, "records");
+            out.push(b'[');
+            for (i, r) in t.records.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                put_int(out, *r);
+            }
+            out.extend_from_slice(b"]}");
+        }
     }
     // Errors and warnings in one walk: warnings go to a second buffer.
     let mut warnings = Vec::new();
@@ -307,9 +325,9 @@ fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
 
 fn write_node(out: &mut Vec<u8>, n: &Node<'_>) {
     out.extend_from_slice(b"{\"name\":");
-    put_str(out, &n.name);
+    put_str(out, n.name);
     put_key!(out, "type");
-    put_str(out, &n.ty);
+    put_str(out, n.ty);
     put_key!(out, "value");
     put_value(out, &n.value);
     put_key!(out, "offset");
@@ -376,6 +394,17 @@ pub fn message_json(msg: &Message<'_>, ctx: Option<&Context>) -> J {
             c.latency.map(|d| d.as_secs_f64() * 1000.0).into(),
         );
         m.insert("incomplete".into(), c.incomplete.into());
+        if let Some(t) = &c.tls {
+            m.insert(
+                "tls".into(),
+                json!({
+                    "version": t.session.version,
+                    "cipher_suite": t.session.cipher_suite,
+                    "sni": t.session.sni,
+                    "records": t.records,
+                }),
+            );
+        }
     }
     m.insert("errors".into(), located(&msg.errors()));
     m.insert("warnings".into(), located(&msg.warnings()));
@@ -403,8 +432,8 @@ fn located(v: &[Located]) -> J {
 /// `buffer`, `annotation`, `description`, `error`, `warning`, `children`.
 pub fn node_json(n: &Node<'_>) -> J {
     let mut m = Map::new();
-    m.insert("name".into(), n.name.as_ref().into());
-    m.insert("type".into(), n.ty.as_ref().into());
+    m.insert("name".into(), n.name.into());
+    m.insert("type".into(), n.ty.into());
     m.insert("value".into(), value_json(&n.value));
     m.insert("offset".into(), n.offset.into());
     m.insert("length".into(), n.length.into());
@@ -412,10 +441,10 @@ pub fn node_json(n: &Node<'_>) -> J {
         m.insert("buffer".into(), n.buffer.into());
     }
     if let Some(a) = &n.annotation {
-        m.insert("annotation".into(), a.as_ref().into());
+        m.insert("annotation".into(), (*a).into());
     }
     if let Some(d) = &n.description {
-        m.insert("description".into(), d.as_ref().into());
+        m.insert("description".into(), (*d).into());
     }
     if let Some(e) = n.error() {
         m.insert("error".into(), e.into());
@@ -491,19 +520,23 @@ mod tests {
             )),
             Value::Count(3),
         ];
+        let arena = crate::tree::Buffers::new();
+        let mut kids = Vec::new();
         for (i, v) in values.iter().enumerate() {
-            let mut n = Node::leaf(format!("f{i}"), "int32", v.clone(), i, 1);
+            let name = arena.fmt(format_args!("f{i}"));
+            let mut n = Node::leaf(name, "int32", v.clone(), i, 1);
             n.buffer = (i % 2) as u32;
             if i % 3 == 0 {
-                n.annotation = Some("ann \"x\"".into());
-                n.set_error(format!("err {i}"));
+                n.annotation = Some("ann \"x\"");
+                n.set_error(arena.fmt(format_args!("err {i}")));
             }
             if i % 4 == 0 {
-                n.description = Some("desc".into());
+                n.description = Some("desc");
                 n.set_warning("warn\r");
             }
-            root.children.push(n);
+            kids.push(n);
         }
+        root.children = arena.seal(kids);
         let msg = Message {
             direction: Direction::Response,
             api_key: 1,
@@ -528,6 +561,21 @@ mod tests {
                 connection: 4,
                 latency: Some(Duration::from_nanos(1_234_567)),
                 incomplete: true,
+                tls: None,
+            }),
+            Some(Context {
+                frames: (5, 5),
+                connection: 2,
+                tls: Some(crate::input::tls::TlsFrameInfo {
+                    session: std::sync::Arc::new(crate::input::tls::TlsSession {
+                        version: "TLS 1.3",
+                        cipher_suite: "TLS_AES_128_GCM_SHA256",
+                        sni: Some("broker \"1\"".into()),
+                        alpn: None,
+                    }),
+                    records: vec![3, 4],
+                }),
+                ..Context::default()
             }),
         ] {
             let mut got = Vec::new();

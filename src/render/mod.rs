@@ -80,6 +80,9 @@ pub struct Context {
     pub latency: Option<Duration>,
     /// The message was cut short (the capture ended or lost segments).
     pub incomplete: bool,
+    /// For a message decrypted from TLS: the session (version, suite, SNI) and the
+    /// records that carried it.
+    pub tls: Option<crate::input::tls::TlsFrameInfo>,
 }
 
 /// The `--color` choice.
@@ -283,7 +286,7 @@ pub fn value_json(v: &Value<'_>) -> serde_json::Value {
 /// Whether a node's bytes are record data that often hold text: a `key` or `value`
 /// inside a record.
 pub fn is_record_payload(parent: Option<&Node<'_>>, node: &Node<'_>) -> bool {
-    let record = matches!(&*node.name, "key" | "value" | "Key" | "Value")
+    let record = matches!(node.name, "key" | "value" | "Key" | "Value")
         && parent.is_some_and(|p| {
             p.name.starts_with("Record[")
                 || p.name.starts_with("Record ")
