@@ -450,6 +450,7 @@ pub fn record_message<'a>(
         frame,
         buffers: cx.buffers,
         tree: root,
+        guess: None,
     }
 }
 
