@@ -981,7 +981,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             if self.cx.budget_left() == 0 && !in_full {
                 let (k, fold) = self.fold_elements(r, f, inner, elem_struct, name, i, count);
                 i += k;
-                nk.push(fold);
+                if k > 0 {
+                    nk.push(fold);
+                }
                 // Folding stops before an element whose error ends the walk: that one
                 // is decoded in full below, error and all.
                 in_full = true;
