@@ -349,7 +349,7 @@ pub fn run_capture(
         })
         .collect();
     lines.push(format!(
-        "kwire: {}, {}, {} decoded ({} shown), {} with decode errors, {} incomplete, {} undecodable, {}, {}; notices: {}",
+        "kwire: {}, {}, {} decoded ({} shown), {} with decode errors, {} incomplete, {} undecodable, {}, {}{}; notices: {}",
         counted(stats.packets, "packet", "packets"),
         counted(stats.connections.into(), "connection", "connections"),
         counted(tally.messages, "message", "messages"),
@@ -359,9 +359,30 @@ pub fn run_capture(
         tally.undecodable,
         counted(tally.sasl_tokens, "SASL token", "SASL tokens"),
         counted(waiting.len() as u64, "unanswered request", "unanswered requests"),
+        answers_without_request(&session),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
     Ok((lines, stats.tls))
+}
+
+/// The closing line's count of responses whose request is not in the capture:
+/// `, 3 responses to requests sent before the capture began` (and those without their
+/// request for another reason); empty when every response found its request.
+fn answers_without_request(s: &Session<'_>) -> String {
+    let mut t = String::new();
+    if s.answers_before_start > 0 {
+        t.push_str(&format!(
+            ", {} to requests sent before the capture began",
+            counted(s.answers_before_start, "response", "responses")
+        ));
+    }
+    if s.answers_unpaired > 0 {
+        t.push_str(&format!(
+            ", {} whose request is not in the capture",
+            counted(s.answers_unpaired, "response", "responses")
+        ));
+    }
+    t
 }
 
 /// `1 packet`, `2 packets`.

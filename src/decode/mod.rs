@@ -8,6 +8,7 @@
 //! tree; nothing panics and no allocation is sized from an unchecked length.
 
 pub mod compress;
+pub mod guess;
 pub mod records;
 pub mod walk;
 
@@ -474,11 +475,12 @@ pub fn decode<'a>(
     let mut msg = decode_in(&mut cx, frame, 0, known);
     // A broker that does not support the requested ApiVersions version answers with a v0
     // body carrying UNSUPPORTED_VERSION (35), so the client can learn what it supports.
-    let o = if known.layout.size_prefix { 8 } else { 4 };
+    // The error code is the body's first field: after the size prefix and the response
+    // header (a correlation_id: ApiVersions responses keep header v0) when they are there.
+    let o = 4 * usize::from(known.layout.size_prefix) + 4 * usize::from(known.layout.header);
     if msg.direction == Direction::Response
         && msg.api_key == 18
         && msg.api_version > 0
-        && known.layout.header
         && !msg.errors().is_empty()
         && frame.get(o..o + 2) == Some(&[0, 35][..])
     {
@@ -532,6 +534,7 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
         frame,
         buffers: Vec::new(),
         tree: Node::new("", "", NodeKind::Message, base),
+        guess: None,
     };
     // Frame: the size prefix.
     if known.layout.size_prefix {
@@ -682,10 +685,15 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
     let root_name: &'a str = match (&body_def, api_name) {
         (Some(d), _) => d.def.name.as_str(),
         (None, Some(a)) => cx.fmt(format_args!("{a}{dir_s}")),
+        (None, None) if key < 0 => cx.fmt(format_args!("?{dir_s}")),
         (None, None) => cx.fmt(format_args!("ApiKey{key}{dir_s}")),
     };
     root.name = root_name;
-    root.ty = texts::message(ver.into(), cx.arena);
+    root.ty = if ver < 0 {
+        "message v?"
+    } else {
+        texts::message(ver.into(), cx.arena)
+    };
     if !stopped && !r.rest.is_empty() {
         match body_def {
             Some(d) => {
@@ -839,5 +847,6 @@ pub fn sasl_token<'a>(arena: &'a Buffers, frame: &'a [u8], direction: Direction)
         frame,
         buffers: Vec::new(),
         tree: root,
+        guess: None,
     }
 }
