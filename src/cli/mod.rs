@@ -81,6 +81,10 @@ pub struct OutputArgs {
     /// Do not cut descriptions and long values.
     #[arg(long)]
     pub wide: bool,
+    /// Build at most N tree nodes per message: records past that are still read,
+    /// checked and counted, and shown as one folded line (`Record[i..j]`).
+    #[arg(long, value_name = "N", default_value_t = DecodeOptions::DEFAULT_MAX_NODES)]
+    pub max_nodes: usize,
 }
 
 impl OutputArgs {
@@ -625,7 +629,10 @@ fn decode_command(
     for n in &notes {
         eprintln!("kwire: {n}");
     }
-    let opts = DecodeOptions::default();
+    let opts = DecodeOptions {
+        max_nodes: a.out.max_nodes,
+        ..DecodeOptions::default()
+    };
     let ropts = render_options(cli, &a.out);
     for line in output::ignored_options(&a.out) {
         eprintln!("{line}");

@@ -222,7 +222,7 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
 pub fn run_capture(
     schema: &Schema,
     a: &CaptureArgs,
-    detail: Detail,
+    dopts: DecodeOptions,
     mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
 ) -> Result<(Vec<String>, Vec<input::tls::TlsSummary>), CliError> {
     // A progress bar on stderr for large files, when stderr is a terminal.
@@ -264,10 +264,6 @@ pub fn run_capture(
         ..CaptureOptions::default()
     };
     let plaus = SchemaPlausibility(schema);
-    let dopts = DecodeOptions {
-        detail,
-        ..DecodeOptions::default()
-    };
     let mut session = Session::new(schema, &dopts);
     let mut tally = Tally::default();
     let mut io_err: Option<std::io::Error> = None;
@@ -429,7 +425,12 @@ pub fn read_command(
     } else {
         Detail::Full
     };
-    let (closing, _) = run_capture(schema, &a.capture, detail, |m, ctx| {
+    let dopts = DecodeOptions {
+        detail,
+        max_nodes: a.out.max_nodes,
+        ..DecodeOptions::default()
+    };
+    let (closing, _) = run_capture(schema, &a.capture, dopts, |m, ctx| {
         if matches_filters(a, schema, m) {
             print_message(m, Some(ctx), &ropts, a.out.format, out)?;
             Ok(true)
@@ -459,7 +460,7 @@ pub struct StatsArgs {
 /// A file that cannot be opened or is not a capture; output errors.
 pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut st = crate::stats::Stats::default();
-    let (closing, tls) = run_capture(schema, &a.capture, Detail::Full, |m, ctx| {
+    let (closing, tls) = run_capture(schema, &a.capture, DecodeOptions::default(), |m, ctx| {
         st.add(m, ctx);
         Ok(true)
     })?;

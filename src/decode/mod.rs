@@ -94,6 +94,13 @@ pub struct DecodeOptions {
     pub page_mode: bool,
     /// How much of the tree to keep: everything, or what the summary line needs.
     pub detail: Detail,
+    /// The node budget of one message (default 200,000, about 30 MB of tree): records
+    /// and array elements are counted against it as they are read, at either detail
+    /// level (a record as [`records`]' `RECORD_NODES`, an element as one node plus its
+    /// struct's fields); past it, the rest of a record list is read, checked and
+    /// counted but shown as one folded node (`Record[i..j]`, type `folded`) instead of
+    /// a node graph per record.
+    pub max_nodes: usize,
 }
 
 /// How much of the tree the decoder keeps. Every byte is read and checked the same way
@@ -106,10 +113,15 @@ pub enum Detail {
     /// Only the nodes the summary line, the session (pairing, topic ids) and the `read`
     /// filters look at: the header, nodes with an error or a warning, topic names and
     /// ids, partitions, group and transactional ids, non-zero error codes,
-    /// `ProtocolType`, `Acks`, and containers holding any of these; records as childless
-    /// `Record[i]` nodes when they decode cleanly. Such a tree does not tile the frame and
-    /// is for `--format summary` only.
+    /// `ProtocolType`, `Acks`, and containers holding any of these; records that decode
+    /// cleanly only in the count of their `Records` group. Such a tree does not tile the
+    /// frame and is for `--format summary` only.
     Summary,
+}
+
+impl DecodeOptions {
+    /// [`DecodeOptions::max_nodes`] when not given.
+    pub const DEFAULT_MAX_NODES: usize = 200_000;
 }
 
 impl Default for DecodeOptions {
@@ -119,6 +131,7 @@ impl Default for DecodeOptions {
             max_depth: 64,
             page_mode: false,
             detail: Detail::Full,
+            max_nodes: DecodeOptions::DEFAULT_MAX_NODES,
         }
     }
 }
@@ -139,6 +152,8 @@ pub struct Cx<'a> {
     pub depth: usize,
     /// Emptied vectors kept for the next node's children (no allocation per node).
     pool: Vec<Vec<Node<'a>>>,
+    /// Nodes counted against `opts.max_nodes` so far.
+    spent: usize,
 }
 
 impl<'a> Cx<'a> {
@@ -152,7 +167,18 @@ impl<'a> Cx<'a> {
             opts,
             depth: 0,
             pool: Vec::new(),
+            spent: 0,
         }
+    }
+
+    /// Counts `n` nodes against the message's node budget.
+    pub fn spend(&mut self, n: usize) {
+        self.spent = self.spent.saturating_add(n);
+    }
+
+    /// Nodes left in the message's budget (0: fold what follows).
+    pub fn budget_left(&self) -> usize {
+        self.opts.max_nodes.saturating_sub(self.spent)
     }
 
     /// An empty vector to collect a node's children in; hand it to [`Cx::seal`].

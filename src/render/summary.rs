@@ -247,10 +247,15 @@ impl<'t> Facts<'t> {
                 }
             }
             name if name == "RecordBatch" || name.starts_with("RecordBatch[") => self.batches += 1,
-            name if name.starts_with("Record[") => {
-                // Nothing under a record (length, key, value, headers, control data)
+            "Records" | "Records (decompressed)"
+                if n.ty == "records" && matches!(n.value, Value::Count(_)) =>
+            {
+                // The group holds the count of the records read (folded ones included);
+                // nothing under a record (length, key, value, headers, control data)
                 // is a fact of the summary: do not walk it.
-                self.records += 1;
+                if let Value::Count(k) = n.value {
+                    self.records += k as usize;
+                }
                 return;
             }
             _ => {}

@@ -343,6 +343,10 @@ struct TreePrinter<'o> {
 
 /// Whether `child` is an element of a list under `parent` (for `max_elements`).
 fn is_element(parent: &Node<'_>, child: &Node<'_>) -> bool {
+    if child.ty == "folded" {
+        // What the decoder folded past the node budget is always shown: it says so.
+        return false;
+    }
     if parent.kind == NodeKind::Array {
         return child.name != "length" && child.name != "tagged_fields";
     }
