@@ -553,13 +553,17 @@ fn split_frames(c: &hex::HexChunk, size_prefix: bool, notes: &mut Vec<String>) -
     out
 }
 
+/// Requests waiting in `decode`: by (stream, correlation_id), oldest first, their
+/// (api_key, api_version, group protocol type).
+type Pending = HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>;
+
 /// The pending request a response frame answers, taken from the queue of its
 /// correlation_id: the oldest whose response layout decodes the frame cleanly, else the
 /// oldest.
 fn take_pending(
     schema: &Schema,
     opts: &DecodeOptions,
-    pending: &mut HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>,
+    pending: &mut Pending,
     key: (u64, i32),
     frame: &[u8],
     layout: Layout,
@@ -635,7 +639,7 @@ fn decode_command(
     }
     // Requests by (stream, correlation_id), oldest first: streams of several connections
     // written as one (`c>s`/`s>c` lines) reuse correlation_ids.
-    let mut pending: HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>> = HashMap::new();
+    let mut pending: Pending = HashMap::new();
     let mut errors = 0usize;
     let guesser = Guesser::new(schema);
     let mut arena = Buffers::new();
@@ -670,16 +674,22 @@ fn decode_command(
                     f.bytes[o + 2],
                     f.bytes[o + 3],
                 ]);
-                paired = take_pending(schema, &opts, &mut pending, (f.stream, corr), &f.bytes, layout);
+                paired = take_pending(
+                    schema,
+                    &opts,
+                    &mut pending,
+                    (f.stream, corr),
+                    &f.bytes,
+                    layout,
+                );
             }
         }
         arena.reset();
         let none = GuessContext::default();
         let m = match (given, paired) {
             (Some(Direction::Response), Some((k, v, pt))) | (None, Some((k, v, pt))) => {
-                let request = (given.is_none()).then(|| {
-                    decode::decode(schema, &opts, &arena, &f.bytes, &known)
-                });
+                let request = (given.is_none())
+                    .then(|| decode::decode(schema, &opts, &arena, &f.bytes, &known));
                 match request {
                     Some(r) if clean_request(schema, &r) => r,
                     _ => {
