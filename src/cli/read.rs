@@ -15,8 +15,10 @@ use std::path::PathBuf;
 /// Which capture to read and how to find Kafka in it.
 #[derive(Args, Debug, Clone)]
 pub struct CaptureArgs {
-    /// The capture (pcap or pcapng); `-` for stdin.
-    pub file: PathBuf,
+    /// The captures (pcap or pcapng), read one after the other, each with its own
+    /// sessions; `-` for stdin.
+    #[arg(value_name = "CAPTURE", required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
     /// A broker port (repeatable; default 9092).
     #[arg(long = "port", value_name = "P")]
     pub ports: Vec<u16>,
@@ -167,6 +169,31 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
     true
 }
 
+/// One capture of a command's list: its path and, when the command reads several, the
+/// name its messages and notices carry (the path as given).
+#[derive(Clone, Debug)]
+pub struct CaptureFile<'p> {
+    /// The file (`-` for stdin).
+    pub path: &'p std::path::Path,
+    /// `Some(path as given)` when the command reads more than one capture: it goes into
+    /// each message's [`crate::render::Context::capture`] and prefixes notices.
+    pub label: Option<std::sync::Arc<str>>,
+}
+
+impl CaptureArgs {
+    /// The captures to read, in command-line order, labelled when there are several.
+    pub fn captures(&self) -> Vec<CaptureFile<'_>> {
+        let several = self.files.len() > 1;
+        self.files
+            .iter()
+            .map(|p| CaptureFile {
+                path: p,
+                label: several.then(|| p.display().to_string().into()),
+            })
+            .collect()
+    }
+}
+
 /// Reads a capture, decodes every Kafka message (pairing responses with requests) and
 /// hands each to `on_message`, decoded at `detail` (see [`Detail`]: `Summary` keeps only
 /// what the summary line and the filters read); notices go to stderr as they come. Returns the closing
@@ -179,24 +206,27 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
 pub fn run_capture(
     schema: &Schema,
     a: &CaptureArgs,
+    file: &CaptureFile<'_>,
     detail: Detail,
     mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
 ) -> Result<Vec<String>, CliError> {
     // A progress bar on stderr for large files, when stderr is a terminal.
     let mut bar = indicatif::ProgressBar::hidden();
-    let input: Box<dyn Read + Send> = if a.file.as_os_str() == "-" {
+    let path = file.path;
+    let input: Box<dyn Read + Send> = if path.as_os_str() == "-" {
         Box::new(std::io::stdin())
     } else {
-        if a.file.is_dir() {
+        if path.is_dir() {
             return Err(CliError::Msg(format!(
                 "{}: is a folder, not a capture file",
-                a.file.display()
+                path.display()
             )));
         }
-        let f = std::fs::File::open(&a.file)
-            .map_err(|e| CliError::Msg(format!("{}: {e}", a.file.display())))?;
+        let f = std::fs::File::open(path)
+            .map_err(|e| CliError::Msg(format!("{}: {e}", path.display())))?;
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        if len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal() {
+        // One bar at a time: none when several captures are read (they may run at once).
+        if len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal() && file.label.is_none() {
             bar = indicatif::ProgressBar::new(len);
             if let Ok(style) = indicatif::ProgressStyle::with_template(
                 "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
@@ -206,7 +236,15 @@ pub fn run_capture(
         }
         Box::new(bar.wrap_read(f))
     };
-    let say = |line: String| bar.suspend(|| eprintln!("{line}"));
+    // With several captures, each line names its capture: `kwire: a.pcap: ...`.
+    let named = |line: String| match &file.label {
+        Some(l) => match line.strip_prefix("kwire: ") {
+            Some(rest) => format!("kwire: {l}: {rest}"),
+            None => format!("{l}: {line}"),
+        },
+        None => line,
+    };
+    let say = |line: String| bar.suspend(|| eprintln!("{}", named(line)));
     let copts = CaptureOptions {
         ports: if a.ports.is_empty() {
             vec![9092]
@@ -240,7 +278,8 @@ pub fn run_capture(
                 if f.kind == FrameKind::SaslToken {
                     tally.sasl_tokens += 1;
                 }
-                let (m, ctx) = session.decode(&f, &arena);
+                let (m, mut ctx) = session.decode(&f, &arena);
+                ctx.capture.clone_from(&file.label);
                 for n in session.notices.drain(..) {
                     if let Some(line) = tally.notice(&n) {
                         say(line);
@@ -267,7 +306,7 @@ pub fn run_capture(
             }
         }
     })
-    .map_err(|e| CliError::Msg(format!("{}: {e}", a.file.display())))?;
+    .map_err(|e| CliError::Msg(format!("{}: {e}", path.display())))?;
     bar.finish_and_clear();
     if let Some(e) = io_err {
         return Err(CliError::Io(e));
@@ -316,7 +355,7 @@ pub fn run_capture(
         counted(waiting.len() as u64, "unanswered request", "unanswered requests"),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
-    Ok(lines)
+    Ok(lines.into_iter().map(named).collect())
 }
 
 /// `1 packet`, `2 packets`.
@@ -359,17 +398,62 @@ pub fn read_command(
     } else {
         Detail::Full
     };
-    let closing = run_capture(schema, &a.capture, detail, |m, ctx| {
-        if matches_filters(a, schema, m) {
-            print_message(m, Some(ctx), &ropts, a.out.format, out)?;
-            Ok(true)
-        } else {
-            Ok(false)
+    for_each_capture(&a.capture, |file| {
+        let closing = run_capture(schema, &a.capture, file, detail, |m, ctx| {
+            if matches_filters(a, schema, m) {
+                print_message(m, Some(ctx), &ropts, a.out.format, out)?;
+                Ok(true)
+            } else {
+                Ok(false)
+            }
+        })?;
+        out.flush()?;
+        closing.iter().for_each(|l| eprintln!("{l}"));
+        Ok(())
+    })
+}
+
+/// Runs `each` on every capture of `a`, in command-line order. With one capture its
+/// error is the command's; with several, a capture that cannot be read is named on
+/// stderr and the others still run, and the command then fails (status 2) saying how
+/// many could not be read. An output error (a closed pipe) ends the command at once.
+///
+/// # Errors
+/// As above.
+pub fn for_each_capture(
+    a: &CaptureArgs,
+    mut each: impl FnMut(&CaptureFile<'_>) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let files = a.captures();
+    if let [one] = files.as_slice() {
+        return each(one);
+    }
+    let mut failed = 0;
+    for f in &files {
+        match each(f) {
+            Ok(()) => {}
+            Err(CliError::Io(e)) => return Err(CliError::Io(e)),
+            Err(e) => {
+                eprintln!("kwire: {e}");
+                failed += 1;
+            }
         }
-    })?;
-    out.flush()?;
-    closing.iter().for_each(|l| eprintln!("{l}"));
-    Ok(())
+    }
+    unreadable(failed, files.len())
+}
+
+/// The command's end when `failed` of `total` captures could not be read.
+///
+/// # Errors
+/// `failed > 0`: `1 of 3 captures could not be read` (status 2).
+pub fn unreadable(failed: usize, total: usize) -> Result<(), CliError> {
+    if failed == 0 {
+        return Ok(());
+    }
+    Err(CliError::Msg(format!(
+        "{failed} of {total} {} could not be read",
+        if total == 1 { "capture" } else { "captures" }
+    )))
 }
 
 /// `kwire stats` options.
@@ -389,10 +473,21 @@ pub struct StatsArgs {
 /// A file that cannot be opened or is not a capture; output errors.
 pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut st = crate::stats::Stats::default();
-    let closing = run_capture(schema, &a.capture, Detail::Full, |m, ctx| {
-        st.add(m, ctx);
-        Ok(true)
-    })?;
+    let mut closing = Vec::new();
+    let mut ordinal = 0;
+    let res = for_each_capture(&a.capture, |file| {
+        st.capture = ordinal;
+        ordinal += 1;
+        closing.extend(run_capture(schema, &a.capture, file, Detail::Full, |m, ctx| {
+            st.add(m, ctx);
+            Ok(true)
+        })?);
+        Ok(())
+    });
+    // One capture that cannot be read prints nothing; of several, the others are counted.
+    if a.capture.files.len() == 1 && res.is_err() {
+        return res;
+    }
     match a.format {
         super::ListFormat::Json => writeln!(
             out,
@@ -403,5 +498,5 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
     }
     out.flush()?;
     closing.iter().for_each(|l| eprintln!("{l}"));
-    Ok(())
+    res
 }

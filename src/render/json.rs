@@ -207,6 +207,10 @@ fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
     put_key!(out, "schema_release");
     put_opt_str(out, msg.schema_release.as_deref());
     if let Some(c) = ctx {
+        if let Some(cap) = &c.capture {
+            put_key!(out, "capture");
+            put_str(out, cap);
+        }
         put_key!(out, "frame");
         out.push(b'[');
         put_int(out, c.frames.0);
@@ -320,6 +324,9 @@ pub fn message_json(msg: &Message<'_>, ctx: Option<&Context>) -> J {
     m.insert("size".into(), msg.size.into());
     m.insert("schema_release".into(), msg.schema_release.clone().into());
     if let Some(c) = ctx {
+        if let Some(cap) = &c.capture {
+            m.insert("capture".into(), cap.to_string().into());
+        }
         m.insert("frame".into(), json!([c.frames.0, c.frames.1]));
         m.insert("time".into(), rfc3339(c.time.0, c.time.1).into());
         m.insert("src".into(), c.src.clone().into());
@@ -481,6 +488,7 @@ mod tests {
                 connection: 4,
                 latency: Some(Duration::from_nanos(1_234_567)),
                 incomplete: true,
+                capture: Some("broker-1/a \"b\".pcap".into()),
             }),
         ] {
             let mut got = Vec::new();
