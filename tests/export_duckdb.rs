@@ -52,7 +52,10 @@ fn engine(test: &str) -> Option<PathBuf> {
 }
 
 /// Results of `sql` (each `Ok(rows)` or `Err(message)`) and of reading `files` with pyarrow.
-fn query(py: &Path, sql: &[String], files: &[String]) -> (Vec<Result<Vec<J>, String>>, Vec<Result<Vec<J>, String>>) {
+/// Each query's rows, or its error.
+type Results = Vec<Result<Vec<J>, String>>;
+
+fn query(py: &Path, sql: &[String], files: &[String]) -> (Results, Results) {
     let mut child = Command::new(py)
         .arg(repo().join("tests/export/query.py"))
         .stdin(Stdio::piped())
@@ -69,7 +72,7 @@ fn query(py: &Path, sql: &[String], files: &[String]) -> (Vec<Result<Vec<J>, Str
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "query.py failed");
     let v: J = serde_json::from_slice(&out.stdout).unwrap();
-    let conv = |k: &str| -> Vec<Result<Vec<J>, String>> {
+    let conv = |k: &str| -> Results {
         v[k].as_array()
             .unwrap()
             .iter()
@@ -124,7 +127,10 @@ fn export(caps: &[String], out: &Path, extra: &[&str]) -> Output {
 }
 
 fn glob(out: &Path, table: &str) -> String {
-    format!("read_parquet('{}/{table}/**/*.parquet', hive_partitioning = true)", out.display())
+    format!(
+        "read_parquet('{}/{table}/**/*.parquet', hive_partitioning = true)",
+        out.display()
+    )
 }
 
 /// nearest-rank milliseconds as `kwire stats` rounds them.
@@ -172,7 +178,11 @@ fn export_agrees_with_read_and_stats() {
     .iter()
     .map(|r| {
         (
-            (r[0].as_str().unwrap().into(), r[1].as_str().unwrap().into(), r[2].as_str().unwrap().into()),
+            (
+                r[0].as_str().unwrap().into(),
+                r[1].as_str().unwrap().into(),
+                r[2].as_str().unwrap().into(),
+            ),
             r[3].as_u64().unwrap(),
         )
     })
@@ -223,7 +233,11 @@ fn export_agrees_with_read_and_stats() {
         } else {
             assert_eq!(row[5], lat["count"], "{what} latency count");
             for (i, k) in [(6, "min"), (7, "median"), (8, "p99"), (9, "max")] {
-                assert_eq!(ms(row[i].as_f64().unwrap()), lat[k].as_f64().unwrap(), "{what} {k}");
+                assert_eq!(
+                    ms(row[i].as_f64().unwrap()),
+                    lat[k].as_f64().unwrap(),
+                    "{what} {k}"
+                );
             }
         }
         let mut want: BTreeMap<String, u64> = serde_json::from_value(a["errors"].clone()).unwrap();
@@ -233,7 +247,10 @@ fn export_agrees_with_read_and_stats() {
                 assert_eq!(n, e[3].as_u64(), "{what} {}", e[2]);
             }
         }
-        assert!(want.is_empty(), "{what}: stats errors not in the export: {want:?}");
+        assert!(
+            want.is_empty(),
+            "{what}: stats errors not in the export: {want:?}"
+        );
     }
 
     // Joins: every partition entry and record belongs to a message; records add up.
@@ -263,19 +280,41 @@ fn export_agrees_with_read_and_stats() {
     assert_eq!(res[0][0][0], res[0][0][1], "message_id is unique");
     assert_eq!(res[1][0][0], 0, "partition entries without a message");
     assert_eq!(res[2][0][0], 0, "records without a message");
-    assert_eq!(res[3][0][0], res[4][0][0], "partitions.records adds up to the records table");
-    assert!(res[4][0][0].as_u64().unwrap() > 100, "records: {:?}", res[4]);
-    assert_eq!(res[5][0][0], 0, "partition rows repeat their message's api_key and kind");
+    assert_eq!(
+        res[3][0][0], res[4][0][0],
+        "partitions.records adds up to the records table"
+    );
+    assert!(
+        res[4][0][0].as_u64().unwrap() > 100,
+        "records: {:?}",
+        res[4]
+    );
+    assert_eq!(
+        res[5][0][0], 0,
+        "partition rows repeat their message's api_key and kind"
+    );
     for row in &res[6] {
         let (api, kind) = (row[0].as_str().unwrap(), row[1].as_str().unwrap());
         assert!(
-            matches!((api, kind), ("Produce", "request") | ("Fetch", "response") | ("ShareFetch", "response")),
+            matches!(
+                (api, kind),
+                ("Produce", "request") | ("Fetch", "response") | ("ShareFetch", "response")
+            ),
             "records in {api} {kind}"
         );
     }
-    assert!(res[7][0][0].as_u64().unwrap() > 0, "Produce requests carry records");
-    assert!(res[8][0][0].as_u64().unwrap() > 0, "request rows carry the time to their answer");
-    assert_eq!(res[9][0][0], 0, "responses carry their connection's client_id");
+    assert!(
+        res[7][0][0].as_u64().unwrap() > 0,
+        "Produce requests carry records"
+    );
+    assert!(
+        res[8][0][0].as_u64().unwrap() > 0,
+        "request rows carry the time to their answer"
+    );
+    assert_eq!(
+        res[9][0][0], 0,
+        "responses carry their connection's client_id"
+    );
     assert!(arrow[0].is_ok(), "pyarrow reads the file: {:?}", arrow[0]);
 
     let _ = std::fs::remove_dir_all(&out);
@@ -293,7 +332,11 @@ fn documented(table: &str) -> Vec<(String, String, bool)> {
         .filter(|l| l.starts_with("| `"))
         .map(|l| {
             let c: Vec<&str> = l.split('|').map(str::trim).collect();
-            (c[1].trim_matches('`').to_string(), c[2].to_string(), c[3] == "yes")
+            (
+                c[1].trim_matches('`').to_string(),
+                c[2].to_string(),
+                c[3] == "yes",
+            )
         })
         .collect()
 }
@@ -304,7 +347,10 @@ fn schema_matches_the_docs() {
         return;
     };
     let out = tmp("schema");
-    let cap = repo().join("captures/lab/ck_produce_zstd.pcap").display().to_string();
+    let cap = repo()
+        .join("captures/lab/ck_produce_zstd.pcap")
+        .display()
+        .to_string();
     let o = export(&[cap], &out, &["--records", "--record-values"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for table in ["messages", "partitions", "records"] {
@@ -334,14 +380,21 @@ fn schema_matches_the_docs() {
             .collect();
         // The parquet_schema root row is named after the table in kwire's files.
         let got: Vec<_> = got.into_iter().filter(|g| g.0 != table).collect();
-        assert_eq!(got, documented(table), "{table}: the file's columns against docs/parquet-format.md");
+        assert_eq!(
+            got,
+            documented(table),
+            "{table}: the file's columns against docs/parquet-format.md"
+        );
         let kv: BTreeMap<String, String> = res[2]
             .clone()
             .unwrap()
             .iter()
             .map(|r| (r[0].as_str().unwrap().into(), r[1].as_str().unwrap().into()))
             .collect();
-        assert_eq!(kv.get("kwire.format_version").map(String::as_str), Some("1"));
+        assert_eq!(
+            kv.get("kwire.format_version").map(String::as_str),
+            Some("1")
+        );
         assert_eq!(kv.get("kwire.table").map(String::as_str), Some(table));
     }
     let _ = std::fs::remove_dir_all(&out);
@@ -358,18 +411,37 @@ fn partitioned_export_prunes() {
         .collect();
     let flat = tmp("flat");
     assert!(export(&caps, &flat, &["--records"]).status.success());
-    let total = sql1(&py, format!("select count(*) from {}", glob(&flat, "messages")))[0][0].clone();
+    let total = sql1(
+        &py,
+        format!("select count(*) from {}", glob(&flat, "messages")),
+    )[0][0]
+        .clone();
     for by in ["api", "hour", "capture"] {
         let out = tmp(&format!("by-{by}"));
         // One open file per table: every switch of partition finishes a file.
-        let o = export(&caps, &out, &["--records", "--partition-by", by, "--max-open-files", "1", "--threads", "2"]);
+        let o = export(
+            &caps,
+            &out,
+            &[
+                "--records",
+                "--partition-by",
+                by,
+                "--max-open-files",
+                "1",
+                "--threads",
+                "2",
+            ],
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let m = glob(&out, "messages");
         let n = sql1(&py, format!("select count(*) from {m}"))[0][0].clone();
         assert_eq!(n, total, "--partition-by {by}: all messages");
         let j = sql1(
             &py,
-            format!("select count(*) from {} anti join {m} using (message_id)", glob(&out, "records")),
+            format!(
+                "select count(*) from {} anti join {m} using (message_id)",
+                glob(&out, "records")
+            ),
         );
         assert_eq!(j[0][0], 0, "--partition-by {by}: records join messages");
         let _ = std::fs::remove_dir_all(&out);
@@ -380,7 +452,9 @@ fn partitioned_export_prunes() {
     // everything fails. The one kept is the first the engine lists (`api=` folders in
     // name order): DuckDB reads the first file's footer for the schema.
     let out = tmp("prune");
-    assert!(export(&caps, &out, &["--records", "--partition-by", "api"]).status.success());
+    assert!(export(&caps, &out, &["--records", "--partition-by", "api"])
+        .status
+        .success());
     let mut corrupted = 0;
     for table in ["messages", "partitions"] {
         let mut dirs: Vec<String> = std::fs::read_dir(out.join(table))
@@ -415,8 +489,16 @@ fn partitioned_export_prunes() {
             ],
             &[],
         );
-        assert_eq!(res[0].as_ref().unwrap()[0][0], want, "{table}: pruned query");
-        assert!(res[1].is_err(), "{table}: a query over the corrupted files fails: {:?}", res[1]);
+        assert_eq!(
+            res[0].as_ref().unwrap()[0][0],
+            want,
+            "{table}: pruned query"
+        );
+        assert!(
+            res[1].is_err(),
+            "{table}: a query over the corrupted files fails: {:?}",
+            res[1]
+        );
     }
     assert!(corrupted > 5, "{corrupted} files corrupted");
     let _ = std::fs::remove_dir_all(&out);
@@ -435,7 +517,9 @@ fn message_ids_are_stable_across_runs_and_threads() {
     let mut seen = Vec::new();
     for threads in ["1", "3"] {
         let out = tmp(&format!("ids-{threads}"));
-        assert!(export(&caps, &out, &["--threads", threads]).status.success());
+        assert!(export(&caps, &out, &["--threads", threads])
+            .status
+            .success());
         seen.push(sql1(
             &py,
             format!(
@@ -474,13 +558,23 @@ fn files(dir: &Path) -> (Vec<PathBuf>, bool) {
 #[test]
 fn bad_input_is_named_and_the_rest_exports() {
     let out = tmp("bad");
-    let good = repo().join("captures/lab/ck_admin.pcap").display().to_string();
+    let good = repo()
+        .join("captures/lab/ck_admin.pcap")
+        .display()
+        .to_string();
     let not_capture = repo().join("README.md").display().to_string();
     let missing = repo().join("captures/no-such.pcap").display().to_string();
-    let o = export(&[missing.clone(), good.clone(), not_capture.clone()], &out, &[]);
+    let o = export(
+        &[missing.clone(), good.clone(), not_capture.clone()],
+        &out,
+        &[],
+    );
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(&missing) && err.contains(&not_capture), "{err}");
+    assert!(
+        err.contains(&missing) && err.contains(&not_capture),
+        "{err}"
+    );
     assert!(err.contains("2 of 3 captures could not be read"), "{err}");
     let (f, t) = files(&out);
     assert!(!t, "no temporary file is left");
@@ -492,11 +586,18 @@ fn bad_input_is_named_and_the_rest_exports() {
     names.sort();
     assert_eq!(
         names,
-        ["messages/part-00001-00000.parquet", "partitions/part-00001-00000.parquet"]
+        [
+            "messages/part-00001-00000.parquet",
+            "partitions/part-00001-00000.parquet"
+        ]
     );
     for p in &f {
         let b = std::fs::read(p).unwrap();
-        assert!(b.starts_with(b"PAR1") && b.ends_with(b"PAR1"), "{}", p.display());
+        assert!(
+            b.starts_with(b"PAR1") && b.ends_with(b"PAR1"),
+            "{}",
+            p.display()
+        );
     }
 
     // An existing folder is refused, and replaced with --force.
@@ -526,8 +627,14 @@ fn bad_input_is_named_and_the_rest_exports() {
 
 #[test]
 fn read_and_stats_take_several_captures() {
-    let a = repo().join("captures/lab/ck_admin.pcap").display().to_string();
-    let b = repo().join("captures/lab/kjs_group.pcap").display().to_string();
+    let a = repo()
+        .join("captures/lab/ck_admin.pcap")
+        .display()
+        .to_string();
+    let b = repo()
+        .join("captures/lab/kjs_group.pcap")
+        .display()
+        .to_string();
     let one = |c: &str| {
         let o = kwire(&["read", c, "--format", "json"]);
         assert!(o.status.success());
@@ -540,7 +647,11 @@ fn read_and_stats_take_several_captures() {
     let lines: Vec<&str> = both.lines().collect();
     assert_eq!(lines.len(), la.lines().count() + lb.lines().count());
     // A's messages then B's, each as alone plus its capture.
-    for (got, (want, cap)) in lines.iter().zip(la.lines().map(|l| (l, &a)).chain(lb.lines().map(|l| (l, &b)))) {
+    for (got, (want, cap)) in lines.iter().zip(
+        la.lines()
+            .map(|l| (l, &a))
+            .chain(lb.lines().map(|l| (l, &b))),
+    ) {
         let mut g: J = serde_json::from_str(got).unwrap();
         assert_eq!(g["capture"].as_str(), Some(cap.as_str()));
         g.as_object_mut().unwrap().remove("capture");

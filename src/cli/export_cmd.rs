@@ -78,11 +78,13 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<(), CliError> {
         }
         for d in export::table_dirs(&a.out) {
             if d.exists() {
-                std::fs::remove_dir_all(&d).map_err(|e| CliError::Msg(format!("{}: {e}", d.display())))?;
+                std::fs::remove_dir_all(&d)
+                    .map_err(|e| CliError::Msg(format!("{}: {e}", d.display())))?;
             }
         }
     }
-    std::fs::create_dir_all(&a.out).map_err(|e| CliError::Msg(format!("{}: {e}", a.out.display())))?;
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| CliError::Msg(format!("{}: {e}", a.out.display())))?;
     let opts = ExportOptions {
         out: a.out.clone(),
         records: a.records,

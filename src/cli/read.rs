@@ -478,10 +478,16 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
     let res = for_each_capture(&a.capture, |file| {
         st.capture = ordinal;
         ordinal += 1;
-        closing.extend(run_capture(schema, &a.capture, file, Detail::Full, |m, ctx| {
-            st.add(m, ctx);
-            Ok(true)
-        })?);
+        closing.extend(run_capture(
+            schema,
+            &a.capture,
+            file,
+            Detail::Full,
+            |m, ctx| {
+                st.add(m, ctx);
+                Ok(true)
+            },
+        )?);
         Ok(())
     });
     // One capture that cannot be read prints nothing; of several, the others are counted.

@@ -141,9 +141,15 @@ impl TableSet {
                 ("kwire.capture_index", capture_index.to_string()),
                 (
                     "kwire.message_id",
-                    format!("capture_index * 2^{} + message_index", rows::MESSAGE_ID_SHIFT),
+                    format!(
+                        "capture_index * 2^{} + message_index",
+                        rows::MESSAGE_ID_SHIFT
+                    ),
                 ),
-                ("kwire.partition_by", by.map_or("none", |b| b.key()).to_string()),
+                (
+                    "kwire.partition_by",
+                    by.map_or("none", |b| b.key()).to_string(),
+                ),
             ],
             opts,
             max_open: o.max_open_files.max(1),
@@ -259,10 +265,26 @@ impl CaptureExport {
     /// A file cannot be created.
     pub fn new(o: &ExportOptions, capture_index: u32, capture: &str) -> Result<Self, String> {
         let mut tables = [
-            Some(TableSet::new(rows::messages_table(), o, capture_index, capture)),
-            Some(TableSet::new(rows::partitions_table(), o, capture_index, capture)),
-            o.records
-                .then(|| TableSet::new(rows::records_table(o.record_values), o, capture_index, capture)),
+            Some(TableSet::new(
+                rows::messages_table(),
+                o,
+                capture_index,
+                capture,
+            )),
+            Some(TableSet::new(
+                rows::partitions_table(),
+                o,
+                capture_index,
+                capture,
+            )),
+            o.records.then(|| {
+                TableSet::new(
+                    rows::records_table(o.record_values),
+                    o,
+                    capture_index,
+                    capture,
+                )
+            }),
         ];
         if o.partition_by.is_none() {
             for t in tables.iter_mut().flatten() {

@@ -310,7 +310,9 @@ pub fn message_row(m: &Message<'_>, ctx: &Context, capture: u32, index: u64) -> 
         first_error,
         warnings,
         incomplete: ctx.incomplete,
-        guessed: m.direction == Direction::Response && m.api_key < 0 && m.api_name.as_deref() != Some("SaslToken"),
+        guessed: m.direction == Direction::Response
+            && m.api_key < 0
+            && m.api_name.as_deref() != Some("SaslToken"),
         schema_release: m.schema_release.clone(),
         acks_zero,
     }
@@ -388,7 +390,8 @@ impl PartitionRow {
             oi(r.and_then(|r| r.producer_id)),
             oi(r.and_then(|r| r.producer_epoch)),
             oi(r.and_then(|r| r.base_sequence)),
-            r.and_then(|r| r.transactional).map_or(Cell::Null, Cell::Bool),
+            r.and_then(|r| r.transactional)
+                .map_or(Cell::Null, Cell::Bool),
             r.and_then(|r| r.control).map_or(Cell::Null, Cell::Bool),
         ]
     }
@@ -614,7 +617,12 @@ fn summarise(
         .enumerate()
     {
         s.batches += 1;
-        let get = |name: &str| b.children.iter().find(|c| c.name == name).and_then(|c| int(&c.value));
+        let get = |name: &str| {
+            b.children
+                .iter()
+                .find(|c| c.name == name)
+                .and_then(|c| int(&c.value))
+        };
         let attrs = get("attributes").unwrap_or(0);
         if first {
             first = false;
@@ -706,9 +714,15 @@ fn record_row(r: &Node<'_>, b: &Batch<'_>, values: bool) -> RecordRow {
         let ts = if b.log_append {
             b.max_ts
         } else {
-            b.base_ts.zip(geti("timestampDelta")).map(|(a, d)| a.saturating_add(d))
+            b.base_ts
+                .zip(geti("timestampDelta"))
+                .map(|(a, d)| a.saturating_add(d))
         };
-        (b.base_offset.saturating_add(geti("offsetDelta").unwrap_or(0)), ts)
+        (
+            b.base_offset
+                .saturating_add(geti("offsetDelta").unwrap_or(0)),
+            ts,
+        )
     } else {
         (geti("offset").unwrap_or(b.base_offset), geti("timestamp"))
     };
@@ -722,12 +736,21 @@ fn record_row(r: &Node<'_>, b: &Batch<'_>, values: bool) -> RecordRow {
     let value = bytes(get("value"));
     let mut header_keys = Vec::new();
     for h in r.children.iter().filter(|c| c.ty == "Header") {
-        if let Some(Value::Str(k)) = h.children.iter().find(|c| c.name == "headerKey").map(|c| &c.value) {
+        if let Some(Value::Str(k)) = h
+            .children
+            .iter()
+            .find(|c| c.name == "headerKey")
+            .map(|c| &c.value)
+        {
             header_keys.push(k.to_string());
         }
     }
     let timestamp_type = if b.v2 || geti("timestamp").is_some() {
-        let la = if b.v2 { b.log_append } else { geti("attributes").unwrap_or(0) & 0x08 != 0 };
+        let la = if b.v2 {
+            b.log_append
+        } else {
+            geti("attributes").unwrap_or(0) & 0x08 != 0
+        };
         Some(if la { "LogAppendTime" } else { "CreateTime" })
     } else {
         None
@@ -744,6 +767,10 @@ fn record_row(r: &Node<'_>, b: &Batch<'_>, values: bool) -> RecordRow {
         key_length: key.map(|k| k.len() as i64),
         value_length: value.map(|v| v.len() as i64),
         header_keys,
-        value: if values { value.map(<[u8]>::to_vec) } else { None },
+        value: if values {
+            value.map(<[u8]>::to_vec)
+        } else {
+            None
+        },
     }
 }

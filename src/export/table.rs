@@ -450,7 +450,10 @@ impl TableFile {
             KeyValue::new("kwire.format_version".into(), FORMAT_VERSION.to_string()),
             KeyValue::new("kwire.table".into(), table.name.to_string()),
         ];
-        kv.extend(meta.iter().map(|(k, v)| KeyValue::new(k.to_string(), v.clone())));
+        kv.extend(
+            meta.iter()
+                .map(|(k, v)| KeyValue::new(k.to_string(), v.clone())),
+        );
         let writer = SerializedFileWriter::new(file, table.schema()?, opts.properties(kv))
             .map_err(|e| format!("{}: {e}", tmp.display()))?;
         Ok(TableFile {
@@ -468,7 +471,8 @@ impl TableFile {
     /// A row that does not fit the table; write errors.
     pub fn push(&mut self, row: &[Cell<'_>]) -> Result<(), String> {
         self.buf.push(row)?;
-        if self.buf.rows() >= self.opts.row_group_rows || self.buf.bytes() >= self.opts.row_group_bytes
+        if self.buf.rows() >= self.opts.row_group_rows
+            || self.buf.bytes() >= self.opts.row_group_bytes
         {
             self.flush()?;
         }
@@ -527,10 +531,26 @@ mod tests {
         Table {
             name: "t",
             cols: vec![
-                Col { name: "a", ty: Ty::I16, nullable: false },
-                Col { name: "b", ty: Ty::Str, nullable: true },
-                Col { name: "c", ty: Ty::ListStr, nullable: false },
-                Col { name: "d", ty: Ty::TimestampMicros, nullable: false },
+                Col {
+                    name: "a",
+                    ty: Ty::I16,
+                    nullable: false,
+                },
+                Col {
+                    name: "b",
+                    ty: Ty::Str,
+                    nullable: true,
+                },
+                Col {
+                    name: "c",
+                    ty: Ty::ListStr,
+                    nullable: false,
+                },
+                Col {
+                    name: "d",
+                    ty: Ty::TimestampMicros,
+                    nullable: false,
+                },
             ],
         }
     }
@@ -545,11 +565,26 @@ mod tests {
     fn bad_cells_are_refused() {
         let mut c = Columns::new(&t());
         let list: [&str; 0] = [];
-        assert!(c.push(&[Cell::Int(1 << 20), Cell::Null, Cell::StrList(&list), Cell::Int(0)]).is_err());
-        assert!(c.push(&[Cell::Null, Cell::Null, Cell::StrList(&list), Cell::Int(0)]).is_err());
+        assert!(c
+            .push(&[
+                Cell::Int(1 << 20),
+                Cell::Null,
+                Cell::StrList(&list),
+                Cell::Int(0)
+            ])
+            .is_err());
+        assert!(c
+            .push(&[Cell::Null, Cell::Null, Cell::StrList(&list), Cell::Int(0)])
+            .is_err());
         assert!(c.push(&[Cell::Int(1)]).is_err());
         assert_eq!(c.rows(), 0);
-        c.push(&[Cell::Int(1), Cell::Str("x"), Cell::StrList(&["p", "q"]), Cell::Int(5)]).unwrap();
+        c.push(&[
+            Cell::Int(1),
+            Cell::Str("x"),
+            Cell::StrList(&["p", "q"]),
+            Cell::Int(5),
+        ])
+        .unwrap();
         assert_eq!(c.rows(), 1);
     }
 
@@ -559,7 +594,8 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let p = dir.join("x/part.parquet");
         let mut f = TableFile::create(&t(), &p, &FileOptions::new(true), &[]).unwrap();
-        f.push(&[Cell::Int(1), Cell::Null, Cell::StrList(&[]), Cell::Int(5)]).unwrap();
+        f.push(&[Cell::Int(1), Cell::Null, Cell::StrList(&[]), Cell::Int(5)])
+            .unwrap();
         assert!(dir.join("x/.part.parquet.tmp").exists() && !p.exists());
         let got = f.finish().unwrap();
         assert_eq!(got, p);
