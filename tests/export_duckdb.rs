@@ -111,6 +111,14 @@ fn lab_captures(test: &str) -> Vec<String> {
     out
 }
 
+/// These captures of the repo's lab, as paths.
+fn lab(names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .map(|c| repo().join("captures/lab").join(c).display().to_string())
+        .collect()
+}
+
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("kwire-export-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -405,10 +413,7 @@ fn partitioned_export_prunes() {
     let Some(py) = engine("partitioned_export_prunes") else {
         return;
     };
-    let caps: Vec<String> = ["ck_produce_zstd.pcap", "kjs_group.pcap", "ck_admin.pcap"]
-        .iter()
-        .map(|c| repo().join("captures/lab").join(c).display().to_string())
-        .collect();
+    let caps = lab(&["ck_produce_zstd.pcap", "kjs_group.pcap", "ck_admin.pcap"]);
     let flat = tmp("flat");
     assert!(export(&caps, &flat, &["--records"]).status.success());
     let total = sql1(
@@ -510,10 +515,7 @@ fn message_ids_are_stable_across_runs_and_threads() {
     let Some(py) = engine("message_ids_are_stable_across_runs_and_threads") else {
         return;
     };
-    let caps: Vec<String> = ["kjs_group.pcap", "ck_produce_lz4.pcap", "ck_admin.pcap"]
-        .iter()
-        .map(|c| repo().join("captures/lab").join(c).display().to_string())
-        .collect();
+    let caps = lab(&["kjs_group.pcap", "ck_produce_lz4.pcap", "ck_admin.pcap"]);
     let mut seen = Vec::new();
     for threads in ["1", "3"] {
         let out = tmp(&format!("ids-{threads}"));
