@@ -673,3 +673,105 @@ fn read_and_stats_take_several_captures() {
         .collect();
     assert_eq!(caps, [a.as_str(), b.as_str()].into_iter().collect());
 }
+
+/// Without an engine: the files read back with the `parquet` crate's own reader hold one
+/// `messages` row per message `read --format json` prints, in its order.
+#[test]
+fn export_reads_back_without_an_engine() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::RowAccessor;
+    let caps = lab(&["ck_produce_gzip.pcap", "kp_admin.pcap"]);
+    let out = tmp("readback");
+    let o = export(&caps, &out, &["--records", "--compression", "snappy"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (i, cap) in caps.iter().enumerate() {
+        let read = kwire(&["read", cap, "--format", "json"]);
+        let want: Vec<J> = String::from_utf8(read.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let f =
+            std::fs::File::open(out.join(format!("messages/part-{i:05}-00000.parquet"))).unwrap();
+        let r = SerializedFileReader::new(f).unwrap();
+        let kv = r
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .cloned()
+            .unwrap_or_default();
+        assert!(kv
+            .iter()
+            .any(|k| k.key == "kwire.format_version" && k.value.as_deref() == Some("1")));
+        let rows: Vec<_> = r.get_row_iter(None).unwrap().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), want.len(), "{cap}");
+        for (j, (row, w)) in rows.iter().zip(&want).enumerate() {
+            assert_eq!(row.get_long(0).unwrap(), ((i as i64) << 40) + j as i64);
+            assert_eq!(row.get_string(1).unwrap(), cap);
+            assert_eq!(
+                row.get_string(13).unwrap(),
+                w["kind"].as_str().unwrap(),
+                "{cap} #{j}"
+            );
+            assert_eq!(
+                i64::from(row.get_short(15).unwrap()),
+                w["api_key"].as_i64().unwrap()
+            );
+            assert_eq!(row.get_long(21).unwrap(), w["size"].as_i64().unwrap());
+            assert_eq!(row.get_long(4).unwrap(), w["frame"][0].as_i64().unwrap());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// What one capture's tables hold, against what its tree shows (ck_produce_zstd: a
+/// producer writing eight records to topic lab-zstd, a consumer fetching them by topic
+/// id).
+#[test]
+fn tables_hold_what_the_tree_shows() {
+    let Some(py) = engine("tables_hold_what_the_tree_shows") else {
+        return;
+    };
+    let out = tmp("content");
+    let caps = lab(&["ck_produce_zstd.pcap"]);
+    let o = export(&caps, &out, &["--records", "--record-values"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (m, p, r) = (
+        glob(&out, "messages"),
+        glob(&out, "partitions"),
+        glob(&out, "records"),
+    );
+    let (res, _) = query(
+        &py,
+        &[
+            // Fetch names its topic by id: the name comes from the Metadata response.
+            format!("select distinct topic, topic_id is not null from {p} where api_name = 'Fetch' order by all"),
+            format!("select sum(records), string_agg(distinct codec, ',' order by codec) from {p} where api_name = 'Produce' and kind = 'request'"),
+            format!("select count(*) from {p} where api_name = 'Produce' and kind = 'request' and codec = 'zstd' and (compressed_bytes is null or decompressed_bytes is null)"),
+            format!("select count(*), count(*) filter (octet_length(value) = value_length), count(distinct (kind, record_offset)) from {r}"),
+            format!("select decode(key), record_offset from {r} where kind = 'request' order by record_offset limit 1"),
+            format!("select count(*) from {p} where api_name = 'Produce' and kind = 'response' and (base_offset is null or error_name <> 'NONE')"),
+            format!("select count(*) from {m} m join {p} p using (message_id) where p.api_name = 'Fetch' and p.kind = 'response' and p.records > 0 and m.latency_ns is null"),
+        ],
+        &[],
+    );
+    let res: Vec<Vec<J>> = res.into_iter().map(Result::unwrap).collect();
+    assert_eq!(res[0], vec![json!(["lab-zstd", true])]);
+    assert_eq!(res[1][0][0], 8);
+    assert!(
+        res[1][0][1].as_str().unwrap().contains("zstd"),
+        "{:?}",
+        res[1]
+    );
+    assert_eq!(
+        res[2][0][0], 0,
+        "zstd batches have compressed and decompressed sizes"
+    );
+    assert_eq!(res[3][0][0], 16, "8 records produced and 8 fetched");
+    assert_eq!(res[3][0][0], res[3][0][1], "value lengths");
+    assert_eq!(res[3][0][2], 16, "offsets distinct per side");
+    assert_eq!(res[4][0], json!(["key-0", 0]));
+    assert_eq!(res[5][0][0], 0);
+    assert_eq!(res[6][0][0], 0);
+    let _ = std::fs::remove_dir_all(&out);
+}
