@@ -259,7 +259,7 @@ pub fn message_row(m: &Message<'_>, ctx: &Context, capture: u32, index: u64) -> 
             }
             NodeKind::Body => {
                 for f in &part.children {
-                    match (f.name.as_ref(), &f.value) {
+                    match (f.name, &f.value) {
                         ("ThrottleTimeMs", Value::Int(v)) => throttle = Some(*v),
                         ("Acks", Value::Int(0)) if m.api_key == 0 => acks_zero = true,
                         _ => {}
@@ -480,7 +480,7 @@ impl Topic {
 fn topic_of(n: &Node<'_>) -> Option<Topic> {
     let mut t = Topic::default();
     for c in &n.children {
-        match (c.name.as_ref(), &c.value) {
+        match (c.name, &c.value) {
             ("Name" | "Topic" | "TopicName", Value::Str(s)) => t.name = Some(s.to_string()),
             ("TopicId", Value::Uuid(u)) => {
                 t.id = Some(u.to_string());
@@ -522,11 +522,11 @@ fn walk_entries(
     for c in &n.children {
         if c.kind == NodeKind::Array
             && topic.named()
-            && matches!(c.name.as_ref(), "Partitions" | "PartitionIndexes")
+            && matches!(c.name, "Partitions" | "PartitionIndexes")
         {
             // An int32 array of partition indexes.
             for e in &c.children {
-                if let (true, Some(p)) = (e.name.as_ref() != "length", int(&e.value)) {
+                if let (true, Some(p)) = (e.name != "length", int(&e.value)) {
                     out.push(PartitionRow {
                         topic: topic.name.clone(),
                         topic_id: topic.id.clone(),
@@ -552,7 +552,7 @@ fn entry(
     records: &mut Option<&mut Vec<RecordRow>>,
     values: bool,
 ) -> Option<PartitionRow> {
-    let partition = n.children.iter().find_map(|c| match c.name.as_ref() {
+    let partition = n.children.iter().find_map(|c| match c.name {
         "Partition" | "PartitionIndex" | "PartitionId" | "Index" => int(&c.value),
         _ => None,
     })?;
@@ -564,7 +564,7 @@ fn entry(
     };
     for c in &n.children {
         let v = int(&c.value);
-        match c.name.as_ref() {
+        match c.name {
             "ErrorCode" => {
                 row.error_code = v.map(|code| {
                     let name = if code == 0 {
