@@ -777,3 +777,39 @@ fn tables_hold_what_the_tree_shows() {
     assert_eq!(res[6][0][0], 0);
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A file holds at most 32 row groups (a writer keeps each row group's metadata until
+/// its footer); the rows go on in the capture's next file, none lost.
+#[test]
+fn files_roll_after_32_row_groups() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let caps = lab(&["kjs_group.pcap"]);
+    let out = tmp("roll");
+    let o = export(&caps, &out, &["--row-group-rows", "1"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want = String::from_utf8(kwire(&["read", &caps[0], "--format", "json"]).stdout)
+        .unwrap()
+        .lines()
+        .count();
+    assert!(want > 32, "{want} messages");
+    let mut names: Vec<String> = std::fs::read_dir(out.join("messages"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    names.sort();
+    let expect: Vec<String> = (0..want.div_ceil(32))
+        .map(|n| format!("part-00000-{n:05}.parquet"))
+        .collect();
+    assert_eq!(names, expect);
+    let (mut rows, mut groups) = (0, Vec::new());
+    for n in &names {
+        let r =
+            SerializedFileReader::new(std::fs::File::open(out.join("messages").join(n)).unwrap())
+                .unwrap();
+        rows += r.metadata().file_metadata().num_rows() as usize;
+        groups.push(r.metadata().num_row_groups());
+    }
+    assert_eq!(rows, want);
+    assert_eq!(groups[0], 32);
+    let _ = std::fs::remove_dir_all(&out);
+}

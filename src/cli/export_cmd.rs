@@ -58,6 +58,9 @@ pub struct ExportArgs {
     /// Page compression.
     #[arg(long, value_enum, default_value_t = CompressionArg::Zstd)]
     pub compression: CompressionArg,
+    /// Rows a row group holds at most (fewer when they take more than about 4 MiB).
+    #[arg(long, value_name = "N", default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(1..))]
+    pub row_group_rows: u32,
     /// Captures exported at once (default: the number of CPUs).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
@@ -95,7 +98,10 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<(), CliError> {
             PartitionByArg::Capture => PartitionBy::Capture,
         }),
         max_open_files: a.max_open_files.into(),
-        file: FileOptions::new(a.compression == CompressionArg::Zstd),
+        file: FileOptions {
+            row_group_rows: a.row_group_rows as usize,
+            ..FileOptions::new(a.compression == CompressionArg::Zstd)
+        },
     };
     let files = a.capture.captures();
     let threads = a

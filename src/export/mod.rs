@@ -199,8 +199,16 @@ impl TableSet {
     }
 
     fn push(&mut self, value: &str, row: &[Cell<'_>]) -> Result<(), String> {
-        self.file(value)?.push(row)?;
+        let f = self.file(value)?;
+        f.push(row)?;
+        let full = f.full();
         self.rows += 1;
+        if full {
+            if let Some(i) = self.open.iter().position(|(v, _, _)| v == value) {
+                let (_, f, _) = self.open.swap_remove(i);
+                self.done.push(f.finish()?);
+            }
+        }
         Ok(())
     }
 

@@ -388,10 +388,14 @@ pub struct FileOptions {
     pub row_group_rows: usize,
     /// ...or when the buffered values take about this many bytes.
     pub row_group_bytes: usize,
+    /// A file is finished after this many row groups and the next rows go to a new
+    /// one: a writer keeps every row group's metadata until its footer, so this keeps
+    /// memory flat however large the capture.
+    pub file_row_groups: usize,
 }
 
 impl FileOptions {
-    /// zstd level 3, at most 65,536 rows or about 4 MiB a row group.
+    /// zstd level 3, at most 65,536 rows or about 4 MiB a row group, 32 row groups a file.
     pub fn new(zstd: bool) -> FileOptions {
         FileOptions {
             compression: if zstd {
@@ -401,6 +405,7 @@ impl FileOptions {
             },
             row_group_rows: 65_536,
             row_group_bytes: 4 << 20,
+            file_row_groups: 32,
         }
     }
 
@@ -424,6 +429,7 @@ pub struct TableFile {
     writer: Option<SerializedFileWriter<File>>,
     buf: Columns,
     opts: FileOptions,
+    row_groups: usize,
 }
 
 impl TableFile {
@@ -462,6 +468,7 @@ impl TableFile {
             writer: Some(writer),
             buf: Columns::new(table),
             opts: opts.clone(),
+            row_groups: 0,
         })
     }
 
@@ -479,10 +486,17 @@ impl TableFile {
         Ok(())
     }
 
+    /// Whether the file holds [`FileOptions::file_row_groups`] row groups, and should be
+    /// finished.
+    pub fn full(&self) -> bool {
+        self.row_groups >= self.opts.file_row_groups
+    }
+
     fn flush(&mut self) -> Result<(), String> {
         let Some(w) = self.writer.as_mut() else {
             return Ok(());
         };
+        self.row_groups += usize::from(self.buf.rows() > 0);
         self.buf
             .write_row_group(w)
             .map_err(|e| format!("{}: {e}", self.tmp.display()))
