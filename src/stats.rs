@@ -79,7 +79,7 @@ pub fn error_code<'n>(n: &'n Node<'_>) -> Option<(i64, Option<&'n str>)> {
         return None;
     }
     match n.value {
-        Value::Int(v) if v != 0 => Some((v, n.annotation.as_deref())),
+        Value::Int(v) if v != 0 => Some((v, n.annotation)),
         _ => None,
     }
 }

@@ -577,7 +577,10 @@ fn bad_input_is_named_and_the_rest_exports() {
         err.contains(&missing) && err.contains(&not_capture),
         "{err}"
     );
-    assert!(err.contains("2 of 3 captures could not be read"), "{err}");
+    assert!(
+        err.contains("2 of 3 captures could not be exported"),
+        "{err}"
+    );
     let (f, t) = files(&out);
     assert!(!t, "no temporary file is left");
     // The good capture (ordinal 1) has its messages and partitions files; the others none.

@@ -160,7 +160,7 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<(), CliError> {
         a.out.display(),
         nfiles
     );
-    unreadable(failed, files.len())
+    unreadable(failed, files.len(), "exported")
 }
 
 /// Exports one capture; says on stderr what went wrong, if anything.

@@ -437,19 +437,20 @@ pub fn for_each_capture(
             }
         }
     }
-    unreadable(failed, files.len())
+    unreadable(failed, files.len(), "read")
 }
 
-/// The command's end when `failed` of `total` captures could not be read.
+/// The command's end when `failed` of `total` captures could not be read (or
+/// exported: `verb`).
 ///
 /// # Errors
 /// `failed > 0`: `1 of 3 captures could not be read` (status 2).
-pub fn unreadable(failed: usize, total: usize) -> Result<(), CliError> {
+pub fn unreadable(failed: usize, total: usize, verb: &str) -> Result<(), CliError> {
     if failed == 0 {
         return Ok(());
     }
     Err(CliError::Msg(format!(
-        "{failed} of {total} {} could not be read",
+        "{failed} of {total} {} could not be {verb}",
         if total == 1 { "capture" } else { "captures" }
     )))
 }

@@ -487,7 +487,6 @@ fn topic_of(n: &Node<'_>) -> Option<Topic> {
                 if t.name.is_none() {
                     t.name = c
                         .annotation
-                        .as_deref()
                         .and_then(|a| a.strip_prefix("topic "))
                         .map(str::to_string);
                 }
@@ -570,7 +569,7 @@ fn entry(
                     let name = if code == 0 {
                         "NONE".to_string()
                     } else {
-                        code_name(code, c.annotation.as_deref())
+                        code_name(code, c.annotation)
                     };
                     (code, name)
                 })
