@@ -120,6 +120,7 @@ impl<'s> Session<'s> {
             latency: None,
             incomplete: c.incomplete,
             capture: None,
+            tls: c.tls.clone(),
         };
         let dir = if c.direction == input::Direction::ToServer {
             Direction::Request

@@ -39,6 +39,7 @@ fn all_formats(hex: &str, known: Known, stem: &str) {
         latency: None,
         incomplete: false,
         capture: None,
+        tls: None,
     };
     for (fmt, ext, c) in [
         (Format::Text, "txt", None),

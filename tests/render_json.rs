@@ -36,6 +36,7 @@ fn ctx() -> Context {
         latency: Some(std::time::Duration::from_micros(2500)),
         incomplete: false,
         capture: None,
+        tls: None,
     }
 }
 

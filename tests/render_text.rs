@@ -116,6 +116,7 @@ fn title_line() {
         latency: Some(std::time::Duration::from_micros(1234)),
         incomplete: false,
         capture: None,
+        tls: None,
     };
     let f = unhex(RESP_HEX);
     let s = out(&response(&f), Some(&ctx), &plain());

@@ -179,7 +179,7 @@ fn export_one(
             Ok(true)
         });
         match ran {
-            Ok(closing) => {
+            Ok((closing, _tls)) => {
                 let sum = exp.finish()?;
                 closing.iter().for_each(|l| eprintln!("{l}"));
                 Ok(sum)

@@ -294,7 +294,7 @@ pub fn message_row(m: &Message<'_>, ctx: &Context, capture: u32, index: u64) -> 
         src: endpoint(&ctx.src),
         dst: endpoint(&ctx.dst),
         kind: m.direction,
-        tls: false,
+        tls: ctx.tls.is_some(),
         api_key: m.api_key,
         api_name: m.api_name.clone(),
         api_version: m.api_version,

@@ -83,6 +83,9 @@ pub struct Context {
     /// The capture file it came from, as given on the command line, when the command
     /// reads several (`kwire read A B`); `None` for one capture.
     pub capture: Option<std::sync::Arc<str>>,
+    /// For a message decrypted from TLS: the session (version, suite, SNI) and the
+    /// records that carried it.
+    pub tls: Option<crate::input::tls::TlsFrameInfo>,
 }
 
 /// The `--color` choice.
