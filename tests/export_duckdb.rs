@@ -816,3 +816,41 @@ fn files_roll_after_32_row_groups() {
     assert_eq!(groups[0], 32);
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A TLS capture exported with its key log: the decrypted messages, marked `tls`, as
+/// `read` gives them with the same options.
+#[test]
+fn decrypted_messages_are_marked_tls() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::RowAccessor;
+    let lab = repo().join("captures/lab/tls/tls13_kp_aes256gcm");
+    let (cap, keys) = (
+        format!("{}.pcapng", lab.display()),
+        format!("{}.keys", lab.display()),
+    );
+    let opts = ["--port", "9093", "--tls-keylog", keys.as_str()];
+    let out = tmp("tls");
+    let o = export(std::slice::from_ref(&cap), &out, &opts);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut args = vec!["read", cap.as_str(), "--format", "json"];
+    args.extend(opts);
+    let read = kwire(&args);
+    let lines: Vec<J> = String::from_utf8(read.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!lines.is_empty());
+    let f = std::fs::File::open(out.join("messages/part-00000-00000.parquet")).unwrap();
+    let r = SerializedFileReader::new(f).unwrap();
+    let rows: Vec<_> = r.get_row_iter(None).unwrap().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), lines.len());
+    for (row, l) in rows.iter().zip(&lines) {
+        assert_eq!(row.get_bool(14).unwrap(), l.get("tls").is_some());
+    }
+    assert!(
+        rows.iter().any(|r| r.get_bool(14).unwrap()),
+        "decrypted messages"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
