@@ -2,7 +2,7 @@
 
 use super::read::{run_capture, unreadable, CaptureArgs};
 use super::CliError;
-use crate::decode::Detail;
+use crate::decode::DecodeOptions;
 use crate::export::{self, table::FileOptions, CaptureExport, ExportOptions, PartitionBy};
 use crate::schema::Schema;
 use clap::{Args, ValueEnum};
@@ -174,10 +174,16 @@ fn export_one(
 ) -> Result<export::ExportSummary, String> {
     let res = (|| {
         let mut exp = CaptureExport::new(opts, index, name)?;
-        let ran = run_capture(schema, &a.capture, file, Detail::Full, |m, ctx| {
-            exp.add(m, ctx).map_err(std::io::Error::other)?;
-            Ok(true)
-        });
+        let ran = run_capture(
+            schema,
+            &a.capture,
+            file,
+            DecodeOptions::default(),
+            |m, ctx| {
+                exp.add(m, ctx).map_err(std::io::Error::other)?;
+                Ok(true)
+            },
+        );
         match ran {
             Ok((closing, _tls)) => {
                 let sum = exp.finish()?;

@@ -250,7 +250,7 @@ pub fn run_capture(
     schema: &Schema,
     a: &CaptureArgs,
     file: &CaptureFile<'_>,
-    detail: Detail,
+    dopts: DecodeOptions,
     mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
 ) -> Result<(Vec<String>, Vec<input::tls::TlsSummary>), CliError> {
     // A progress bar on stderr for large files, when stderr is a terminal.
@@ -302,10 +302,6 @@ pub fn run_capture(
         ..CaptureOptions::default()
     };
     let plaus = SchemaPlausibility(schema);
-    let dopts = DecodeOptions {
-        detail,
-        ..DecodeOptions::default()
-    };
     let mut session = Session::new(schema, &dopts);
     let mut tally = Tally::default();
     let mut io_err: Option<std::io::Error> = None;
@@ -392,7 +388,7 @@ pub fn run_capture(
         })
         .collect();
     lines.push(format!(
-        "kwire: {}, {}, {} decoded ({} shown), {} with decode errors, {} incomplete, {} undecodable, {}, {}; notices: {}",
+        "kwire: {}, {}, {} decoded ({} shown), {} with decode errors, {} incomplete, {} undecodable, {}, {}{}; notices: {}",
         counted(stats.packets, "packet", "packets"),
         counted(stats.connections.into(), "connection", "connections"),
         counted(tally.messages, "message", "messages"),
@@ -402,9 +398,30 @@ pub fn run_capture(
         tally.undecodable,
         counted(tally.sasl_tokens, "SASL token", "SASL tokens"),
         counted(waiting.len() as u64, "unanswered request", "unanswered requests"),
+        answers_without_request(&session),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
     Ok((lines.into_iter().map(named).collect(), stats.tls))
+}
+
+/// The closing line's count of responses whose request is not in the capture:
+/// `, 3 responses to requests sent before the capture began` (and those without their
+/// request for another reason); empty when every response found its request.
+fn answers_without_request(s: &Session<'_>) -> String {
+    let mut t = String::new();
+    if s.answers_before_start > 0 {
+        t.push_str(&format!(
+            ", {} to requests sent before the capture began",
+            counted(s.answers_before_start, "response", "responses")
+        ));
+    }
+    if s.answers_unpaired > 0 {
+        t.push_str(&format!(
+            ", {} whose request is not in the capture",
+            counted(s.answers_unpaired, "response", "responses")
+        ));
+    }
+    t
 }
 
 /// `1 packet`, `2 packets`.
@@ -447,8 +464,13 @@ pub fn read_command(
     } else {
         Detail::Full
     };
+    let dopts = DecodeOptions {
+        detail,
+        max_nodes: a.out.max_nodes,
+        ..DecodeOptions::default()
+    };
     for_each_capture(&a.capture, |file| {
-        let (closing, _) = run_capture(schema, &a.capture, file, detail, |m, ctx| {
+        let (closing, _) = run_capture(schema, &a.capture, file, dopts.clone(), |m, ctx| {
             if matches_filters(a, schema, m) {
                 print_message(m, Some(ctx), &ropts, a.out.format, out)?;
                 Ok(true)
@@ -528,10 +550,16 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
     let res = for_each_capture(&a.capture, |file| {
         st.capture = ordinal;
         ordinal += 1;
-        let (lines, tls) = run_capture(schema, &a.capture, file, Detail::Full, |m, ctx| {
-            st.add(m, ctx);
-            Ok(true)
-        })?;
+        let (lines, tls) = run_capture(
+            schema,
+            &a.capture,
+            file,
+            DecodeOptions::default(),
+            |m, ctx| {
+                st.add(m, ctx);
+                Ok(true)
+            },
+        )?;
         closing.extend(lines);
         st.add_tls(tls);
         Ok(())

@@ -310,9 +310,7 @@ pub fn message_row(m: &Message<'_>, ctx: &Context, capture: u32, index: u64) -> 
         first_error,
         warnings,
         incomplete: ctx.incomplete,
-        guessed: m.direction == Direction::Response
-            && m.api_key < 0
-            && m.api_name.as_deref() != Some("SaslToken"),
+        guessed: m.guess.is_some(),
         schema_release: m.schema_release.clone(),
         acks_zero,
     }
