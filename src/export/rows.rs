@@ -39,9 +39,9 @@ pub fn messages_table() -> Table {
             col("dst_port", I32, false),
             col("kind", Str, false),
             col("tls", Bool, false),
-            col("api_key", I16, false),
+            col("api_key", I16, true),
             col("api_name", Str, true),
-            col("api_version", I16, false),
+            col("api_version", I16, true),
             col("header_version", I16, false),
             col("correlation_id", I32, true),
             col("client_id", Str, true),
@@ -73,7 +73,7 @@ pub fn partitions_table() -> Table {
             col("message_id", I64, false),
             col("capture", Str, false),
             col("kind", Str, false),
-            col("api_key", I16, false),
+            col("api_key", I16, true),
             col("api_name", Str, true),
             col("topic", Str, true),
             col("topic_id", Str, true),
@@ -205,9 +205,9 @@ impl MessageRow {
             Cell::Int(self.dst.1.into()),
             Cell::Str(self.kind.as_str()),
             Cell::Bool(self.tls),
-            Cell::Int(self.api_key.into()),
+            known(self.api_key),
             opt_s(self.api_name.as_deref()),
-            Cell::Int(self.api_version.into()),
+            known(self.api_version),
             Cell::Int(self.header_version.into()),
             opt_i(self.correlation_id.map(i64::from)),
             opt_s(self.client_id.as_deref()),
@@ -228,6 +228,15 @@ impl MessageRow {
             Cell::Bool(self.guessed),
             opt_s(self.schema_release.as_deref()),
         ]
+    }
+}
+
+/// An api_key or api_version, null when unknown (negative), as `read --format json` has it.
+fn known<'x>(v: i16) -> Cell<'x> {
+    if v < 0 {
+        Cell::Null
+    } else {
+        Cell::Int(v.into())
     }
 }
 
@@ -363,7 +372,7 @@ impl PartitionRow {
             Cell::Int(m.message_id),
             Cell::Str(capture),
             Cell::Str(m.kind.as_str()),
-            Cell::Int(m.api_key.into()),
+            known(m.api_key),
             os(m.api_name.as_deref()),
             os(self.topic.as_deref()),
             os(self.topic_id.as_deref()),
