@@ -678,22 +678,16 @@ fn decode_command(
                     f.bytes[o + 2],
                     f.bytes[o + 3],
                 ]);
-                paired = take_pending(
-                    schema,
-                    &opts,
-                    &mut pending,
-                    (f.stream, corr),
-                    &f.bytes,
-                    layout,
-                );
+                paired = take_pending(schema, &opts, &mut pending, (f.stream, corr), &f.bytes, layout);
             }
         }
         arena.reset();
         let none = GuessContext::default();
         let m = match (given, paired) {
             (Some(Direction::Response), Some((k, v, pt))) | (None, Some((k, v, pt))) => {
-                let request = (given.is_none())
-                    .then(|| decode::decode(schema, &opts, &arena, &f.bytes, &known));
+                let request = (given.is_none()).then(|| {
+                    decode::decode(schema, &opts, &arena, &f.bytes, &known)
+                });
                 match request {
                     Some(r) if clean_request(schema, &r) => r,
                     _ => {
