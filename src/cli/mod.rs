@@ -1,6 +1,7 @@
 //! The command line: clap definitions and wiring only.
 
 pub mod encode_cmd;
+pub mod export_cmd;
 pub mod output;
 pub mod page_cmd;
 pub mod read;
@@ -147,6 +148,9 @@ pub enum Command {
     Decode(DecodeArgs),
     /// Per-API counts, error names, latencies and bytes; per-connection client ids.
     Stats(read::StatsArgs),
+    /// Writes the messages of captures as Parquet tables (messages, partitions, records)
+    /// for DuckDB, Spark, Trino...
+    Export(export_cmd::ExportArgs),
     /// Every API key with its versions.
     Apis {
         /// Output format.
@@ -380,6 +384,10 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Stats(a) => {
             let schema = load_schema(cli.schema.as_deref())?;
             read::stats_command(&schema, a, out)
+        }
+        Command::Export(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            export_cmd::export_command(&schema, a)
         }
         Command::Decode(a) => {
             let schema = load_schema(cli.schema.as_deref())?;
