@@ -10,6 +10,7 @@ pub mod cli;
 pub mod decode;
 pub mod encode;
 pub mod errors;
+pub mod export;
 pub mod input;
 pub mod log;
 pub mod page;
