@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod decode;
+pub mod diff;
 pub mod encode;
 pub mod errors;
 pub mod input;

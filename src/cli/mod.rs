@@ -1,5 +1,6 @@
 //! The command line: clap definitions and wiring only.
 
+pub mod diff_cmd;
 pub mod encode_cmd;
 pub mod output;
 pub mod page_cmd;
@@ -192,6 +193,23 @@ pub enum Command {
         #[arg(long)]
         all_versions: bool,
     },
+    /// What changes on the wire between versions of an API (`diff Fetch v12 v13`; one
+    /// version: against the one before; none: every step), or between releases
+    /// (`--release 3.9 4.3`, with or without an API; `user` names the `--schema`
+    /// definitions).
+    Diff {
+        /// API name, message name or api_key (case-insensitive).
+        api: Option<String>,
+        /// FROM and TO versions (`v4 v6` or `4 6`).
+        #[arg(value_name = "VERSION")]
+        versions: Vec<String>,
+        /// Compare two releases of the stack (`3.9`, `4.3`, or `user`).
+        #[arg(long, num_args = 2, value_names = ["FROM", "TO"])]
+        release: Option<Vec<String>>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+        format: DiffFormat,
+    },
     /// Builds frames from JSON in the shape of `--format values` (one value or NDJSON).
     Encode {
         /// The JSON file (`-` or none: stdin).
@@ -221,6 +239,17 @@ pub enum PagesFormat {
     Md,
     /// Self-contained HTML (`NAME.html`, `index.html`).
     Html,
+}
+
+/// `--format` of `kwire diff`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// Terminal text (coloured by `--color`).
+    Text,
+    /// Markdown tables.
+    Md,
+    /// JSON.
+    Json,
 }
 
 /// `--format` of `kwire encode`.
@@ -396,6 +425,23 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             let n = page_cmd::pages_command(&schema, dir, *format, *all_versions, &ropts)?;
             eprintln!("kwire: {n} pages and an index in {}", dir.display());
             Ok(())
+        }
+        Command::Diff {
+            api,
+            versions,
+            release,
+            format,
+        } => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            let releases = release.as_ref().map(|r| (r[0].as_str(), r[1].as_str()));
+            let req = diff_cmd::DiffRequest {
+                api: api.as_deref(),
+                versions,
+                releases,
+                format: *format,
+                color: output::color(cli),
+            };
+            diff_cmd::diff_command(&schema, &req, out)
         }
         Command::Encode { file, format } => {
             let schema = load_schema(cli.schema.as_deref())?;

@@ -343,8 +343,9 @@ fn side_html(
     writeln!(w, "</section>")
 }
 
-/// Prints `page` as a self-contained HTML document. `index` is the index page's file
-/// name to link back to, when the page is one of a set.
+/// Prints `page` as a self-contained HTML document. `links` are (label, file) pairs
+/// for the page's navigation line when it is one of a set: the index, and the version's
+/// diff page.
 ///
 /// # Errors
 /// The writer's errors.
@@ -353,15 +354,19 @@ pub fn render(
     schema: &Schema,
     page: &Page,
     opts: &RenderOptions,
-    index: Option<&str>,
+    links: &[(&str, &str)],
 ) -> io::Result<()> {
     let opts = RenderOptions {
         color: false,
         ..opts.clone()
     };
     head(w, &format!("{} v{} — kwire", page.api_name, page.version))?;
-    if let Some(i) = index {
-        writeln!(w, "<nav><a href=\"{}\">All APIs</a></nav>", esc(i))?;
+    if !links.is_empty() {
+        let ls: Vec<String> = links
+            .iter()
+            .map(|(label, f)| format!("<a href=\"{}\">{}</a>", esc(f), esc(label)))
+            .collect();
+        writeln!(w, "<nav>{}</nav>", ls.join(" · "))?;
     }
     writeln!(w, "<h1>{}</h1>", esc(&page.api_name))?;
     writeln!(w, "<p class=\"intro\">{}</p>", esc(&page.intro()))?;
