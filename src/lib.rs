@@ -20,3 +20,4 @@ pub mod stats;
 pub mod tree;
 pub mod values;
 pub mod wire;
+pub mod wireshark;

@@ -210,6 +210,13 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
         format: DiffFormat,
     },
+    /// Writes a Wireshark Lua dissector (Wireshark 4.0+) generated from the schema: every
+    /// API key and version, fields named kwire.<Api>.<Field>.
+    Wireshark {
+        /// The file to write (default: stdout).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Builds frames from JSON in the shape of `--format values` (one value or NDJSON).
     Encode {
         /// The JSON file (`-` or none: stdin).
@@ -442,6 +449,28 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
                 color: output::color(cli),
             };
             diff_cmd::diff_command(&schema, &req, out)
+        }
+        Command::Wireshark { out: dest } => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            let origin = match &cli.schema {
+                Some(p) => format!(
+                    "the definitions in {} over kwire {}'s embedded ones",
+                    p.display(),
+                    env!("CARGO_PKG_VERSION")
+                ),
+                None => format!(
+                    "kwire {}'s embedded definitions (Kafka {})",
+                    env!("CARGO_PKG_VERSION"),
+                    crate::diff::releases(&schema).join(", ")
+                ),
+            };
+            let lua = crate::wireshark::generate(&schema, &origin);
+            match dest {
+                Some(p) => std::fs::write(p, lua)
+                    .map_err(|e| CliError::Msg(format!("{}: {e}", p.display())))?,
+                None => out.write_all(lua.as_bytes())?,
+            }
+            Ok(())
         }
         Command::Encode { file, format } => {
             let schema = load_schema(cli.schema.as_deref())?;
