@@ -68,6 +68,7 @@ local H = {
   base_sequence = new_pf("kwire.batch.baseSequence", "baseSequence", "i32"),
   records_count = new_pf("kwire.batch.recordsCount", "recordsCount", "i32"),
   compressed = new_pf("kwire.batch.compressed", "Compressed records", "y"),
+  decompressed = new_pf("kwire.decompressed", "Decompressed", "none"),
   partial = new_pf("kwire.partial_batch", "Partial batch", "y"),
   record = new_pf("kwire.record", "Record", "none"),
   rec_length = new_pf("kwire.record.length", "length", "i32"),
@@ -88,6 +89,7 @@ local H = {
   msg_magic = new_pf("kwire.message.magic", "magic", "i8"),
   msg_attributes = new_pf("kwire.message.attributes", "attributes", "i8"),
   msg_timestamp = new_pf("kwire.message.timestamp", "timestamp", "i64"),
+  msg_wrapper = new_pf("kwire.message.wrapper", "Compressed wrapper", "b"),
 }
 kw.fields = pf_list
 
@@ -276,7 +278,9 @@ local function field(st, tree, f, ver, flex, depth)
     local min = SIZE[e] or 1
     if e == "t" then min = flex and 1 or 0 end
     if n * min > left(st) or (min == 0 and n > left(st) + 65536) then
-      return bad(st, sub, name .. ": " .. n .. " elements, " .. left(st) .. " bytes left")
+      local l = left(st)
+      st.pos = start -- the count is what is wrong
+      return bad(st, sub, name .. ": " .. n .. " elements, " .. l .. " bytes left")
     end
     sub:append_text(" (" .. n .. ")")
     for i = 0, n - 1 do
@@ -499,7 +503,11 @@ local function batch_v2(st, tree, total)
   elseif codec == 1 then
     local c = b:add(H.compressed, st.tvb(st.pos, math.max(rlen, 0)))
     local t = inflate(st, c, st.pos, rlen, "Decompressed records (gzip)")
-    if t then record_list(st, c, t, 0, t:len(), count) end
+    if t then
+      local d = c:add(H.decompressed, t())
+      d:append_text(" (gzip, " .. t:len() .. " bytes)")
+      record_list(st, d, t, 0, t:len(), count)
+    end
   else
     local c = b:add(H.compressed, st.tvb(st.pos, math.max(rlen, 0)))
     c:add_proto_expert_info(E.note, (CODECS[codec] or ("codec " .. codec)) ..
@@ -539,12 +547,15 @@ local function legacy(st, tree, total, depth)
   end
   if ok and codec ~= 0 then
     m:set_text("Message (compressed wrapper, " .. (CODECS[codec] or ("codec " .. codec)) .. ")")
+    m:add(H.msg_wrapper, st.tvb(start + 17, 1), true):set_generated()
     local vlen = st.tvb(vstart, 4):int()
     if codec == 1 and vlen > 0 and depth < 4 then
       local t = inflate(st, m, vstart + 4, vlen, "Decompressed messages (gzip)")
       if t then
+        local d = m:add(H.decompressed, t())
+        d:append_text(" (gzip, " .. t:len() .. " bytes)")
         local sub = { tvb = t, pos = 0, lim = t:len(), fake = st.fake, records = st.records }
-        legacy_set(sub, m, depth + 1)
+        legacy_set(sub, d, depth + 1)
       end
     elseif codec ~= 1 then
       m:add_proto_expert_info(E.note, (CODECS[codec] or ("codec " .. codec)) ..
@@ -711,7 +722,8 @@ local function dissect_pdu(tvb, pinfo, root)
     by_frame[memo_key] = memo
   end
   if memo.sasl then
-    tree:add(H.sasl_token, tvb(4, n - 4))
+    tree:add(H.kind, tvb(0, 4), request and "request" or "response"):set_generated()
+    if n > 4 then tree:add(H.sasl_token, tvb(4, n - 4)) end
     tree:append_text(": SASL token (" .. (n - 4) .. " bytes)")
     info(pinfo, "SASL token")
     return

@@ -307,6 +307,18 @@ impl Tally {
     }
 }
 
+/// The heading of the section of `docs/coverage.md` that `tests/wireshark_lua.rs` keeps,
+/// after the one `tests/diff_tshark.rs` keeps.
+pub const LUA_SECTION: &str = "\n## kwire_kafka.lua in tshark\n";
+
+/// `docs/coverage.md` split into tshark's part and the plugin's section.
+pub fn coverage_split(text: &str) -> (&str, &str) {
+    match text.find(LUA_SECTION) {
+        Some(i) => text.split_at(i),
+        None => (text, ""),
+    }
+}
+
 /// Lowercase hex.
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
