@@ -698,6 +698,18 @@ fn coverage_section_is_current() {
     );
 }
 
+#[test]
+fn committed_copy_is_fresh() {
+    // `docs/kwire_kafka.lua` is what `kwire wireshark` makes from the embedded facts.
+    let want = std::fs::read_to_string(plugin()).unwrap();
+    let path = oracle::repo().join("docs/kwire_kafka.lua");
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "docs/kwire_kafka.lua is stale: run `cargo run -- wireshark --out docs/kwire_kafka.lua`"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Bad input: the fuzz corpora.
 

@@ -58,6 +58,12 @@ pub enum Format {
     Summary,
     /// The raw frame as a hex dump.
     Hexdump,
+    /// Each message as a reference page does it, in Markdown (title, byte grid with the
+    /// regions present, object tree).
+    Md,
+    /// One self-contained HTML file of all the messages: a contents list, requests beside
+    /// their responses, hover linking between bytes and tree rows.
+    Html,
 }
 
 /// Options wherever messages are printed.
@@ -657,7 +663,8 @@ fn decode_command(
     }
     let mut pending: HashMap<(u64, i32), (i16, i16, Option<String>)> = HashMap::new();
     let mut errors = 0usize;
-    for f in &frames {
+    let mut doc = crate::page::frames::Doc::new();
+    for (n, f) in frames.iter().enumerate() {
         let dir = match (f.direction, a.kind) {
             (Some(hex::Direction::ClientToServer), _) => Direction::Request,
             (Some(hex::Direction::ServerToClient), _) => Direction::Response,
@@ -701,7 +708,14 @@ fn decode_command(
             }
         }
         errors += m.errors().len();
-        print_message(&m, None, &ropts, a.out.format, out)?;
+        match a.out.format {
+            Format::Md => crate::page::frames::markdown(out, schema, n + 1, &m, None, &ropts)?,
+            Format::Html => doc.add(schema, &m, None, f.stream as u32, &ropts),
+            _ => print_message(&m, None, &ropts, a.out.format, out)?,
+        }
+    }
+    if a.out.format == Format::Html {
+        doc.finish(out, "Kafka messages decoded by kwire")?;
     }
     if errors > 0 {
         eprintln!(

@@ -359,14 +359,27 @@ pub fn read_command(
     } else {
         Detail::Full
     };
+    let mut doc = crate::page::frames::Doc::new();
+    let mut n = 0;
     let closing = run_capture(schema, &a.capture, detail, |m, ctx| {
         if matches_filters(a, schema, m) {
-            print_message(m, Some(ctx), &ropts, a.out.format, out)?;
+            n += 1;
+            match a.out.format {
+                super::Format::Md => {
+                    crate::page::frames::markdown(out, schema, n, m, Some(ctx), &ropts)?
+                }
+                super::Format::Html => doc.add(schema, m, Some(ctx), 0, &ropts),
+                _ => print_message(m, Some(ctx), &ropts, a.out.format, out)?,
+            }
             Ok(true)
         } else {
             Ok(false)
         }
     })?;
+    if a.out.format == super::Format::Html {
+        let title = format!("Kafka messages in {}", a.capture.file.display());
+        doc.finish(out, &title)?;
+    }
     out.flush()?;
     closing.iter().for_each(|l| eprintln!("{l}"));
     Ok(())

@@ -248,6 +248,8 @@ fn line_html(line: &str, name: &str) -> String {
 struct TreeHtml<'o> {
     opts: &'o RenderOptions,
     side: &'o str,
+    /// Every row's tooltip is its whole text (rows are cut to the page's width).
+    title_all: bool,
 }
 
 impl TreeHtml<'_> {
@@ -261,11 +263,21 @@ impl TreeHtml<'_> {
         depth: usize,
     ) -> io::Result<()> {
         let line = rtext::node_line(n, parent, self.opts);
-        let full = n
-            .description
-            .as_deref()
-            .map(|d| format!(" title=\"{}\"", esc(&rtext::cut_description(d, true))))
-            .unwrap_or_default();
+        let full = if self.title_all {
+            let mut t = line.clone();
+            if let Some(d) = n.description.as_deref() {
+                let d = rtext::cut_description(d, true);
+                if !t.contains(&d) {
+                    t = format!("{t} {d}");
+                }
+            }
+            format!(" title=\"{}\"", esc(&t))
+        } else {
+            n.description
+                .as_deref()
+                .map(|d| format!(" title=\"{}\"", esc(&rtext::cut_description(d, true))))
+                .unwrap_or_default()
+        };
         writeln!(
             w,
             "<div class=\"row\" tabindex=\"0\" data-g=\"{}-{}\" data-o=\"{}\" data-l=\"{}\" data-d=\"{depth}\"{full}><span class=\"c\">{}</span>{}</div>",
@@ -333,7 +345,11 @@ fn side_html(
     writeln!(w, "<div class=\"treepane\">")?;
     writeln!(w, "<h3>object tree</h3>")?;
     writeln!(w, "<div class=\"tree\">")?;
-    let t = TreeHtml { opts, side: sid };
+    let t = TreeHtml {
+        opts,
+        side: sid,
+        title_all: false,
+    };
     t.node(w, &msg.tree, None, "", "", 0)?;
     writeln!(w, "</div>")?;
     writeln!(w, "</div>")?;
@@ -341,6 +357,105 @@ fn side_html(
     writeln!(w, "<h3>kafka message schema (.json)</h3>")?;
     writeln!(w, "<pre class=\"json\">{}</pre>", esc(&side.definition))?;
     writeln!(w, "</section>")
+}
+
+/// The legend of the regions `msg` has bytes in (any buffer), in legend order.
+fn legend_present(w: &mut dyn Write, msg: &Message<'_>) -> io::Result<()> {
+    let mut present = Vec::new();
+    for id in 0..=msg.buffers.len() as u32 {
+        for (r, _) in region_runs(msg, id) {
+            if !present.contains(&r) {
+                present.push(r);
+            }
+        }
+    }
+    write!(w, "<div class=\"legend\">")?;
+    for r in Region::ALL.into_iter().filter(|r| present.contains(r)) {
+        write!(
+            w,
+            "<span><span class=\"sw {}\"></span>{}</span>",
+            region_class(r),
+            esc(r.label())
+        )?;
+    }
+    writeln!(w, "</div>")
+}
+
+/// One decoded message as the body of a section: the legend of the regions present,
+/// each buffer's grid, and the object tree; `sid` names its grids (`sid-0`, ...) for
+/// the hover script.
+///
+/// # Errors
+/// The writer's errors.
+pub fn message_html(
+    w: &mut dyn Write,
+    msg: &Message<'_>,
+    sid: &str,
+    opts: &RenderOptions,
+) -> io::Result<()> {
+    legend_present(w, msg)?;
+    writeln!(w, "<div class=\"gridpane\">")?;
+    for id in 0..=msg.buffers.len() as u32 {
+        grid(w, msg, id, &format!("{sid}-{id}"))?;
+    }
+    writeln!(w, "</div>")?;
+    writeln!(w, "<div class=\"treepane\">")?;
+    writeln!(w, "<h3>object tree</h3>")?;
+    writeln!(w, "<div class=\"tree\">")?;
+    let t = TreeHtml {
+        opts,
+        side: sid,
+        title_all: true,
+    };
+    t.node(w, &msg.tree, None, "", "", 0)?;
+    writeln!(w, "</div>")?;
+    writeln!(w, "</div>")
+}
+
+/// Rules for documents of captured messages: requests beside responses, and rows cut
+/// to the width of their column.
+const DOC_CSS: &str = r#"
+nav.toc ol { columns: 2 28rem; font-size: 14px; }
+.pair { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 1rem; align-items: start; }
+.single { display: grid; grid-template-columns: minmax(0, 1fr); }
+.msg { min-width: 0; border-top: 1px solid var(--line); margin-top: 1rem; }
+.msg h2 { font-size: 1.1rem; border: 0; margin: .6rem 0 .2rem; }
+.msg .title { font-size: 13px; font-weight: 400; overflow-wrap: anywhere; }
+.msg .gridpane { position: static; max-width: 100%; overflow: hidden; }
+.msg table.grid { font-size: 12px; border-spacing: 1px; }
+.msg table.grid td.b { padding: .05rem .2rem; }
+.msg .treepane { overflow: hidden; }
+.msg .tree { font-size: 12px; }
+.msg .tree .row { overflow: hidden; text-overflow: ellipsis; }
+"#;
+
+/// The head of a document of captured messages (the page CSS and [`DOC_CSS`]).
+///
+/// # Errors
+/// The writer's errors.
+pub fn doc_head(w: &mut dyn Write, title: &str) -> io::Result<()> {
+    writeln!(w, "<!DOCTYPE html>")?;
+    writeln!(w, "<html lang=\"en\">")?;
+    writeln!(w, "<head>")?;
+    writeln!(w, "<meta charset=\"utf-8\">")?;
+    writeln!(
+        w,
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+    )?;
+    writeln!(w, "<title>{}</title>", esc(title))?;
+    writeln!(w, "<style>{CSS}{DOC_CSS}</style>")?;
+    writeln!(w, "</head>")?;
+    writeln!(w, "<body>")
+}
+
+/// The end of such a document: the hover script.
+///
+/// # Errors
+/// The writer's errors.
+pub fn doc_tail(w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w, "<script>{SCRIPT}</script>")?;
+    writeln!(w, "</body>")?;
+    writeln!(w, "</html>")
 }
 
 /// Prints `page` as a self-contained HTML document. `links` are (label, file) pairs
