@@ -2064,6 +2064,7 @@ local H = {
   unknown_tag = new_pf("kwire.unknown_tag", "Unknown tagged field", "y"),
   body = new_pf("kwire.body", "Body", "none"),
   element = new_pf("kwire.element", "Element", "none"),
+  array = new_pf("kwire.array", "Array", "none"),
   count = new_pf("kwire.count", "Count", "i32"),
   null = new_pf("kwire.null", "Null", "b"),
   response_in = new_pf("kwire.response_in", "Response in frame", "u32"),
@@ -2255,13 +2256,12 @@ local function prim(st, tree, t, pf, f, ver, flex, name)
     st.lim = lim
     return it
   end
-  local it
+  -- An FT_BYTES item shows the bytes of its range (Wireshark reads as many from a value
+  -- as the range is long), so it covers the data alone, after the length.
+  local it = tree:add(pf, st.tvb(start + pl, math.max(n, 0)))
   if n < 0 then
-    it = tree:add(pf, st.tvb(start, pl), "")
     it:add(H.null, st.tvb(start, pl), true)
     it:append_text("[null]")
-  else
-    it = tree:add(pf, st.tvb(start, pl + n), n > 0 and st.tvb:raw(start + pl, n) or "")
   end
   st.pos = start + pl + math.max(n, 0)
   return it
@@ -2282,7 +2282,9 @@ local function field(st, tree, f, ver, flex, depth)
     if f[13] >= 0 then compact = inr(ver, f[13], f[14]) end
     local n, pl = prefix(st, tree, compact, true, name)
     if not n then return false end
-    local sub = tree:add(pf, st.tvb(start, pl))
+    -- an array of structs is its field's subtree; of primitives, a kwire.array one
+    local sub = tree:add(f[12] == "t" and pf or H.array, st.tvb(start, pl))
+    if f[12] ~= "t" then sub:set_text(name) end
     if n < 0 then
       sub:add(H.null, st.tvb(start, pl), true)
       sub:append_text(" [null]")
@@ -2413,14 +2415,17 @@ local function rec_bytes(st, tree, pf, what, as_string)
   if not n then return bad(st, tree, what .. ": length cut") end
   if n < -1 or n > left(st) - nl then return bad(st, tree, what .. ": length " .. n .. ", " .. (left(st) - nl) .. " bytes left") end
   local it
-  if n < 0 then
+  if as_string and n >= 0 then
+    it = tree:add(pf, st.tvb(start, nl + n), n > 0 and st.tvb(start + nl, n):string(ENC_UTF_8) or "")
+  elseif as_string then
     it = tree:add(pf, st.tvb(start, nl), "")
+  else
+    -- bytes: the data alone (see prim)
+    it = tree:add(pf, st.tvb(start + nl, math.max(n, 0)))
+  end
+  if n < 0 then
     it:add(H.null, st.tvb(start, nl), true)
     it:append_text("[null]")
-  elseif as_string then
-    it = tree:add(pf, st.tvb(start, nl + n), n > 0 and st.tvb(start + nl, n):string(ENC_UTF_8) or "")
-  else
-    it = tree:add(pf, st.tvb(start, nl + n), n > 0 and st.tvb:raw(start + nl, n) or "")
   end
   st.pos = start + nl + math.max(n, 0)
   return true

@@ -22,7 +22,9 @@
 //! v0 for ControlledShutdown v0; response header v1 for flexible versions except
 //! ApiVersions, always v0), as in [`Schema::request_header_version`].
 
-use crate::schema::{Definition, Field, FieldType, MessageDef, MessageKind, Prim, Schema, Versions};
+use crate::schema::{
+    Definition, Field, FieldType, MessageDef, MessageKind, Prim, Schema, Versions,
+};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -78,7 +80,13 @@ fn lua_str(s: &str) -> String {
 fn abbr_part(s: &str) -> String {
     let t: String = s
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     if t.is_empty() {
         "_".into()
@@ -240,7 +248,13 @@ pub fn generate(schema: &Schema, origin: &str) -> String {
     );
     let _ = writeln!(out, "local PF_SPECS = {{");
     for (abbr, name, kind) in &g.specs {
-        let _ = writeln!(out, "{{{},{},{}}},", lua_str(abbr), lua_str(name), lua_str(kind));
+        let _ = writeln!(
+            out,
+            "{{{},{},{}}},",
+            lua_str(abbr),
+            lua_str(name),
+            lua_str(kind)
+        );
     }
     out.push_str("}\n\nlocal ST = {}\nST[0] = {}\n");
     for (i, l) in g.lists.iter().enumerate() {

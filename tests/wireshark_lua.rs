@@ -44,7 +44,11 @@ fn plugin() -> &'static Path {
             .arg(&p)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         p
     })
 }
@@ -102,7 +106,11 @@ struct LRun {
 fn raws(v: Option<&J>) -> Vec<Option<(i64, i64, i64)>> {
     let one = |r: &J| {
         let a = r.as_array()?;
-        Some((a.get(1)?.as_i64()?, a.get(2)?.as_i64()?, a.get(4)?.as_i64()?))
+        Some((
+            a.get(1)?.as_i64()?,
+            a.get(2)?.as_i64()?,
+            a.get(4)?.as_i64()?,
+        ))
     };
     match v {
         Some(J::Array(a)) if a.first().is_some_and(|x| x.is_array()) => a.iter().map(one).collect(),
@@ -218,7 +226,9 @@ fn lua_run(capture: &Path) -> LRun {
             .as_str()
             .and_then(|s| s.parse().ok())
             .unwrap();
-        if any_key(layers, &|k| k == "_ws.lua.error" || k.starts_with("Lua Error")) {
+        if any_key(layers, &|k| {
+            k == "_ws.lua.error" || k.starts_with("Lua Error")
+        }) {
             run.lua_errors.push(format!("frame {frame}: Lua error"));
         }
         let kws: Vec<&J> = match layers.get("kwire") {
@@ -334,7 +344,10 @@ fn same(f: &LField, null: bool, v: &KVal) -> bool {
         KVal::Bool(b) => d == if *b { "1" } else { "0" },
         KVal::Bytes(b) => d.replace(':', "") == oracle::hex(b) || d == hex_colons(b),
         KVal::Uuid(u) => d.eq_ignore_ascii_case(u),
-        KVal::Float(x) => d.parse::<f64>().ok().is_some_and(|y| y == *x || (y.is_nan() && x.is_nan())),
+        KVal::Float(x) => d
+            .parse::<f64>()
+            .ok()
+            .is_some_and(|y| y == *x || (y.is_nan() && x.is_nan())),
     }
 }
 
@@ -368,11 +381,20 @@ fn compare(p: &LPdu, k: &KMsg) -> Cmp {
     let known = |v: i16| (v >= 0).then_some(i128::from(v));
     for (what, t, kv) in [
         ("api_key", int("kwire.api_key"), known(k.api_key)),
-        ("api_version", int("kwire.api_version"), known(k.api_version)),
-        ("correlation_id", int("kwire.correlation_id"), k.correlation_id.map(i128::from)),
+        (
+            "api_version",
+            int("kwire.api_version"),
+            known(k.api_version),
+        ),
+        (
+            "correlation_id",
+            int("kwire.correlation_id"),
+            k.correlation_id.map(i128::from),
+        ),
     ] {
         if t != kv {
-            c.checked_bad.push(format!("{what}: plugin {t:?}, kwire {kv:?}"));
+            c.checked_bad
+                .push(format!("{what}: plugin {t:?}, kwire {kv:?}"));
         }
     }
     if p.request {
@@ -383,7 +405,8 @@ fn compare(p: &LPdu, k: &KMsg) -> Cmp {
             _ => false,
         };
         if !ok {
-            c.checked_bad.push(format!("client_id: plugin {t:?}, kwire {:?}", k.client_id));
+            c.checked_bad
+                .push(format!("client_id: plugin {t:?}, kwire {:?}", k.client_id));
         }
     }
     // Leaves at the same offset.
@@ -399,8 +422,20 @@ fn compare(p: &LPdu, k: &KMsg) -> Cmp {
         let short = f.name.rsplit('.').next().unwrap_or("");
         let checked = checked_leaf(&f.name);
         let ok = at.is_some_and(|v| {
-            v.iter().any(|(n, _, v)| same(f, null, v) && (!checked || n == short))
-        });
+            v.iter()
+                .any(|(n, _, v)| same(f, null, v) && (!checked || n == short))
+        }) || {
+            // A bytes item covers the data alone: kwire's node starts at its length
+            // prefix, 1 to 5 bytes before.
+            (1..=5).any(|d| {
+                rel >= d
+                    && k.fields.get(&(rel - d)).is_some_and(|v| {
+                        v.iter().any(|(_, t, v)| {
+                            matches!(v, KVal::Bytes(_)) && t != "uvarint" && same(f, false, v)
+                        })
+                    })
+            })
+        };
         c.leaves += 1;
         if !ok {
             let why = format!(
@@ -426,8 +461,13 @@ fn compare(p: &LPdu, k: &KMsg) -> Cmp {
     for (off, vs) in &k.fields {
         let o = *off as i64;
         for (n, _, _) in vs {
-            if checked_leaf(n) && !shown.contains(&o) && !spans.iter().any(|(a, b)| *a < o && o < *b) {
-                c.checked_bad.push(format!("kwire's {n} at offset {off}: the plugin shows nothing there"));
+            if checked_leaf(n)
+                && !shown.contains(&o)
+                && !spans.iter().any(|(a, b)| *a < o && o < *b)
+            {
+                c.checked_bad.push(format!(
+                    "kwire's {n} at offset {off}: the plugin shows nothing there"
+                ));
             }
         }
     }
@@ -437,7 +477,8 @@ fn compare(p: &LPdu, k: &KMsg) -> Cmp {
         let t = p.records - p.wrappers;
         let kn = k.records.len();
         if t != kn {
-            c.checked_bad.push(format!("records: plugin {t}, kwire {kn}"));
+            c.checked_bad
+                .push(format!("records: plugin {t}, kwire {kn}"));
         }
     }
     c
@@ -455,6 +496,8 @@ struct FileResult {
     checked_ok: usize,
     leaves: usize,
     leaves_ok: usize,
+    /// Leaves that differ, by plugin field name.
+    leaf_kinds: BTreeMap<String, usize>,
     problems: Vec<String>,
     lua_errors: Vec<String>,
 }
@@ -473,8 +516,15 @@ fn run_capture(set: &'static str, rel: String, path: &Path) -> FileResult {
     };
     let mut index: HashMap<(u64, bool, Option<i64>), Vec<usize>> = HashMap::new();
     for (i, m) in dec.msgs.iter().enumerate() {
-        let corr = if m.sasl_token { None } else { m.correlation_id.map(i64::from) };
-        index.entry((m.last_frame, m.request, corr)).or_default().push(i);
+        let corr = if m.sasl_token {
+            None
+        } else {
+            m.correlation_id.map(i64::from)
+        };
+        index
+            .entry((m.last_frame, m.request, corr))
+            .or_default()
+            .push(i);
     }
     for p in &run.pdus {
         let corr = if p.sasl { None } else { p.corr };
@@ -499,6 +549,13 @@ fn run_capture(set: &'static str, rel: String, path: &Path) -> FileResult {
         let c = compare(p, k);
         r.leaves += c.leaves;
         r.leaves_ok += c.leaves - c.leaves_bad.len();
+        for b in &c.leaves_bad {
+            let name = b.split(' ').next().unwrap_or("").to_string();
+            *r.leaf_kinds.entry(name).or_default() += 1;
+        }
+        if let Some(b) = c.leaves_bad.first() {
+            r.leaf_kinds.entry(format!("e.g. {b}")).or_insert(0);
+        }
         if c.checked_bad.is_empty() {
             r.checked_ok += 1;
         } else {
@@ -618,11 +675,37 @@ fn the_plugin_agrees_with_kwire_in_tshark() {
             eprintln!("  {}/{}: {p}", r.set, r.rel);
         }
     }
+    let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in results.iter().filter(|r| r.complete) {
+        for (k, n) in &r.leaf_kinds {
+            *kinds.entry(k).or_default() += n;
+        }
+    }
+    let mut kinds: Vec<_> = kinds.into_iter().collect();
+    kinds.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    for (k, n) in kinds.iter().take(40) {
+        eprintln!("  leaf mismatch x{n}: {k}");
+    }
     assert!(s.4 > 0, "nothing compared");
     // The same frames: kwire's messages and the plugin's PDUs match one to one.
-    assert!(s.4 * 100 >= s.2 * 99, "only {} of kwire's {} messages have a plugin PDU", s.4, s.2);
-    assert!(s.4 * 100 >= s.3 * 99, "only {} of the plugin's {} PDUs match kwire's", s.4, s.3);
-    assert!(s.5 * 100 >= s.4 * 99, "values agree on {} of {} frames", s.5, s.4);
+    assert!(
+        s.4 * 100 >= s.2 * 99,
+        "only {} of kwire's {} messages have a plugin PDU",
+        s.4,
+        s.2
+    );
+    assert!(
+        s.4 * 100 >= s.3 * 99,
+        "only {} of the plugin's {} PDUs match kwire's",
+        s.4,
+        s.3
+    );
+    assert!(
+        s.5 * 100 >= s.4 * 99,
+        "values agree on {} of {} frames",
+        s.5,
+        s.4
+    );
 }
 
 fn lua_section(results: &[FileResult], version: &str) -> String {
@@ -646,7 +729,16 @@ fn lua_section(results: &[FileResult], version: &str) -> String {
         let s = sums(results, Some(set));
         out.push_str(&format!(
             "| {set} | {} | {} | {} | {} | {} | {} ({}) | {} of {} ({}) |\n",
-            s.0, s.1, s.2, s.3, s.4, s.5, pct(s.5, s.4), s.7, s.6, pct(s.7, s.6)
+            s.0,
+            s.1,
+            s.2,
+            s.3,
+            s.4,
+            s.5,
+            pct(s.5, s.4),
+            s.7,
+            s.6,
+            pct(s.7, s.6)
         ));
     }
     let mut bad: BTreeMap<String, usize> = BTreeMap::new();
@@ -795,7 +887,10 @@ fn lua_trouble(capture: &Path) -> Vec<String> {
         bad.push(format!("frame {l}"));
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
-    for l in stderr.lines().filter(|l| l.contains("Lua") || l.contains("lua_script")) {
+    for l in stderr
+        .lines()
+        .filter(|l| l.contains("Lua") || l.contains("lua_script"))
+    {
         bad.push(format!("stderr: {l}"));
     }
     bad
@@ -833,7 +928,10 @@ fn fuzz_corpora_raise_no_lua_error() {
             .collect();
         hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
     });
-    eprintln!("{test}: {} captures (frame corpus in 2, capture corpus sampled)", files.len());
+    eprintln!(
+        "{test}: {} captures (frame corpus in 2, capture corpus sampled)",
+        files.len()
+    );
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 

@@ -72,7 +72,10 @@ pub fn markdown(
     writeln!(w, "```")?;
     writeln!(w)?;
     if let Some(d) = user_definition(schema, m) {
-        writeln!(w, "<details><summary>Kafka message schema (.json)</summary>")?;
+        writeln!(
+            w,
+            "<details><summary>Kafka message schema (.json)</summary>"
+        )?;
         writeln!(w)?;
         writeln!(w, "```json")?;
         writeln!(w, "{d}")?;
@@ -174,13 +177,17 @@ impl Doc {
             }
             used[i] = true;
             let mate = if e.request && e.correlation_id.is_some() {
-                self.entries.iter().enumerate().skip(i + 1).find_map(|(j, r)| {
-                    (!used[j]
-                        && !r.request
-                        && r.connection == e.connection
-                        && r.correlation_id == e.correlation_id)
-                        .then_some(j)
-                })
+                self.entries
+                    .iter()
+                    .enumerate()
+                    .skip(i + 1)
+                    .find_map(|(j, r)| {
+                        (!used[j]
+                            && !r.request
+                            && r.connection == e.connection
+                            && r.correlation_id == e.correlation_id)
+                            .then_some(j)
+                    })
             } else {
                 None
             };
@@ -208,12 +215,7 @@ impl Doc {
         writeln!(w, "<nav class=\"toc\"><h2>Contents</h2><ol>")?;
         for (i, mate) in &rows {
             let e = &self.entries[*i];
-            write!(
-                w,
-                "<li><a href=\"#m{}\">{}</a>",
-                i + 1,
-                esc(&e.short)
-            )?;
+            write!(w, "<li><a href=\"#m{}\">{}</a>", i + 1, esc(&e.short))?;
             if let Some(j) = mate {
                 write!(w, " · <a href=\"#m{}\">response</a>", j + 1)?;
             }
@@ -226,12 +228,7 @@ impl Doc {
             for k in std::iter::once(*i).chain(*mate) {
                 let e = &self.entries[k];
                 writeln!(w, "<section class=\"msg\" id=\"m{}\">", k + 1)?;
-                writeln!(
-                    w,
-                    "<h2>{}. {}</h2>",
-                    k + 1,
-                    esc(&e.short)
-                )?;
+                writeln!(w, "<h2>{}. {}</h2>", k + 1, esc(&e.short))?;
                 writeln!(w, "<div class=\"title\">{}</div>", esc(&e.title))?;
                 w.write_all(e.html.as_bytes())?;
                 writeln!(w, "</section>")?;
