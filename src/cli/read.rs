@@ -103,17 +103,12 @@ pub fn mentions_topic(m: &Message<'_>, t: &str) -> bool {
     let mut hit = false;
     m.tree.walk(&mut |n, _| {
         if let Value::Str(s) = n.value {
-            let nm = n.name.as_ref();
+            let nm = n.name;
             if s == t && (nm == "Name" || nm.contains("Topic")) {
                 hit = true;
             }
         }
-        if n.name == "TopicId"
-            && n.annotation
-                .as_deref()
-                .and_then(|a| a.strip_prefix("topic "))
-                == Some(t)
-        {
+        if n.name == "TopicId" && n.annotation.and_then(|a| a.strip_prefix("topic ")) == Some(t) {
             hit = true;
         }
     });
@@ -225,6 +220,8 @@ pub fn run_capture(
     let mut session = Session::new(schema, &dopts);
     let mut tally = Tally::default();
     let mut io_err: Option<std::io::Error> = None;
+    // One arena for every message: emptied after each, so its memory is reused.
+    let mut arena = Buffers::new();
     let stats = input::read_capture(input, &copts, &plaus, |ev| {
         if io_err.is_some() {
             return;
@@ -236,11 +233,12 @@ pub fn run_capture(
                 }
             }
             Event::Frame(f) => {
-                let arena = Buffers::new();
+                arena.reset();
+                let arena = &arena;
                 if f.kind == FrameKind::SaslToken {
                     tally.sasl_tokens += 1;
                 }
-                let (m, ctx) = session.decode(&f, &arena);
+                let (m, ctx) = session.decode(&f, arena);
                 for n in session.notices.drain(..) {
                     if let Some(line) = tally.notice(&n) {
                         say(line);

@@ -265,7 +265,7 @@ impl TreeHtml<'_> {
         let line = rtext::node_line(n, parent, self.opts);
         let full = if self.title_all {
             let mut t = line.clone();
-            if let Some(d) = n.description.as_deref() {
+            if let Some(d) = n.description {
                 let d = rtext::cut_description(d, true);
                 if !t.contains(&d) {
                     t = format!("{t} {d}");
@@ -274,7 +274,6 @@ impl TreeHtml<'_> {
             format!(" title=\"{}\"", esc(&t))
         } else {
             n.description
-                .as_deref()
                 .map(|d| format!(" title=\"{}\"", esc(&rtext::cut_description(d, true))))
                 .unwrap_or_default()
         };
@@ -286,7 +285,7 @@ impl TreeHtml<'_> {
             n.offset,
             n.length,
             esc(lead),
-            line_html(&line, &n.name)
+            line_html(&line, n.name)
         )?;
         for (label, msg) in [("!! error: ", n.error()), ("! warning: ", n.warning())] {
             if let Some(m) = msg {
