@@ -145,15 +145,6 @@ struct Flat<'a> {
     min_size: Option<usize>,
 }
 
-fn child_fields<'a>(def: &'a MessageDef, f: &'a Field) -> Option<&'a [Field]> {
-    let s = f.struct_name()?;
-    if f.fields.is_empty() {
-        def.struct_fields(s)
-    } else {
-        Some(&f.fields)
-    }
-}
-
 /// The smallest encoding of `f` at `v` (`None`: an unknown struct or too deep).
 fn min_size(def: &MessageDef, f: &Field, v: i16, flexible: bool, depth: usize) -> Option<usize> {
     if depth > MAX_DEPTH {
@@ -167,17 +158,13 @@ fn min_size(def: &MessageDef, f: &Field, v: i16, flexible: bool, depth: usize) -
     Some(match &f.ty {
         FieldType::Array(_) => prefix(4),
         FieldType::Prim(p) => match p {
-            Prim::Bool | Prim::Int8 => 1,
-            Prim::Int16 | Prim::Uint16 => 2,
-            Prim::Int32 | Prim::Uint32 => 4,
-            Prim::Int64 | Prim::Float64 => 8,
-            Prim::Uuid => 16,
             Prim::String => prefix(2),
             Prim::Bytes | Prim::Records => prefix(4),
+            p => p.fixed_size().unwrap_or(0),
         },
         FieldType::Struct(_) => {
             let mut n = usize::from(flexible);
-            for c in child_fields(def, f)?
+            for c in def.fields_of(f)?
                 .iter()
                 .filter(|c| c.versions.contains(v))
             {
@@ -198,10 +185,10 @@ fn fixed_size(def: &MessageDef, f: &Field, v: i16, depth: usize) -> bool {
     }
     match &f.ty {
         FieldType::Array(_) => false,
-        FieldType::Prim(p) => !matches!(p, Prim::String | Prim::Bytes | Prim::Records),
+        FieldType::Prim(p) => p.fixed_size().is_some(),
         FieldType::Struct(_) => {
             !f.is_nullable(v)
-                && child_fields(def, f).is_some_and(|cs| {
+                && def.fields_of(f).is_some_and(|cs| {
                     cs.iter()
                         .filter(|c| c.versions.contains(v))
                         .all(|c| fixed_size(def, c, v, depth + 1))
@@ -230,7 +217,7 @@ fn flatten<'a>(
         } else {
             format!("{prefix}.{}", f.name)
         };
-        let children = child_fields(def, f);
+        let children = def.fields_of(f);
         out.push(Flat {
             path: path.clone(),
             field: f,

@@ -145,13 +145,13 @@ impl Gen {
                         let c = code(*p);
                         (if c == "r" { "none" } else { c }, c, "", None)
                     }
-                    FieldType::Struct(s) => ("none", "t", "", struct_fields(def, f, s)),
+                    FieldType::Struct(_) => ("none", "t", "", def.fields_of(f)),
                     FieldType::Array(inner) => match inner.as_ref() {
                         FieldType::Prim(p) => {
                             let c = code(*p);
                             (if c == "r" { "none" } else { c }, "a", c, None)
                         }
-                        FieldType::Struct(s) => ("none", "a", "t", struct_fields(def, f, s)),
+                        FieldType::Struct(_) => ("none", "a", "t", def.fields_of(f)),
                         FieldType::Array(_) => ("none", "a", "y", None),
                     },
                 };
@@ -190,23 +190,6 @@ impl Gen {
     }
 }
 
-fn struct_fields<'a>(def: &'a MessageDef, f: &'a Field, name: &str) -> Option<&'a [Field]> {
-    if f.fields.is_empty() {
-        def.struct_fields(name)
-    } else {
-        Some(&f.fields)
-    }
-}
-
-/// The definitions of `(kind, api_key)` that serve some version, best first.
-fn serving(schema: &Schema, kind: MessageKind, key: i16) -> Vec<&Definition> {
-    schema
-        .by_api(kind, key)
-        .into_iter()
-        .filter(|d| !d.def.valid_versions.is_empty())
-        .collect()
-}
-
 /// Generates the dissector for every API key and version of `schema`. `origin` names
 /// what it was generated from (written in the file's first lines).
 pub fn generate(schema: &Schema, origin: &str) -> String {
@@ -217,7 +200,7 @@ pub fn generate(schema: &Schema, origin: &str) -> String {
         let mut sides = Vec::new();
         for kind in [MessageKind::Request, MessageKind::Response] {
             let mut s = String::from("{");
-            for d in serving(schema, kind, key) {
+            for d in crate::cli::schema_cmd::serving(schema, kind, key) {
                 let (lo, hi) = range(&d.def.valid_versions);
                 let (f0, f1) = range(&d.def.flexible_versions);
                 let st = g.list(&name, &d.def, &d.def.fields, 0);

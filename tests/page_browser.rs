@@ -29,24 +29,36 @@ fn has_node() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-#[test]
-fn html_page_in_chromium() {
+/// The repository, Chromium, `tests/browser` and the screenshot folder, or `None` after
+/// saying why the test skips.
+fn browser_or_skip() -> Option<(&'static Path, PathBuf, PathBuf, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let chromium = std::env::var_os("KWIRE_CHROMIUM")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
     if !chromium.exists() {
-        return skip(&format!("no Chromium at {}", chromium.display()));
+        skip(&format!("no Chromium at {}", chromium.display()));
+        return None;
     }
     if !has_node() {
-        return skip("no node");
+        skip("no node");
+        return None;
     }
     let browser = root.join("tests/browser");
     if !browser.join("node_modules/playwright-core").exists() {
-        return skip("tests/browser/node_modules/playwright-core is not installed");
+        skip("tests/browser/node_modules/playwright-core is not installed");
+        return None;
     }
     let out_dir = root.join("target/page-browser");
     std::fs::create_dir_all(&out_dir).unwrap();
+    Some((root, chromium, browser, out_dir))
+}
+
+#[test]
+fn html_page_in_chromium() {
+    let Some((_, chromium, browser, out_dir)) = browser_or_skip() else {
+        return;
+    };
     let html = Command::cargo_bin("kwire")
         .unwrap()
         .env_remove("KWIRE_SCHEMA")
@@ -85,22 +97,9 @@ fn html_page_in_chromium() {
 /// (`tests/browser/frames-check.mjs`); a screenshot goes under `target/page-browser/`.
 #[test]
 fn captured_messages_in_chromium() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let chromium = std::env::var_os("KWIRE_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    if !chromium.exists() {
-        return skip(&format!("no Chromium at {}", chromium.display()));
-    }
-    if !has_node() {
-        return skip("no node");
-    }
-    let browser = root.join("tests/browser");
-    if !browser.join("node_modules/playwright-core").exists() {
-        return skip("tests/browser/node_modules/playwright-core is not installed");
-    }
-    let out_dir = root.join("target/page-browser");
-    std::fs::create_dir_all(&out_dir).unwrap();
+    let Some((root, chromium, browser, out_dir)) = browser_or_skip() else {
+        return;
+    };
     let html = Command::cargo_bin("kwire")
         .unwrap()
         .env_remove("KWIRE_SCHEMA")

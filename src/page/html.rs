@@ -149,6 +149,11 @@ const SCRIPT: &str = r#"
 "#;
 
 fn head(w: &mut dyn Write, title: &str) -> io::Result<()> {
+    head_with(w, title, "")
+}
+
+/// The document head with the page CSS, then `extra_css`.
+fn head_with(w: &mut dyn Write, title: &str, extra_css: &str) -> io::Result<()> {
     writeln!(w, "<!DOCTYPE html>")?;
     writeln!(w, "<html lang=\"en\">")?;
     writeln!(w, "<head>")?;
@@ -158,14 +163,19 @@ fn head(w: &mut dyn Write, title: &str) -> io::Result<()> {
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
     )?;
     writeln!(w, "<title>{}</title>", esc(title))?;
-    writeln!(w, "<style>{CSS}</style>")?;
+    writeln!(w, "<style>{CSS}{extra_css}</style>")?;
     writeln!(w, "</head>")?;
     writeln!(w, "<body>")
 }
 
 fn legend(w: &mut dyn Write) -> io::Result<()> {
+    legend_of(w, &Region::ALL)
+}
+
+/// The legend of `regions`, in legend order.
+fn legend_of(w: &mut dyn Write, regions: &[Region]) -> io::Result<()> {
     write!(w, "<div class=\"legend\">")?;
-    for r in Region::ALL {
+    for r in Region::ALL.into_iter().filter(|r| regions.contains(r)) {
         write!(
             w,
             "<span><span class=\"sw {}\"></span>{}</span>",
@@ -336,22 +346,7 @@ fn side_html(
         esc(&side.title(page.version))
     )?;
     writeln!(w, "<div class=\"panes\">")?;
-    writeln!(w, "<div class=\"gridpane\">")?;
-    for id in 0..=msg.buffers.len() as u32 {
-        grid(w, &msg, id, &format!("{sid}-{id}"))?;
-    }
-    writeln!(w, "</div>")?;
-    writeln!(w, "<div class=\"treepane\">")?;
-    writeln!(w, "<h3>object tree</h3>")?;
-    writeln!(w, "<div class=\"tree\">")?;
-    let t = TreeHtml {
-        opts,
-        side: sid,
-        title_all: false,
-    };
-    t.node(w, &msg.tree, None, "", "", 0)?;
-    writeln!(w, "</div>")?;
-    writeln!(w, "</div>")?;
+    grid_and_tree(w, &msg, sid, opts, false)?;
     writeln!(w, "</div>")?;
     writeln!(w, "<h3>kafka message schema (.json)</h3>")?;
     writeln!(w, "<pre class=\"json\">{}</pre>", esc(&side.definition))?;
@@ -368,16 +363,7 @@ fn legend_present(w: &mut dyn Write, msg: &Message<'_>) -> io::Result<()> {
             }
         }
     }
-    write!(w, "<div class=\"legend\">")?;
-    for r in Region::ALL.into_iter().filter(|r| present.contains(r)) {
-        write!(
-            w,
-            "<span><span class=\"sw {}\"></span>{}</span>",
-            region_class(r),
-            esc(r.label())
-        )?;
-    }
-    writeln!(w, "</div>")
+    legend_of(w, &present)
 }
 
 /// One decoded message as the body of a section: the legend of the regions present,
@@ -393,6 +379,18 @@ pub fn message_html(
     opts: &RenderOptions,
 ) -> io::Result<()> {
     legend_present(w, msg)?;
+    grid_and_tree(w, msg, sid, opts, true)
+}
+
+/// Each buffer's grid (named `sid-N`), then the object tree; `title_all` gives every
+/// row its whole text as a tooltip.
+fn grid_and_tree(
+    w: &mut dyn Write,
+    msg: &Message<'_>,
+    sid: &str,
+    opts: &RenderOptions,
+    title_all: bool,
+) -> io::Result<()> {
     writeln!(w, "<div class=\"gridpane\">")?;
     for id in 0..=msg.buffers.len() as u32 {
         grid(w, msg, id, &format!("{sid}-{id}"))?;
@@ -404,7 +402,7 @@ pub fn message_html(
     let t = TreeHtml {
         opts,
         side: sid,
-        title_all: true,
+        title_all,
     };
     t.node(w, &msg.tree, None, "", "", 0)?;
     writeln!(w, "</div>")?;
@@ -433,18 +431,7 @@ nav.toc ol { columns: 2 28rem; font-size: 14px; }
 /// # Errors
 /// The writer's errors.
 pub fn doc_head(w: &mut dyn Write, title: &str) -> io::Result<()> {
-    writeln!(w, "<!DOCTYPE html>")?;
-    writeln!(w, "<html lang=\"en\">")?;
-    writeln!(w, "<head>")?;
-    writeln!(w, "<meta charset=\"utf-8\">")?;
-    writeln!(
-        w,
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-    )?;
-    writeln!(w, "<title>{}</title>", esc(title))?;
-    writeln!(w, "<style>{CSS}{DOC_CSS}</style>")?;
-    writeln!(w, "</head>")?;
-    writeln!(w, "<body>")
+    head_with(w, title, DOC_CSS)
 }
 
 /// The end of such a document: the hover script.

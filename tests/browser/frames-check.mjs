@@ -7,42 +7,18 @@
 //
 // usage: node frames-check.mjs DOC.html SHOT.png
 // Prints one JSON line with the findings; exits 1 when a check fails.
-import { chromium } from 'playwright-core';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { openPage } from './launch.mjs';
 
 const [, , docFile, shot] = process.argv;
 if (!docFile || !shot) {
   console.error('usage: node frames-check.mjs DOC.html SHOT.png');
   process.exit(2);
 }
-const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kwire-chromium-'));
 const failures = [];
-const consoleErrors = [];
-const outside = [];
 const facts = {};
 
-const ctx = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: process.env.KWIRE_CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: [
-    '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync',
-  ],
-  viewport: { width: 1400, height: 1000 },
-});
+const { page, consoleErrors, outside, close } = await openPage(docFile, { width: 1400, height: 1000 });
 try {
-  const page = ctx.pages()[0] || (await ctx.newPage());
-  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
-  page.on('pageerror', (e) => consoleErrors.push(String(e)));
-  page.on('request', (r) => {
-    const u = r.url();
-    if (!u.startsWith('file:') && !u.startsWith('data:')) outside.push(u);
-  });
-  await page.goto(pathToFileURL(path.resolve(docFile)).href, { waitUntil: 'load' });
-
   // 1. The contents list links every message section.
   const toc = await page.evaluate(() => {
     const links = Array.from(document.querySelectorAll('nav.toc a')).map((a) => a.getAttribute('href'));
@@ -111,8 +87,7 @@ try {
   await page.locator('.pair .tree .row', { hasText: 'correlation_id int32' }).first().hover();
   await page.screenshot({ path: shot, fullPage: false });
 } finally {
-  await ctx.close();
-  fs.rmSync(userDataDir, { recursive: true, force: true });
+  await close();
 }
 if (consoleErrors.length) failures.push(`console errors: ${JSON.stringify(consoleErrors)}`);
 if (outside.length) failures.push(`fetched from outside the file: ${JSON.stringify(outside)}`);
