@@ -164,10 +164,7 @@ fn min_size(def: &MessageDef, f: &Field, v: i16, flexible: bool, depth: usize) -
         },
         FieldType::Struct(_) => {
             let mut n = usize::from(flexible);
-            for c in def.fields_of(f)?
-                .iter()
-                .filter(|c| c.versions.contains(v))
-            {
+            for c in def.fields_of(f)?.iter().filter(|c| c.versions.contains(v)) {
                 n += min_size(def, c, v, flexible, depth + 1)?;
             }
             if f.is_nullable(v) {

@@ -22,9 +22,7 @@
 //! v0 for ControlledShutdown v0; response header v1 for flexible versions except
 //! ApiVersions, always v0), as in [`Schema::request_header_version`].
 
-use crate::schema::{
-    Definition, Field, FieldType, MessageDef, MessageKind, Prim, Schema, Versions,
-};
+use crate::schema::{Field, FieldType, MessageDef, MessageKind, Prim, Schema, Versions};
 use std::collections::HashMap;
 use std::fmt::Write;
 

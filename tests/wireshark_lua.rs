@@ -207,7 +207,14 @@ fn any_key(v: &J, f: &dyn Fn(&str) -> bool) -> bool {
 
 /// Runs tshark with the plugin on one capture and reads its PDUs (`-T json -x`).
 fn lua_run(capture: &Path) -> LRun {
-    let out = tshark(capture, &["-T", "json", "-x", "--no-duplicate-keys"]);
+    lua_run_with(capture, &[])
+}
+
+/// [`lua_run`] with more tshark options.
+fn lua_run_with(capture: &Path, extra: &[&str]) -> LRun {
+    let mut args = vec!["-T", "json", "-x", "--no-duplicate-keys"];
+    args.extend_from_slice(extra);
+    let out = tshark(capture, &args);
     assert!(
         out.status.success(),
         "tshark on {}: {}",
@@ -800,6 +807,56 @@ fn committed_copy_is_fresh() {
         have == want,
         "docs/kwire_kafka.lua is stale: run `cargo run -- wireshark --out docs/kwire_kafka.lua`"
     );
+}
+
+#[test]
+fn decrypted_tls_reaches_the_plugin() {
+    // The TLS lab (`captures/lab/tls/`): with each capture's key log (the `.dsb.pcapng`
+    // holds its keys), tshark decrypts port 9093 and hands the plaintext to the plugin
+    // through `tls.port`: Kafka PDUs, no Lua error.
+    let test = "decrypted_tls_reaches_the_plugin";
+    if tshark_or_skip(test).is_none() {
+        return;
+    }
+    let dir = oracle::repo().join("captures/lab/tls");
+    let caps: Vec<PathBuf> = sorted_files(&dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "pcapng"))
+        .collect();
+    assert!(!caps.is_empty(), "no TLS captures in {}", dir.display());
+    let mut bad = Vec::new();
+    for c in &caps {
+        let keys = c.with_extension("keys");
+        let opt = format!("tls.keylog_file:{}", keys.display());
+        // 9093 is TLS here, not plain Kafka (the later -o wins over tshark()'s).
+        let mut extra = vec!["-o", "kwire.ports:9092", "-d", "tcp.port==9093,tls"];
+        if keys.exists() {
+            extra.extend(["-o", opt.as_str()]);
+        }
+        let run = lua_run_with(c, &extra);
+        let name = c.file_name().unwrap().to_string_lossy().to_string();
+        for e in &run.lua_errors {
+            bad.push(format!("{name}: {e}"));
+        }
+        let known = run
+            .pdus
+            .iter()
+            .filter(|p| p.fields.iter().any(|f| f.name == "kwire.api_name"))
+            .count();
+        if known == 0 {
+            bad.push(format!("{name}: no Kafka PDU decoded after decryption"));
+        }
+        let malformed = run
+            .pdus
+            .iter()
+            .filter(|p| p.experts.iter().any(|e| e.starts_with("kwire.malformed")))
+            .count();
+        eprintln!(
+            "{test}: {name}: {} PDUs, {known} with their API, {malformed} malformed",
+            run.pdus.len()
+        );
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -26,6 +26,54 @@ pub struct CaptureArgs {
     /// Largest frame accepted, in bytes (like the broker's socket.request.max.bytes).
     #[arg(long, default_value_t = 100 << 20)]
     pub max_frame: usize,
+    /// A TLS key log (NSS format, as SSLKEYLOGFILE files are) to decrypt TLS connections
+    /// with; repeatable. Without it, the file SSLKEYLOGFILE names is read when it exists.
+    /// A pcapng file's Decryption Secrets Blocks are always read.
+    #[arg(long = "tls-keylog", value_name = "FILE")]
+    pub tls_keylog: Vec<PathBuf>,
+}
+
+/// The key logs `--tls-keylog` names (or the file `SSLKEYLOGFILE` names, when no
+/// `--tls-keylog` is given and it exists), read into one [`input::tls::KeyLog`]. Each line
+/// that cannot be used is a `kwire: FILE:LINE: ...` line for stderr; no secret is in them.
+///
+/// # Errors
+/// A `--tls-keylog` file that cannot be read.
+pub fn load_keylogs(a: &CaptureArgs) -> Result<(input::tls::KeyLog, Vec<String>), CliError> {
+    let mut keys = input::tls::KeyLog::new();
+    let mut lines = Vec::new();
+    let mut files: Vec<(PathBuf, bool)> = a.tls_keylog.iter().map(|p| (p.clone(), true)).collect();
+    if files.is_empty() {
+        if let Some(p) = std::env::var_os("SSLKEYLOGFILE").filter(|p| !p.is_empty()) {
+            files.push((PathBuf::from(p), false));
+        }
+    }
+    for (p, given) in files {
+        match std::fs::read(&p) {
+            Ok(text) => {
+                let problems = keys.add_text(&text, &p.display().to_string());
+                let n = problems.len();
+                for pr in problems.iter().take(NOTICE_LINES_PER_KIND as usize) {
+                    lines.push(format!("kwire: key log {pr}"));
+                }
+                if n > NOTICE_LINES_PER_KIND as usize {
+                    lines.push(format!(
+                        "kwire: key log {}: {} more lines could not be used",
+                        p.display(),
+                        n - NOTICE_LINES_PER_KIND as usize
+                    ));
+                }
+            }
+            Err(e) if given => {
+                return Err(CliError::Msg(format!("--tls-keylog {}: {e}", p.display())))
+            }
+            Err(e) => lines.push(format!(
+                "kwire: SSLKEYLOGFILE {}: {e}; TLS connections stay encrypted",
+                p.display()
+            )),
+        }
+    }
+    Ok((keys, lines))
 }
 
 /// `kwire read` options.
@@ -167,7 +215,7 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
 /// what the summary line and the filters read); notices go to stderr as they come. Returns the closing
 /// lines for stderr (requests left unanswered, then one line counting packets,
 /// connections, messages, errors and what was skipped), for the caller to print once
-/// its output is flushed.
+/// its output is flushed, and each TLS connection's summary (for `kwire stats`).
 ///
 /// # Errors
 /// A file that cannot be opened or is not a capture; the first error `on_message` returns.
@@ -176,7 +224,7 @@ pub fn run_capture(
     a: &CaptureArgs,
     detail: Detail,
     mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
-) -> Result<Vec<String>, CliError> {
+) -> Result<(Vec<String>, Vec<input::tls::TlsSummary>), CliError> {
     // A progress bar on stderr for large files, when stderr is a terminal.
     let mut bar = indicatif::ProgressBar::hidden();
     let input: Box<dyn Read + Send> = if a.file.as_os_str() == "-" {
@@ -202,6 +250,8 @@ pub fn run_capture(
         Box::new(bar.wrap_read(f))
     };
     let say = |line: String| bar.suspend(|| eprintln!("{line}"));
+    let (keys, key_lines) = load_keylogs(a)?;
+    key_lines.into_iter().for_each(say);
     let copts = CaptureOptions {
         ports: if a.ports.is_empty() {
             vec![9092]
@@ -210,6 +260,7 @@ pub fn run_capture(
         },
         detect: a.detect,
         max_frame: a.max_frame,
+        tls_keys: std::sync::Arc::new(keys),
         ..CaptureOptions::default()
     };
     let plaus = SchemaPlausibility(schema);
@@ -314,7 +365,7 @@ pub fn run_capture(
         counted(waiting.len() as u64, "unanswered request", "unanswered requests"),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
-    Ok(lines)
+    Ok((lines, stats.tls))
 }
 
 /// `1 packet`, `2 packets`.
@@ -359,7 +410,7 @@ pub fn read_command(
     };
     let mut doc = crate::page::frames::Doc::new();
     let mut n = 0;
-    let closing = run_capture(schema, &a.capture, detail, |m, ctx| {
+    let (closing, _) = run_capture(schema, &a.capture, detail, |m, ctx| {
         if matches_filters(a, schema, m) {
             n += 1;
             match a.out.format {
@@ -400,10 +451,11 @@ pub struct StatsArgs {
 /// A file that cannot be opened or is not a capture; output errors.
 pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut st = crate::stats::Stats::default();
-    let closing = run_capture(schema, &a.capture, Detail::Full, |m, ctx| {
+    let (closing, tls) = run_capture(schema, &a.capture, Detail::Full, |m, ctx| {
         st.add(m, ctx);
         Ok(true)
     })?;
+    st.add_tls(tls);
     match a.format {
         super::ListFormat::Json => writeln!(
             out,
