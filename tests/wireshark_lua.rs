@@ -729,7 +729,9 @@ fn lua_section(results: &[FileResult], version: &str) -> String {
          Wireshark's Lua API cannot decompress — are not counted); `leaves equal` = every leaf \
          value the plugin shows, compared with kwire's at its offset. tshark's own dissector on \
          the same messages: the `tshark ok` columns above. No Lua error in any capture, complete \
-         or not.\n\n"
+         or not. The TLS lab's captures (`captures/lab/tls/`) are not in the table: \
+         `decrypted_tls_reaches_the_plugin` runs them with their key logs and checks that the \
+         decrypted Kafka reaches the plugin through `tls.port`, with no Lua error.\n\n"
     ));
     out.push_str("| set | captures | complete | frames | PDUs | same | agree | leaves equal |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for set in ["corpus", "public", "lab"] {
