@@ -222,7 +222,7 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
 pub fn run_capture(
     schema: &Schema,
     a: &CaptureArgs,
-    detail: Detail,
+    dopts: DecodeOptions,
     mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
 ) -> Result<(Vec<String>, Vec<input::tls::TlsSummary>), CliError> {
     // A progress bar on stderr for large files, when stderr is a terminal.
@@ -264,10 +264,6 @@ pub fn run_capture(
         ..CaptureOptions::default()
     };
     let plaus = SchemaPlausibility(schema);
-    let dopts = DecodeOptions {
-        detail,
-        ..DecodeOptions::default()
-    };
     let mut session = Session::new(schema, &dopts);
     let mut tally = Tally::default();
     let mut io_err: Option<std::io::Error> = None;
@@ -353,7 +349,7 @@ pub fn run_capture(
         })
         .collect();
     lines.push(format!(
-        "kwire: {}, {}, {} decoded ({} shown), {} with decode errors, {} incomplete, {} undecodable, {}, {}; notices: {}",
+        "kwire: {}, {}, {} decoded ({} shown), {} with decode errors, {} incomplete, {} undecodable, {}, {}{}; notices: {}",
         counted(stats.packets, "packet", "packets"),
         counted(stats.connections.into(), "connection", "connections"),
         counted(tally.messages, "message", "messages"),
@@ -363,9 +359,30 @@ pub fn run_capture(
         tally.undecodable,
         counted(tally.sasl_tokens, "SASL token", "SASL tokens"),
         counted(waiting.len() as u64, "unanswered request", "unanswered requests"),
+        answers_without_request(&session),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
     Ok((lines, stats.tls))
+}
+
+/// The closing line's count of responses whose request is not in the capture:
+/// `, 3 responses to requests sent before the capture began` (and those without their
+/// request for another reason); empty when every response found its request.
+fn answers_without_request(s: &Session<'_>) -> String {
+    let mut t = String::new();
+    if s.answers_before_start > 0 {
+        t.push_str(&format!(
+            ", {} to requests sent before the capture began",
+            counted(s.answers_before_start, "response", "responses")
+        ));
+    }
+    if s.answers_unpaired > 0 {
+        t.push_str(&format!(
+            ", {} whose request is not in the capture",
+            counted(s.answers_unpaired, "response", "responses")
+        ));
+    }
+    t
 }
 
 /// `1 packet`, `2 packets`.
@@ -410,7 +427,12 @@ pub fn read_command(
     };
     let mut doc = crate::page::frames::Doc::new();
     let mut n = 0;
-    let (closing, _) = run_capture(schema, &a.capture, detail, |m, ctx| {
+    let dopts = DecodeOptions {
+        detail,
+        max_nodes: a.out.max_nodes,
+        ..DecodeOptions::default()
+    };
+    let (closing, _) = run_capture(schema, &a.capture, dopts, |m, ctx| {
         if matches_filters(a, schema, m) {
             n += 1;
             match a.out.format {
@@ -451,7 +473,7 @@ pub struct StatsArgs {
 /// A file that cannot be opened or is not a capture; output errors.
 pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut st = crate::stats::Stats::default();
-    let (closing, tls) = run_capture(schema, &a.capture, Detail::Full, |m, ctx| {
+    let (closing, tls) = run_capture(schema, &a.capture, DecodeOptions::default(), |m, ctx| {
         st.add(m, ctx);
         Ok(true)
     })?;
