@@ -384,8 +384,9 @@ fn compare(p: &LPdu, k: &KMsg) -> Cmp {
     // Header values the plugin shows (or generates, for a response's API).
     let first = |n: &str| p.fields.iter().find(|f| f.name == n);
     let int = |n: &str| first(n).and_then(|f| f.display.parse::<i128>().ok());
-    // kwire's -1: a response whose request is not in the capture.
-    let known = |v: i16| (v >= 0).then_some(i128::from(v));
+    // kwire's -1, or its guess: a response whose request is not in the capture (the
+    // plugin shows its correlation_id and bytes, and no API).
+    let known = |v: i16| (v >= 0 && !k.guessed).then_some(i128::from(v));
     for (what, t, kv) in [
         ("api_key", int("kwire.api_key"), known(k.api_key)),
         (
@@ -415,6 +416,9 @@ fn compare(p: &LPdu, k: &KMsg) -> Cmp {
             c.checked_bad
                 .push(format!("client_id: plugin {t:?}, kwire {:?}", k.client_id));
         }
+    }
+    if k.guessed {
+        return c;
     }
     // Leaves at the same offset.
     let leaves: Vec<&LField> = p

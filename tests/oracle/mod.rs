@@ -144,6 +144,8 @@ pub struct KMsg {
     pub api_key: i16,
     pub api_name: Option<String>,
     pub api_version: i16,
+    /// kwire guessed the API (a response whose request is not in the capture).
+    pub guessed: bool,
     pub correlation_id: Option<i32>,
     /// The request header's client_id, when the header has one.
     pub client_id: Option<KVal>,
@@ -250,6 +252,7 @@ pub fn decode_capture(path: &Path) -> Decoded {
             api_key: m.api_key,
             api_name: m.api_name.clone(),
             api_version: m.api_version,
+            guessed: m.guess.is_some(),
             correlation_id: m.correlation_id,
             client_id,
             fields: HashMap::new(),
