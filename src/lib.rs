@@ -11,6 +11,7 @@ pub mod decode;
 pub mod diff;
 pub mod encode;
 pub mod errors;
+pub mod export;
 pub mod input;
 pub mod page;
 pub mod render;

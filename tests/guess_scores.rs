@@ -19,7 +19,7 @@ use kwire::decode::guess::{GuessContext, Guesser};
 use kwire::decode::{self, DecodeOptions, Known, Layout};
 use kwire::schema::Schema;
 use kwire::tree::{Buffers, Message, NodeKind};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Every node but the root, with the body's own name left out (same-layout APIs differ
 /// only there): `(name, type, value, offset, length)`.
@@ -71,10 +71,15 @@ fn ranked_guesses_alone_and_with_context() {
         let mut open: HashMap<(String, String, Option<i32>), Id> = HashMap::new();
         for m in &d.msgs {
             if m.id.request {
-                reqs.entry(m.connection)
-                    .or_default()
-                    .push((m.id.clone(), m.api_key, m.api_version));
-                open.insert((m.id.src.clone(), m.id.dst.clone(), m.id.corr), m.id.clone());
+                reqs.entry(m.connection).or_default().push((
+                    m.id.clone(),
+                    m.api_key,
+                    m.api_version,
+                ));
+                open.insert(
+                    (m.id.src.clone(), m.id.dst.clone(), m.id.corr),
+                    m.id.clone(),
+                );
                 continue;
             }
             let Some(q) = open.remove(&(m.id.dst.clone(), m.id.src.clone(), m.id.corr)) else {
@@ -110,7 +115,11 @@ fn ranked_guesses_alone_and_with_context() {
     }
     assert!(s.frames > 500, "only {} responses", s.frames);
     assert!(pct(s.alone) >= 90.0, "alone: {:.1}%", pct(s.alone));
-    assert!(pct(s.context) >= 98.0, "with context: {:.1}%", pct(s.context));
+    assert!(
+        pct(s.context) >= 98.0,
+        "with context: {:.1}%",
+        pct(s.context)
+    );
     assert!(s.single_wrong.is_empty());
     assert!(s.truth_missing.is_empty());
 }
@@ -146,9 +155,7 @@ fn score_one(
         m.api_version
     );
     let right = |gm: &Option<Message<'_>>| match gm {
-        Some(x) => {
-            (x.api_key, x.api_version) == (m.api_key, m.api_version) || fields(x) == tf
-        }
+        Some(x) => (x.api_key, x.api_version) == (m.api_key, m.api_version) || fields(x) == tf,
         None => false,
     };
     let shown = |gm: &Option<Message<'_>>| match gm {
@@ -171,7 +178,8 @@ fn score_one(
     if right(&alone) {
         s.alone += 1;
     } else {
-        s.wrong_alone.push(format!("{label}: guessed {}", shown(&alone)));
+        s.wrong_alone
+            .push(format!("{label}: guessed {}", shown(&alone)));
     }
     if let Some(x) = &alone {
         let c = &x.guess.as_ref().unwrap().candidates;

@@ -30,7 +30,9 @@ fn points(from: usize, n: usize) -> Vec<usize> {
     if all.len() <= MAX_CUTS {
         return all;
     }
-    (0..MAX_CUTS).map(|i| all[i * all.len() / MAX_CUTS]).collect()
+    (0..MAX_CUTS)
+        .map(|i| all[i * all.len() / MAX_CUTS])
+        .collect()
 }
 
 /// The cut captures of one capture: `(label, records)`.
@@ -63,7 +65,10 @@ fn answers(msgs: &[Msg]) -> HashMap<Id, Id> {
     let mut out = HashMap::new();
     for m in msgs {
         if m.id.request {
-            open.insert((m.id.src.clone(), m.id.dst.clone(), m.id.corr), m.id.clone());
+            open.insert(
+                (m.id.src.clone(), m.id.dst.clone(), m.id.corr),
+                m.id.clone(),
+            );
         } else if let Some(q) = open.remove(&(m.id.dst.clone(), m.id.src.clone(), m.id.corr)) {
             out.insert(m.id.clone(), q);
         }
@@ -121,10 +126,8 @@ fn check(name: &str, label: &str, whole: &Decoded, cut: &Decoded, t: &mut Tally)
         }
         let ordered = !gapped.contains(&m.connection);
         if ordered && m.frames.1 < last {
-            t.out_of_order.push(format!(
-                "{name} {label}: #{:?} after #{last}",
-                m.frames
-            ));
+            t.out_of_order
+                .push(format!("{name} {label}: #{:?} after #{last}", m.frames));
         }
         if ordered {
             last = last.max(m.frames.1);
@@ -195,7 +198,11 @@ fn cut_captures_order_pairing_and_no_false_frames() {
         }
     }
     assert!(t.cuts > 300, "only {} cut captures", t.cuts);
-    assert!(t.false_frames.is_empty(), "{} false frames", t.false_frames.len());
+    assert!(
+        t.false_frames.is_empty(),
+        "{} false frames",
+        t.false_frames.len()
+    );
     assert!(t.out_of_order.is_empty());
     assert!(t.unpaired.is_empty());
     assert!(t.false_unanswered.is_empty());

@@ -28,7 +28,8 @@ fn run(c: &mut Command) -> (String, String) {
 
 /// A fresh folder for this process's cut captures, under the build's target folder.
 fn tmp() -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("midstream-{}", std::process::id()));
+    let d =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("midstream-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -75,7 +76,10 @@ fn cut_demo_prints_in_frame_order_in_every_format() {
     let Some(nosyn) = editcap(t, &captures().join("demo.pcap"), "4-92", &dir) else {
         return;
     };
-    let (summary, _) = run(kwire().arg("read").arg(&nosyn).args(["--format", "summary"]));
+    let (summary, _) = run(kwire()
+        .arg("read")
+        .arg(&nosyn)
+        .args(["--format", "summary"]));
     let recs = last_records(&summary);
     assert!(recs.len() > 10, "{summary}");
     assert!(recs.windows(2).all(|w| w[0] <= w[1]), "{recs:?}");
@@ -83,7 +87,11 @@ fn cut_demo_prints_in_frame_order_in_every_format() {
     let (json, _) = run(kwire().arg("read").arg(&nosyn).args(["--format", "json"]));
     let frames: Vec<u64> = json
         .lines()
-        .map(|l| serde_json::from_str::<J>(l).unwrap()["frame"][1].as_u64().unwrap())
+        .map(|l| {
+            serde_json::from_str::<J>(l).unwrap()["frame"][1]
+                .as_u64()
+                .unwrap()
+        })
         .collect();
     assert_eq!(frames, recs);
     let (text, _) = run(kwire().arg("read").arg(&nosyn).args(["--no-bytes"]));
@@ -126,11 +134,19 @@ fn cut_librdkafka_session_pairs_a_response_after_its_held_request() {
     // The first response answers a request sent before the capture began; the one
     // request left waiting is the one the whole capture leaves waiting too.
     assert!(
-        closing.contains(", 1 unanswered request, 1 response to requests sent before the capture began;"),
+        closing.contains(
+            ", 1 unanswered request, 1 response to requests sent before the capture began;"
+        ),
         "{closing}"
     );
-    let (_, whole_closing) = run(kwire().arg("read").arg(&whole).args(["--format", "summary"]));
-    assert!(whole_closing.contains(", 1 unanswered request;"), "{whole_closing}");
+    let (_, whole_closing) = run(kwire()
+        .arg("read")
+        .arg(&whole)
+        .args(["--format", "summary"]));
+    assert!(
+        whole_closing.contains(", 1 unanswered request;"),
+        "{whole_closing}"
+    );
 }
 
 #[test]
@@ -144,7 +160,10 @@ fn capture_starting_with_a_server_packet_pairs_the_first_request() {
     };
     let (summary, closing) = run(kwire().arg("read").arg(&cut).args(["--format", "summary"]));
     let first = summary.lines().next().unwrap();
-    assert!(first.starts_with("#1 ") && first.contains("response"), "{summary}");
+    assert!(
+        first.starts_with("#1 ") && first.contains("response"),
+        "{summary}"
+    );
     let lines: Vec<&str> = summary.lines().collect();
     let req = lines
         .iter()
@@ -156,7 +175,10 @@ fn capture_starting_with_a_server_packet_pairs_the_first_request() {
         .expect(&summary);
     assert!(req < resp && lines[resp].contains("latency="), "{summary}");
     // The requests left waiting are the ones the whole capture leaves waiting.
-    let (_, whole) = run(kwire().arg("read").arg(captures().join("demo.pcap")).args(["--format", "summary"]));
+    let (_, whole) = run(kwire()
+        .arg("read")
+        .arg(captures().join("demo.pcap"))
+        .args(["--format", "summary"]));
     let waiting = |c: &str| {
         let head = c.split(" unanswered request").next().unwrap_or("");
         head.rsplit(' ').next().unwrap_or("").to_string()
@@ -174,20 +196,36 @@ fn decode_guesses_lone_responses_and_pairs_a_response_after_its_request() {
     // UNSUPPORTED_VERSION, as Kafka 0.10.2 sends it.
     let req = "0000000f001200030000000400017800010100";
     let resp = "0000000a00000004002300000000";
-    let (out, _) = run(kwire().args(["decode", "--hex", &format!("{req}{resp}"), "--format", "summary"]));
+    let (out, _) = run(kwire().args([
+        "decode",
+        "--hex",
+        &format!("{req}{resp}"),
+        "--format",
+        "summary",
+    ]));
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "{out}");
-    assert!(lines[0].starts_with("ApiVersions v3 request corr=4"), "{out}");
-    assert!(lines[1].starts_with("ApiVersions v0 response corr=4"), "{out}");
+    assert!(
+        lines[0].starts_with("ApiVersions v3 request corr=4"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("ApiVersions v0 response corr=4"),
+        "{out}"
+    );
     assert!(!lines[1].contains("guessed"), "{out}");
     // Alone, without --api-key: a ranked guess, marked, runners-up listed in the JSON.
-    let (json, _) = run(kwire().args(["decode", "--hex", resp, "--kind", "response", "--format", "json"]));
+    let (json, _) = run(kwire().args([
+        "decode", "--hex", resp, "--kind", "response", "--format", "json",
+    ]));
     let j: J = serde_json::from_str(json.lines().next().unwrap()).unwrap();
     assert_eq!(j["guessed"], true, "{j}");
     let c = j["candidates"].as_array().unwrap();
     assert!(c.len() > 1, "{j}");
     assert_eq!(c[0]["api_key"], j["api_key"]);
-    assert!(c.iter().all(|x| x["kind"] == "response" && x["score"].is_number()));
+    assert!(c
+        .iter()
+        .all(|x| x["kind"] == "response" && x["score"].is_number()));
     // Too short for a header: nothing is known, and the JSON says null, never -1.
     let (json, _) = run(kwire().args(["decode", "--hex", "00000002abcd", "--format", "json"]));
     let j: J = serde_json::from_str(json.lines().next().unwrap()).unwrap();
@@ -206,30 +244,33 @@ fn unsupported_version_bodies_decode_in_v0_with_body_only() {
         ("002300000001001200000003", 3, Some(3)),
         ("002300000001001200000004", 4, Some(4)),
     ] {
-        let (json, _) = run(kwire().args([
-            "decode",
-            "--hex",
-            body,
-            "--body-only",
-            "--api-key",
-            "18",
-            "--api-version",
-            &asked.to_string(),
-            "--kind",
-            "response",
-            "--format",
-            "json",
-        ]));
-        let j: J = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+        let asked_s = asked.to_string();
+        let bare = |format: &str| {
+            let (out, _) = run(kwire().args([
+                "decode",
+                "--hex",
+                body,
+                "--body-only",
+                "--api-key",
+                "18",
+                "--api-version",
+                &asked_s,
+                "--kind",
+                "response",
+                "--format",
+                format,
+            ]));
+            serde_json::from_str::<J>(out.lines().next().unwrap()).unwrap()
+        };
+        let j = bare("json");
         assert_eq!(j["api_version"], 0, "{body}: {j}");
         assert_eq!(j["errors"], serde_json::json!([]), "{body}: {j}");
         let w = j["warnings"][0]["message"].as_str().unwrap();
-        assert!(w.contains(&format!("ApiVersions v{asked}")) && w.contains("UNSUPPORTED_VERSION"), "{w}");
-        let (values, _) = run(kwire().args([
-            "decode", "--hex", body, "--body-only", "--api-key", "18", "--api-version",
-            &asked.to_string(), "--kind", "response", "--format", "values",
-        ]));
-        let v: J = serde_json::from_str(values.lines().next().unwrap()).unwrap();
+        assert!(
+            w.contains(&format!("ApiVersions v{asked}")) && w.contains("UNSUPPORTED_VERSION"),
+            "{w}"
+        );
+        let v = bare("values");
         assert_eq!(v["body"]["ErrorCode"], 35, "{v}");
         let keys = v["body"]["ApiKeys"].as_array().unwrap();
         match max {
@@ -252,7 +293,11 @@ fn values_encode_lines_decode_round_trip_for_every_capture() {
         // The small-snaplen capture's cut requests do not encode, so their responses
         // come back as guesses.
         let snaplen = p.to_string_lossy().contains("var_snaplen200");
-        if matches!(p.extension().and_then(|x| x.to_str()), Some("pcap" | "pcapng")) && !snaplen {
+        if matches!(
+            p.extension().and_then(|x| x.to_str()),
+            Some("pcap" | "pcapng")
+        ) && !snaplen
+        {
             files.push(p);
         }
     }
@@ -265,12 +310,18 @@ fn values_encode_lines_decode_round_trip_for_every_capture() {
         let values: String = all
             .lines()
             .zip(json.lines())
-            .filter(|(_, j)| serde_json::from_str::<J>(j).unwrap()["errors"] == serde_json::json!([]))
+            .filter(|(_, j)| {
+                serde_json::from_str::<J>(j).unwrap()["errors"] == serde_json::json!([])
+            })
             .map(|(v, _)| format!("{v}\n"))
             .collect();
-        let (lines, _) = run(kwire().args(["encode", "--lines", "-"]).write_stdin(values.clone()));
+        let (lines, _) = run(kwire()
+            .args(["encode", "--lines", "-"])
+            .write_stdin(values.clone()));
         assert!(
-            lines.lines().all(|l| l.starts_with("c>s ") || l.starts_with("s>c ")),
+            lines
+                .lines()
+                .all(|l| l.starts_with("c>s ") || l.starts_with("s>c ")),
             "{}",
             f.display()
         );

@@ -72,9 +72,12 @@ pub fn encode_command(
     let frames = encode_all(schema, &text)?;
     for (request, f) in frames {
         match format {
-            EncodeFormat::Hex if lines => {
-                writeln!(out, "{} {}", if request { "c>s" } else { "s>c" }, to_hex(&f))?
-            }
+            EncodeFormat::Hex if lines => writeln!(
+                out,
+                "{} {}",
+                if request { "c>s" } else { "s>c" },
+                to_hex(&f)
+            )?,
             EncodeFormat::Hex => writeln!(out, "{}", to_hex(&f))?,
             EncodeFormat::Raw => out.write_all(&f)?,
         }

@@ -2,6 +2,7 @@
 
 pub mod diff_cmd;
 pub mod encode_cmd;
+pub mod export_cmd;
 pub mod output;
 pub mod page_cmd;
 pub mod read;
@@ -154,6 +155,9 @@ pub enum Command {
     Decode(DecodeArgs),
     /// Per-API counts, error names, latencies and bytes; per-connection client ids.
     Stats(read::StatsArgs),
+    /// Writes the messages of captures as Parquet tables (messages, partitions, records)
+    /// for DuckDB, Spark, Trino...
+    Export(export_cmd::ExportArgs),
     /// Every API key with its versions.
     Apis {
         /// Output format.
@@ -423,6 +427,10 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             let schema = load_schema(cli.schema.as_deref())?;
             read::stats_command(&schema, a, out)
         }
+        Command::Export(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            export_cmd::export_command(&schema, a)
+        }
         Command::Decode(a) => {
             let schema = load_schema(cli.schema.as_deref())?;
             decode_command(&schema, cli, a, out)
@@ -634,13 +642,17 @@ fn split_frames(c: &hex::HexChunk, size_prefix: bool, notes: &mut Vec<String>) -
     out
 }
 
+/// Requests waiting in `decode`: by (stream, correlation_id), oldest first, their
+/// (api_key, api_version, group protocol type).
+type Pending = HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>;
+
 /// The pending request a response frame answers, taken from the queue of its
 /// correlation_id: the oldest whose response layout decodes the frame cleanly, else the
 /// oldest.
 fn take_pending(
     schema: &Schema,
     opts: &DecodeOptions,
-    pending: &mut HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>,
+    pending: &mut Pending,
     key: (u64, i32),
     frame: &[u8],
     layout: Layout,
@@ -716,7 +728,7 @@ fn decode_command(
     }
     // Requests by (stream, correlation_id), oldest first: streams of several connections
     // written as one (`c>s`/`s>c` lines) reuse correlation_ids.
-    let mut pending: HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>> = HashMap::new();
+    let mut pending: Pending = HashMap::new();
     let mut errors = 0usize;
     let mut doc = crate::page::frames::Doc::new();
     let guesser = Guesser::new(schema);
@@ -752,16 +764,22 @@ fn decode_command(
                     f.bytes[o + 2],
                     f.bytes[o + 3],
                 ]);
-                paired = take_pending(schema, &opts, &mut pending, (f.stream, corr), &f.bytes, layout);
+                paired = take_pending(
+                    schema,
+                    &opts,
+                    &mut pending,
+                    (f.stream, corr),
+                    &f.bytes,
+                    layout,
+                );
             }
         }
         arena.reset();
         let none = GuessContext::default();
         let m = match (given, paired) {
             (Some(Direction::Response), Some((k, v, pt))) | (None, Some((k, v, pt))) => {
-                let request = (given.is_none()).then(|| {
-                    decode::decode(schema, &opts, &arena, &f.bytes, &known)
-                });
+                let request = (given.is_none())
+                    .then(|| decode::decode(schema, &opts, &arena, &f.bytes, &known));
                 match request {
                     Some(r) if clean_request(schema, &r) => r,
                     _ => {

@@ -15,8 +15,10 @@ use std::path::PathBuf;
 /// Which capture to read and how to find Kafka in it.
 #[derive(Args, Debug, Clone)]
 pub struct CaptureArgs {
-    /// The capture (pcap or pcapng); `-` for stdin.
-    pub file: PathBuf,
+    /// The captures (pcap or pcapng), read one after the other, each with its own
+    /// sessions; `-` for stdin.
+    #[arg(value_name = "CAPTURE", required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
     /// A broker port (repeatable; default 9092).
     #[arg(long = "port", value_name = "P")]
     pub ports: Vec<u16>,
@@ -210,6 +212,31 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
     true
 }
 
+/// One capture of a command's list: its path and, when the command reads several, the
+/// name its messages and notices carry (the path as given).
+#[derive(Clone, Debug)]
+pub struct CaptureFile<'p> {
+    /// The file (`-` for stdin).
+    pub path: &'p std::path::Path,
+    /// `Some(path as given)` when the command reads more than one capture: it goes into
+    /// each message's [`crate::render::Context::capture`] and prefixes notices.
+    pub label: Option<std::sync::Arc<str>>,
+}
+
+impl CaptureArgs {
+    /// The captures to read, in command-line order, labelled when there are several.
+    pub fn captures(&self) -> Vec<CaptureFile<'_>> {
+        let several = self.files.len() > 1;
+        self.files
+            .iter()
+            .map(|p| CaptureFile {
+                path: p,
+                label: several.then(|| p.display().to_string().into()),
+            })
+            .collect()
+    }
+}
+
 /// Reads a capture, decodes every Kafka message (pairing responses with requests) and
 /// hands each to `on_message`, decoded at `detail` (see [`Detail`]: `Summary` keeps only
 /// what the summary line and the filters read); notices go to stderr as they come. Returns the closing
@@ -222,24 +249,27 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
 pub fn run_capture(
     schema: &Schema,
     a: &CaptureArgs,
+    file: &CaptureFile<'_>,
     dopts: DecodeOptions,
     mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
 ) -> Result<(Vec<String>, Vec<input::tls::TlsSummary>), CliError> {
     // A progress bar on stderr for large files, when stderr is a terminal.
     let mut bar = indicatif::ProgressBar::hidden();
-    let input: Box<dyn Read + Send> = if a.file.as_os_str() == "-" {
+    let path = file.path;
+    let input: Box<dyn Read + Send> = if path.as_os_str() == "-" {
         Box::new(std::io::stdin())
     } else {
-        if a.file.is_dir() {
+        if path.is_dir() {
             return Err(CliError::Msg(format!(
                 "{}: is a folder, not a capture file",
-                a.file.display()
+                path.display()
             )));
         }
-        let f = std::fs::File::open(&a.file)
-            .map_err(|e| CliError::Msg(format!("{}: {e}", a.file.display())))?;
+        let f = std::fs::File::open(path)
+            .map_err(|e| CliError::Msg(format!("{}: {e}", path.display())))?;
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        if len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal() {
+        // One bar at a time: none when several captures are read (they may run at once).
+        if len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal() && file.label.is_none() {
             bar = indicatif::ProgressBar::new(len);
             if let Ok(style) = indicatif::ProgressStyle::with_template(
                 "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
@@ -249,7 +279,15 @@ pub fn run_capture(
         }
         Box::new(bar.wrap_read(f))
     };
-    let say = |line: String| bar.suspend(|| eprintln!("{line}"));
+    // With several captures, each line names its capture: `kwire: a.pcap: ...`.
+    let named = |line: String| match &file.label {
+        Some(l) => match line.strip_prefix("kwire: ") {
+            Some(rest) => format!("kwire: {l}: {rest}"),
+            None => format!("{l}: {line}"),
+        },
+        None => line,
+    };
+    let say = |line: String| bar.suspend(|| eprintln!("{}", named(line)));
     let (keys, key_lines) = load_keylogs(a)?;
     key_lines.into_iter().for_each(say);
     let copts = CaptureOptions {
@@ -285,7 +323,8 @@ pub fn run_capture(
                 if f.kind == FrameKind::SaslToken {
                     tally.sasl_tokens += 1;
                 }
-                let (m, ctx) = session.decode(&f, arena);
+                let (m, mut ctx) = session.decode(&f, arena);
+                ctx.capture.clone_from(&file.label);
                 for n in session.notices.drain(..) {
                     if let Some(line) = tally.notice(&n) {
                         say(line);
@@ -312,7 +351,7 @@ pub fn run_capture(
             }
         }
     })
-    .map_err(|e| CliError::Msg(format!("{}: {e}", a.file.display())))?;
+    .map_err(|e| CliError::Msg(format!("{}: {e}", path.display())))?;
     bar.finish_and_clear();
     if let Some(e) = io_err {
         return Err(CliError::Io(e));
@@ -362,7 +401,7 @@ pub fn run_capture(
         answers_without_request(&session),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
-    Ok((lines, stats.tls))
+    Ok((lines.into_iter().map(named).collect(), stats.tls))
 }
 
 /// The closing line's count of responses whose request is not in the capture:
@@ -432,28 +471,75 @@ pub fn read_command(
         max_nodes: a.out.max_nodes,
         ..DecodeOptions::default()
     };
-    let (closing, _) = run_capture(schema, &a.capture, dopts, |m, ctx| {
-        if matches_filters(a, schema, m) {
-            n += 1;
-            match a.out.format {
-                super::Format::Md => {
-                    crate::page::frames::markdown(out, schema, n, m, Some(ctx), &ropts)?
+    for_each_capture(&a.capture, |file| {
+        let (closing, _) = run_capture(schema, &a.capture, file, dopts.clone(), |m, ctx| {
+            if matches_filters(a, schema, m) {
+                n += 1;
+                match a.out.format {
+                    super::Format::Md => {
+                        crate::page::frames::markdown(out, schema, n, m, Some(ctx), &ropts)?
+                    }
+                    super::Format::Html => doc.add(schema, m, Some(ctx), 0, &ropts),
+                    _ => print_message(m, Some(ctx), &ropts, a.out.format, out)?,
                 }
-                super::Format::Html => doc.add(schema, m, Some(ctx), 0, &ropts),
-                _ => print_message(m, Some(ctx), &ropts, a.out.format, out)?,
+                Ok(true)
+            } else {
+                Ok(false)
             }
-            Ok(true)
-        } else {
-            Ok(false)
-        }
+        })?;
+        out.flush()?;
+        closing.iter().for_each(|l| eprintln!("{l}"));
+        Ok(())
     })?;
     if a.out.format == super::Format::Html {
-        let title = format!("Kafka messages in {}", a.capture.file.display());
-        doc.finish(out, &title)?;
+        doc.finish(out, "Kafka messages decoded by kwire")?;
+        out.flush()?;
     }
-    out.flush()?;
-    closing.iter().for_each(|l| eprintln!("{l}"));
     Ok(())
+}
+
+/// Runs `each` on every capture of `a`, in command-line order. With one capture its
+/// error is the command's; with several, a capture that cannot be read is named on
+/// stderr and the others still run, and the command then fails (status 2) saying how
+/// many could not be read. An output error (a closed pipe) ends the command at once.
+///
+/// # Errors
+/// As above.
+pub fn for_each_capture(
+    a: &CaptureArgs,
+    mut each: impl FnMut(&CaptureFile<'_>) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let files = a.captures();
+    if let [one] = files.as_slice() {
+        return each(one);
+    }
+    let mut failed = 0;
+    for f in &files {
+        match each(f) {
+            Ok(()) => {}
+            Err(CliError::Io(e)) => return Err(CliError::Io(e)),
+            Err(e) => {
+                eprintln!("kwire: {e}");
+                failed += 1;
+            }
+        }
+    }
+    unreadable(failed, files.len(), "read")
+}
+
+/// The command's end when `failed` of `total` captures could not be read (or
+/// exported: `verb`).
+///
+/// # Errors
+/// `failed > 0`: `1 of 3 captures could not be read` (status 2).
+pub fn unreadable(failed: usize, total: usize, verb: &str) -> Result<(), CliError> {
+    if failed == 0 {
+        return Ok(());
+    }
+    Err(CliError::Msg(format!(
+        "{failed} of {total} {} could not be {verb}",
+        if total == 1 { "capture" } else { "captures" }
+    )))
 }
 
 /// `kwire stats` options.
@@ -473,11 +559,29 @@ pub struct StatsArgs {
 /// A file that cannot be opened or is not a capture; output errors.
 pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut st = crate::stats::Stats::default();
-    let (closing, tls) = run_capture(schema, &a.capture, DecodeOptions::default(), |m, ctx| {
-        st.add(m, ctx);
-        Ok(true)
-    })?;
-    st.add_tls(tls);
+    let mut closing = Vec::new();
+    let mut ordinal = 0;
+    let res = for_each_capture(&a.capture, |file| {
+        st.capture = ordinal;
+        ordinal += 1;
+        let (lines, tls) = run_capture(
+            schema,
+            &a.capture,
+            file,
+            DecodeOptions::default(),
+            |m, ctx| {
+                st.add(m, ctx);
+                Ok(true)
+            },
+        )?;
+        closing.extend(lines);
+        st.add_tls(tls);
+        Ok(())
+    });
+    // One capture that cannot be read prints nothing; of several, the others are counted.
+    if a.capture.files.len() == 1 && res.is_err() {
+        return res;
+    }
     match a.format {
         super::ListFormat::Json => writeln!(
             out,
@@ -488,5 +592,5 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
     }
     out.flush()?;
     closing.iter().for_each(|l| eprintln!("{l}"));
-    Ok(())
+    res
 }

@@ -248,8 +248,7 @@ fn body_missing(schema: &Schema, m: &Message<'_>) -> bool {
         Some(d) => {
             let v = m.api_version;
             d.def.is_flexible(v)
-                || d
-                    .def
+                || d.def
                     .fields
                     .iter()
                     .any(|f| f.versions.contains(v) && !f.tagged_versions.contains(v))
@@ -320,17 +319,24 @@ pub fn oddities(schema: &Schema, m: &Message<'_>) -> f64 {
     // An ApiVersions answer without error lists the broker's APIs.
     if m.api_key == 18 && m.direction == Direction::Response {
         let ok = m.tree.find("ErrorCode").map(|n| &n.value) == Some(&Value::Int(0));
-        let empty = m.tree.find("ApiKeys").is_some_and(|n| n.value == Value::Count(0));
+        let empty = m
+            .tree
+            .find("ApiKeys")
+            .is_some_and(|n| n.value == Value::Count(0));
         if ok && empty {
             odd += 3.0;
         }
     }
     m.tree.walk(&mut |n, _| {
-        let name: &str = &n.name;
+        let name: &str = n.name;
         match n.value {
             Value::Int(x) => {
                 if name == "ApiKey" {
-                    if i16::try_from(x).ok().and_then(|k| schema.api_name(k)).is_none() {
+                    if i16::try_from(x)
+                        .ok()
+                        .and_then(|k| schema.api_name(k))
+                        .is_none()
+                    {
                         odd += 1.0;
                     }
                 } else if name.ends_with("ErrorCode") {
@@ -349,7 +355,9 @@ pub fn oddities(schema: &Schema, m: &Message<'_>) -> f64 {
                     if !(0..=65535).contains(&x) {
                         odd += 2.0;
                     }
-                } else if (name.ends_with("Id") || name.contains("Epoch") || name.ends_with("Index"))
+                } else if (name.ends_with("Id")
+                    || name.contains("Epoch")
+                    || name.ends_with("Index"))
                     && x < -1
                 {
                     odd += 1.0;
@@ -358,11 +366,7 @@ pub fn oddities(schema: &Schema, m: &Message<'_>) -> f64 {
             // Tie-break: of two layouts that fit the same bytes, the one reading fewer
             // empty arrays reads more of what is there.
             Value::Count(0) => odd += 0.002,
-            Value::Str(t) => {
-                if t.chars().any(|c| c.is_control()) {
-                    odd += 2.0;
-                }
-            }
+            Value::Str(t) if t.chars().any(|c| c.is_control()) => odd += 2.0,
             _ => {}
         }
     });

@@ -202,13 +202,7 @@ impl<'p> Extractor<'p> {
         frame
     }
 
-    fn packet_events(
-        &mut self,
-        linktype: i32,
-        data: &[u8],
-        origlen: u32,
-        time: Timestamp,
-    ) -> u64 {
+    fn packet_events(&mut self, linktype: i32, data: &[u8], origlen: u32, time: Timestamp) -> u64 {
         self.frame_no += 1;
         let frame = self.frame_no;
         self.stats.packets += 1;
@@ -278,14 +272,7 @@ impl<'p> Extractor<'p> {
         frame
     }
 
-    fn fragment(
-        &mut self,
-        ip: &[u8],
-        frame: u64,
-        src: IpAddr,
-        dst: IpAddr,
-        time: Timestamp,
-    ) {
+    fn fragment(&mut self, ip: &[u8], frame: u64, src: IpAddr, dst: IpAddr, time: Timestamp) {
         let cutoff = frame.saturating_sub(FRAG_WINDOW);
         if frame.is_multiple_of(256) {
             self.defrag.retain(|t| *t >= cutoff);

@@ -52,7 +52,10 @@ impl FramePlausibility for KnownCorr<'_> {
         self.corrs.contains(&c) || self.low.is_some_and(|l| c < l)
     }
     fn known_correlation(&self, b: &[u8]) -> bool {
-        b.len() >= 4 && self.corrs.contains(&i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        b.len() >= 4
+            && self
+                .corrs
+                .contains(&i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 }
 
@@ -982,7 +985,8 @@ impl Conn {
                         incomplete,
                         tls,
                     };
-                    sink.order.push(key, Event::Frame(Frame { ctx, kind, bytes }));
+                    sink.order
+                        .push(key, Event::Frame(Frame { ctx, kind, bytes }));
                 }
             }
         }

@@ -15,8 +15,8 @@ use std::io::{self, Write};
 use owo_colors::Style;
 
 use super::{
-    api_head, guess_note, count_text, error_style, is_record_payload, latency_text, paint, region_style,
-    rfc3339, value_text, warning_style, Context, RenderOptions,
+    api_head, count_text, error_style, guess_note, is_record_payload, latency_text, paint,
+    region_style, rfc3339, value_text, warning_style, Context, RenderOptions,
 };
 use crate::tree::{Message, Node, NodeKind, Region, Value};
 
