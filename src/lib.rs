@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod decode;
+pub mod diff;
 pub mod encode;
 pub mod errors;
 pub mod export;
@@ -21,3 +22,4 @@ pub mod stats;
 pub mod tree;
 pub mod values;
 pub mod wire;
+pub mod wireshark;

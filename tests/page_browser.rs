@@ -29,24 +29,36 @@ fn has_node() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-#[test]
-fn html_page_in_chromium() {
+/// The repository, Chromium, `tests/browser` and the screenshot folder, or `None` after
+/// saying why the test skips.
+fn browser_or_skip() -> Option<(&'static Path, PathBuf, PathBuf, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let chromium = std::env::var_os("KWIRE_CHROMIUM")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
     if !chromium.exists() {
-        return skip(&format!("no Chromium at {}", chromium.display()));
+        skip(&format!("no Chromium at {}", chromium.display()));
+        return None;
     }
     if !has_node() {
-        return skip("no node");
+        skip("no node");
+        return None;
     }
     let browser = root.join("tests/browser");
     if !browser.join("node_modules/playwright-core").exists() {
-        return skip("tests/browser/node_modules/playwright-core is not installed");
+        skip("tests/browser/node_modules/playwright-core is not installed");
+        return None;
     }
     let out_dir = root.join("target/page-browser");
     std::fs::create_dir_all(&out_dir).unwrap();
+    Some((root, chromium, browser, out_dir))
+}
+
+#[test]
+fn html_page_in_chromium() {
+    let Some((_, chromium, browser, out_dir)) = browser_or_skip() else {
+        return;
+    };
     let html = Command::cargo_bin("kwire")
         .unwrap()
         .env_remove("KWIRE_SCHEMA")
@@ -78,4 +90,49 @@ fn html_page_in_chromium() {
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
     println!("screenshot: {}", shot.display());
     eprintln!("html_page_in_chromium: screenshot: {}", shot.display());
+}
+
+/// `kwire read captures/demo.pcap --format html` in Chromium at 1400 px: the contents
+/// list, requests beside responses, hover linking, no horizontal scroll
+/// (`tests/browser/frames-check.mjs`); a screenshot goes under `target/page-browser/`.
+#[test]
+fn captured_messages_in_chromium() {
+    let Some((root, chromium, browser, out_dir)) = browser_or_skip() else {
+        return;
+    };
+    let html = Command::cargo_bin("kwire")
+        .unwrap()
+        .env_remove("KWIRE_SCHEMA")
+        .args(["read", "captures/demo.pcap", "--format", "html"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(
+        html.status.success(),
+        "{}",
+        String::from_utf8_lossy(&html.stderr)
+    );
+    let doc = out_dir.join("demo-capture.html");
+    std::fs::write(&doc, &html.stdout).unwrap();
+    let shot = out_dir.join("demo-capture.png");
+    std::fs::remove_file(&shot).ok();
+    let run = std::process::Command::new("node")
+        .current_dir(&browser)
+        .arg("frames-check.mjs")
+        .arg(&doc)
+        .arg(&shot)
+        .env("KWIRE_CHROMIUM", &chromium)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "frames-check failed:\n{stdout}\n{stderr}"
+    );
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
+    eprintln!("captured_messages_in_chromium: {report}");
 }

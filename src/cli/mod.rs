@@ -1,5 +1,6 @@
 //! The command line: clap definitions and wiring only.
 
+pub mod diff_cmd;
 pub mod encode_cmd;
 pub mod export_cmd;
 pub mod log_cmd;
@@ -60,6 +61,12 @@ pub enum Format {
     Summary,
     /// The raw frame as a hex dump.
     Hexdump,
+    /// Each message as a reference page does it, in Markdown (title, byte grid with the
+    /// regions present, object tree).
+    Md,
+    /// One self-contained HTML file of all the messages: a contents list, requests beside
+    /// their responses, hover linking between bytes and tree rows.
+    Html,
 }
 
 /// Options wherever messages are printed.
@@ -206,6 +213,30 @@ pub enum Command {
         #[arg(long)]
         all_versions: bool,
     },
+    /// What changes on the wire between versions of an API (`diff Fetch v12 v13`; one
+    /// version: against the one before; none: every step), or between releases
+    /// (`--release 3.9 4.3`, with or without an API; `user` names the `--schema`
+    /// definitions).
+    Diff {
+        /// API name, message name or api_key (case-insensitive).
+        api: Option<String>,
+        /// FROM and TO versions (`v4 v6` or `4 6`).
+        #[arg(value_name = "VERSION")]
+        versions: Vec<String>,
+        /// Compare two releases of the stack (`3.9`, `4.3`, or `user`).
+        #[arg(long, num_args = 2, value_names = ["FROM", "TO"])]
+        release: Option<Vec<String>>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+        format: DiffFormat,
+    },
+    /// Writes a Wireshark Lua dissector (Wireshark 4.0+) generated from the schema: every
+    /// API key and version, fields named kwire.<Api>.<Field>.
+    Wireshark {
+        /// The file to write (default: stdout).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Builds frames from JSON in the shape of `--format values` (one value or NDJSON).
     Encode {
         /// The JSON file (`-` or none: stdin).
@@ -239,6 +270,17 @@ pub enum PagesFormat {
     Md,
     /// Self-contained HTML (`NAME.html`, `index.html`).
     Html,
+}
+
+/// `--format` of `kwire diff`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// Terminal text (coloured by `--color`).
+    Text,
+    /// Markdown tables.
+    Md,
+    /// JSON.
+    Json,
 }
 
 /// `--format` of `kwire encode`.
@@ -425,6 +467,45 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             let ropts = page_cmd::page_render_options(false, false);
             let n = page_cmd::pages_command(&schema, dir, *format, *all_versions, &ropts)?;
             eprintln!("kwire: {n} pages and an index in {}", dir.display());
+            Ok(())
+        }
+        Command::Diff {
+            api,
+            versions,
+            release,
+            format,
+        } => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            let releases = release.as_ref().map(|r| (r[0].as_str(), r[1].as_str()));
+            let req = diff_cmd::DiffRequest {
+                api: api.as_deref(),
+                versions,
+                releases,
+                format: *format,
+                color: output::color(cli),
+            };
+            diff_cmd::diff_command(&schema, &req, out)
+        }
+        Command::Wireshark { out: dest } => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            let origin = match &cli.schema {
+                Some(p) => format!(
+                    "the definitions in {} over kwire {}'s embedded ones",
+                    p.display(),
+                    env!("CARGO_PKG_VERSION")
+                ),
+                None => format!(
+                    "kwire {}'s embedded definitions (Kafka {})",
+                    env!("CARGO_PKG_VERSION"),
+                    crate::diff::releases(&schema).join(", ")
+                ),
+            };
+            let lua = crate::wireshark::generate(&schema, &origin);
+            match dest {
+                Some(p) => std::fs::write(p, lua)
+                    .map_err(|e| CliError::Msg(format!("{}: {e}", p.display())))?,
+                None => out.write_all(lua.as_bytes())?,
+            }
             Ok(())
         }
         Command::Encode {
@@ -662,9 +743,10 @@ fn decode_command(
     // written as one (`c>s`/`s>c` lines) reuse correlation_ids.
     let mut pending: Pending = HashMap::new();
     let mut errors = 0usize;
+    let mut doc = crate::page::frames::Doc::new();
     let guesser = Guesser::new(schema);
     let mut arena = Buffers::new();
-    for f in &frames {
+    for (n, f) in frames.iter().enumerate() {
         // The direction the input gives (a c>s/s>c line, --kind, or --api-key for a
         // response); with none, the frame's own bytes decide (see below).
         let given = match (f.direction, a.kind) {
@@ -743,7 +825,14 @@ fn decode_command(
             }
         }
         errors += m.errors().len();
-        print_message(&m, None, &ropts, a.out.format, out)?;
+        match a.out.format {
+            Format::Md => crate::page::frames::markdown(out, schema, n + 1, &m, None, &ropts)?,
+            Format::Html => doc.add(schema, &m, None, f.stream as u32, &ropts),
+            _ => print_message(&m, None, &ropts, a.out.format, out)?,
+        }
+    }
+    if a.out.format == Format::Html {
+        doc.finish(out, "Kafka messages decoded by kwire")?;
     }
     if errors > 0 {
         eprintln!(

@@ -43,6 +43,7 @@ pub fn ignored_options(o: &OutputArgs) -> Vec<String> {
         .map(|v| v.get_name().to_string())
         .unwrap_or_default();
     let mut given = Vec::new();
+    let page = matches!(o.format, Format::Md | Format::Html);
     if o.format != Format::Text {
         if o.no_bytes {
             given.push("--no-bytes");
@@ -50,6 +51,8 @@ pub fn ignored_options(o: &OutputArgs) -> Vec<String> {
         if o.bytes_only {
             given.push("--bytes-only");
         }
+    }
+    if o.format != Format::Text && !page {
         if o.depth.is_some() {
             given.push("--depth");
         }
@@ -57,7 +60,7 @@ pub fn ignored_options(o: &OutputArgs) -> Vec<String> {
             given.push("--max-elements");
         }
     }
-    if o.wide && !matches!(o.format, Format::Text | Format::Summary) {
+    if o.wide && !matches!(o.format, Format::Text | Format::Summary) && !page {
         given.push("--wide");
     }
     given
@@ -90,6 +93,11 @@ pub fn print_message(
         Format::Values => render::Format::Values,
         Format::Summary => render::Format::Summary,
         Format::Hexdump => render::Format::Hexdump,
+        Format::Md | Format::Html => {
+            return Err(std::io::Error::other(
+                "Markdown and HTML documents are written by crate::page::frames",
+            ))
+        }
     };
     render::render(out, f, m, ctx, ropts)?;
     if format == Format::Text {

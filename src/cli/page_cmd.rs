@@ -47,31 +47,64 @@ pub fn page_command(
     let p = Page::build(schema, key, v)?;
     match format {
         PageFormat::Text => page::text::render(out, schema, &p, ropts)?,
-        PageFormat::Md => markdown::render(out, schema, &p, ropts, None)?,
-        PageFormat::Html => html::render(out, schema, &p, ropts, None)?,
+        PageFormat::Md => markdown::render(out, schema, &p, ropts, &[])?,
+        PageFormat::Html => html::render(out, schema, &p, ropts, &[])?,
     }
     Ok(())
 }
 
+fn ext(format: PagesFormat) -> &'static str {
+    match format {
+        PagesFormat::Md => "md",
+        PagesFormat::Html => "html",
+    }
+}
+
+fn write_file(path: &Path, buf: Vec<u8>) -> Result<(), CliError> {
+    std::fs::write(path, buf).map_err(|e| CliError::Msg(format!("{}: {e}", path.display())))
+}
+
+/// Writes one page; `diff` is the stem of the version's diff page, when it has one.
 fn write_page(
     dir: &Path,
     schema: &Schema,
     p: &Page,
     stem: &str,
-    format: PagesFormat,
+    (format, diff): (PagesFormat, Option<&str>),
     ropts: &RenderOptions,
 ) -> Result<(), CliError> {
-    let (ext, index) = match format {
-        PagesFormat::Md => ("md", "index.md"),
-        PagesFormat::Html => ("html", "index.html"),
-    };
+    let ext = ext(format);
+    let index = format!("index.{ext}");
+    let diff_file = diff.map(|d| format!("{d}.{ext}"));
+    let diff_label = format!("What changed since v{}", p.version - 1);
+    let mut links = vec![("All APIs", index.as_str())];
+    if let Some(f) = &diff_file {
+        links.push((diff_label.as_str(), f.as_str()));
+    }
     let path = dir.join(format!("{stem}.{ext}"));
     let mut buf = Vec::new();
     match format {
-        PagesFormat::Md => markdown::render(&mut buf, schema, p, ropts, Some(index))?,
-        PagesFormat::Html => html::render(&mut buf, schema, p, ropts, Some(index))?,
+        PagesFormat::Md => markdown::render(&mut buf, schema, p, ropts, &links)?,
+        PagesFormat::Html => html::render(&mut buf, schema, p, ropts, &links)?,
     }
-    std::fs::write(&path, buf).map_err(|e| CliError::Msg(format!("{}: {e}", path.display())))
+    write_file(&path, buf)
+}
+
+/// Writes `NAME-vN-diff` (the changes since the version before) and returns its stem.
+fn write_diff_page(
+    dir: &Path,
+    d: &crate::diff::ApiDiff,
+    format: PagesFormat,
+) -> Result<String, CliError> {
+    let stem = format!("{}-diff", page_stem(&d.api_name, Some(d.to_version)));
+    let back = page_stem(&d.api_name, Some(d.to_version));
+    let mut buf = Vec::new();
+    match format {
+        PagesFormat::Md => crate::diff::page_markdown(&mut buf, d, &back, "md")?,
+        PagesFormat::Html => crate::diff::page_html(&mut buf, d, &back)?,
+    }
+    write_file(&dir.join(format!("{stem}.{}", ext(format))), buf)?;
+    Ok(stem)
 }
 
 /// `kwire pages --out DIR [--format md|html] [--all-versions]`: writes the pages and the
@@ -99,20 +132,30 @@ pub fn pages_command(
             schema,
             &p,
             &page_stem(&p.api_name, None),
-            format,
+            (format, None),
             ropts,
         )?;
         n += 1;
         let mut versions = Vec::new();
         if all_versions {
-            for x in schema.versions(MessageKind::Request, key) {
+            let all = schema.versions(MessageKind::Request, key);
+            for (i, &x) in all.iter().enumerate() {
+                // The changes since the version before, when there is one just before.
+                let diff = match i.checked_sub(1).map(|j| all[j]) {
+                    Some(prev) if prev == x - 1 => {
+                        let d = crate::diff::version_diffs(schema, key, Some(prev), Some(x))?;
+                        n += 1;
+                        Some(write_diff_page(dir, &d[0], format)?)
+                    }
+                    _ => None,
+                };
                 let px = Page::build(schema, key, x)?;
                 write_page(
                     dir,
                     schema,
                     &px,
                     &page_stem(&px.api_name, Some(x)),
-                    format,
+                    (format, diff.as_deref()),
                     ropts,
                 )?;
                 versions.push(x);

@@ -464,6 +464,8 @@ pub fn read_command(
     } else {
         Detail::Full
     };
+    let mut doc = crate::page::frames::Doc::new();
+    let mut n = 0;
     let dopts = DecodeOptions {
         detail,
         max_nodes: a.out.max_nodes,
@@ -472,7 +474,14 @@ pub fn read_command(
     for_each_capture(&a.capture, |file| {
         let (closing, _) = run_capture(schema, &a.capture, file, dopts.clone(), |m, ctx| {
             if matches_filters(a, schema, m) {
-                print_message(m, Some(ctx), &ropts, a.out.format, out)?;
+                n += 1;
+                match a.out.format {
+                    super::Format::Md => {
+                        crate::page::frames::markdown(out, schema, n, m, Some(ctx), &ropts)?
+                    }
+                    super::Format::Html => doc.add(schema, m, Some(ctx), 0, &ropts),
+                    _ => print_message(m, Some(ctx), &ropts, a.out.format, out)?,
+                }
                 Ok(true)
             } else {
                 Ok(false)
@@ -481,7 +490,12 @@ pub fn read_command(
         out.flush()?;
         closing.iter().for_each(|l| eprintln!("{l}"));
         Ok(())
-    })
+    })?;
+    if a.out.format == super::Format::Html {
+        doc.finish(out, "Kafka messages decoded by kwire")?;
+        out.flush()?;
+    }
+    Ok(())
 }
 
 /// Runs `each` on every capture of `a`, in command-line order. With one capture its

@@ -35,7 +35,8 @@ pub struct ApiInfo {
     pub source: String,
 }
 
-fn serving(schema: &Schema, kind: MessageKind, key: i16) -> Vec<&Definition> {
+/// The definitions of `(kind, api_key)` that serve some version, best first.
+pub fn serving(schema: &Schema, kind: MessageKind, key: i16) -> Vec<&Definition> {
     schema
         .by_api(kind, key)
         .into_iter()

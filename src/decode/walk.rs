@@ -867,11 +867,6 @@ impl<'c, 'a> Walk<'c, 'a> {
     fn min_size(&self, t: &FieldType, f: &'a Field, depth: usize) -> usize {
         match t {
             FieldType::Prim(p) => match p {
-                Prim::Bool | Prim::Int8 => 1,
-                Prim::Int16 | Prim::Uint16 => 2,
-                Prim::Int32 | Prim::Uint32 => 4,
-                Prim::Int64 | Prim::Float64 => 8,
-                Prim::Uuid => 16,
                 Prim::String => {
                     if self.field_flexible(f) {
                         1
@@ -886,6 +881,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                         4
                     }
                 }
+                p => p.fixed_size().unwrap_or(0),
             },
             FieldType::Array(_) => {
                 if self.flexible {

@@ -149,6 +149,11 @@ const SCRIPT: &str = r#"
 "#;
 
 fn head(w: &mut dyn Write, title: &str) -> io::Result<()> {
+    head_with(w, title, "")
+}
+
+/// The document head with the page CSS, then `extra_css`.
+fn head_with(w: &mut dyn Write, title: &str, extra_css: &str) -> io::Result<()> {
     writeln!(w, "<!DOCTYPE html>")?;
     writeln!(w, "<html lang=\"en\">")?;
     writeln!(w, "<head>")?;
@@ -158,14 +163,19 @@ fn head(w: &mut dyn Write, title: &str) -> io::Result<()> {
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
     )?;
     writeln!(w, "<title>{}</title>", esc(title))?;
-    writeln!(w, "<style>{CSS}</style>")?;
+    writeln!(w, "<style>{CSS}{extra_css}</style>")?;
     writeln!(w, "</head>")?;
     writeln!(w, "<body>")
 }
 
 fn legend(w: &mut dyn Write) -> io::Result<()> {
+    legend_of(w, &Region::ALL)
+}
+
+/// The legend of `regions`, in legend order.
+fn legend_of(w: &mut dyn Write, regions: &[Region]) -> io::Result<()> {
     write!(w, "<div class=\"legend\">")?;
-    for r in Region::ALL {
+    for r in Region::ALL.into_iter().filter(|r| regions.contains(r)) {
         write!(
             w,
             "<span><span class=\"sw {}\"></span>{}</span>",
@@ -248,6 +258,8 @@ fn line_html(line: &str, name: &str) -> String {
 struct TreeHtml<'o> {
     opts: &'o RenderOptions,
     side: &'o str,
+    /// Every row's tooltip is its whole text (rows are cut to the page's width).
+    title_all: bool,
 }
 
 impl TreeHtml<'_> {
@@ -261,10 +273,20 @@ impl TreeHtml<'_> {
         depth: usize,
     ) -> io::Result<()> {
         let line = rtext::node_line(n, parent, self.opts);
-        let full = n
-            .description
-            .map(|d| format!(" title=\"{}\"", esc(&rtext::cut_description(d, true))))
-            .unwrap_or_default();
+        let full = if self.title_all {
+            let mut t = line.clone();
+            if let Some(d) = n.description {
+                let d = rtext::cut_description(d, true);
+                if !t.contains(&d) {
+                    t = format!("{t} {d}");
+                }
+            }
+            format!(" title=\"{}\"", esc(&t))
+        } else {
+            n.description
+                .map(|d| format!(" title=\"{}\"", esc(&rtext::cut_description(d, true))))
+                .unwrap_or_default()
+        };
         writeln!(
             w,
             "<div class=\"row\" tabindex=\"0\" data-g=\"{}-{}\" data-o=\"{}\" data-l=\"{}\" data-d=\"{depth}\"{full}><span class=\"c\">{}</span>{}</div>",
@@ -324,26 +346,107 @@ fn side_html(
         esc(&side.title(page.version))
     )?;
     writeln!(w, "<div class=\"panes\">")?;
-    writeln!(w, "<div class=\"gridpane\">")?;
-    for id in 0..=msg.buffers.len() as u32 {
-        grid(w, &msg, id, &format!("{sid}-{id}"))?;
-    }
-    writeln!(w, "</div>")?;
-    writeln!(w, "<div class=\"treepane\">")?;
-    writeln!(w, "<h3>object tree</h3>")?;
-    writeln!(w, "<div class=\"tree\">")?;
-    let t = TreeHtml { opts, side: sid };
-    t.node(w, &msg.tree, None, "", "", 0)?;
-    writeln!(w, "</div>")?;
-    writeln!(w, "</div>")?;
+    grid_and_tree(w, &msg, sid, opts, false)?;
     writeln!(w, "</div>")?;
     writeln!(w, "<h3>kafka message schema (.json)</h3>")?;
     writeln!(w, "<pre class=\"json\">{}</pre>", esc(&side.definition))?;
     writeln!(w, "</section>")
 }
 
-/// Prints `page` as a self-contained HTML document. `index` is the index page's file
-/// name to link back to, when the page is one of a set.
+/// The legend of the regions `msg` has bytes in (any buffer), in legend order.
+fn legend_present(w: &mut dyn Write, msg: &Message<'_>) -> io::Result<()> {
+    let mut present = Vec::new();
+    for id in 0..=msg.buffers.len() as u32 {
+        for (r, _) in region_runs(msg, id) {
+            if !present.contains(&r) {
+                present.push(r);
+            }
+        }
+    }
+    legend_of(w, &present)
+}
+
+/// One decoded message as the body of a section: the legend of the regions present,
+/// each buffer's grid, and the object tree; `sid` names its grids (`sid-0`, ...) for
+/// the hover script.
+///
+/// # Errors
+/// The writer's errors.
+pub fn message_html(
+    w: &mut dyn Write,
+    msg: &Message<'_>,
+    sid: &str,
+    opts: &RenderOptions,
+) -> io::Result<()> {
+    legend_present(w, msg)?;
+    grid_and_tree(w, msg, sid, opts, true)
+}
+
+/// Each buffer's grid (named `sid-N`), then the object tree; `title_all` gives every
+/// row its whole text as a tooltip.
+fn grid_and_tree(
+    w: &mut dyn Write,
+    msg: &Message<'_>,
+    sid: &str,
+    opts: &RenderOptions,
+    title_all: bool,
+) -> io::Result<()> {
+    writeln!(w, "<div class=\"gridpane\">")?;
+    for id in 0..=msg.buffers.len() as u32 {
+        grid(w, msg, id, &format!("{sid}-{id}"))?;
+    }
+    writeln!(w, "</div>")?;
+    writeln!(w, "<div class=\"treepane\">")?;
+    writeln!(w, "<h3>object tree</h3>")?;
+    writeln!(w, "<div class=\"tree\">")?;
+    let t = TreeHtml {
+        opts,
+        side: sid,
+        title_all,
+    };
+    t.node(w, &msg.tree, None, "", "", 0)?;
+    writeln!(w, "</div>")?;
+    writeln!(w, "</div>")
+}
+
+/// Rules for documents of captured messages: requests beside responses, and rows cut
+/// to the width of their column.
+const DOC_CSS: &str = r#"
+nav.toc ol { columns: 2 28rem; font-size: 14px; }
+.pair { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 1rem; align-items: start; }
+.single { display: grid; grid-template-columns: minmax(0, 1fr); }
+.msg { min-width: 0; border-top: 1px solid var(--line); margin-top: 1rem; }
+.msg h2 { font-size: 1.1rem; border: 0; margin: .6rem 0 .2rem; }
+.msg .title { font-size: 13px; font-weight: 400; overflow-wrap: anywhere; }
+.msg .gridpane { position: static; max-width: 100%; overflow: hidden; }
+.msg table.grid { font-size: 12px; border-spacing: 1px; }
+.msg table.grid td.b { padding: .05rem .2rem; }
+.msg .treepane { overflow: hidden; }
+.msg .tree { font-size: 12px; }
+.msg .tree .row { overflow: hidden; text-overflow: ellipsis; }
+"#;
+
+/// The head of a document of captured messages (the page CSS and [`DOC_CSS`]).
+///
+/// # Errors
+/// The writer's errors.
+pub fn doc_head(w: &mut dyn Write, title: &str) -> io::Result<()> {
+    head_with(w, title, DOC_CSS)
+}
+
+/// The end of such a document: the hover script.
+///
+/// # Errors
+/// The writer's errors.
+pub fn doc_tail(w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w, "<script>{SCRIPT}</script>")?;
+    writeln!(w, "</body>")?;
+    writeln!(w, "</html>")
+}
+
+/// Prints `page` as a self-contained HTML document. `links` are (label, file) pairs
+/// for the page's navigation line when it is one of a set: the index, and the version's
+/// diff page.
 ///
 /// # Errors
 /// The writer's errors.
@@ -352,15 +455,19 @@ pub fn render(
     schema: &Schema,
     page: &Page,
     opts: &RenderOptions,
-    index: Option<&str>,
+    links: &[(&str, &str)],
 ) -> io::Result<()> {
     let opts = RenderOptions {
         color: false,
         ..opts.clone()
     };
     head(w, &format!("{} v{} — kwire", page.api_name, page.version))?;
-    if let Some(i) = index {
-        writeln!(w, "<nav><a href=\"{}\">All APIs</a></nav>", esc(i))?;
+    if !links.is_empty() {
+        let ls: Vec<String> = links
+            .iter()
+            .map(|(label, f)| format!("<a href=\"{}\">{}</a>", esc(f), esc(label)))
+            .collect();
+        writeln!(w, "<nav>{}</nav>", ls.join(" · "))?;
     }
     writeln!(w, "<h1>{}</h1>", esc(&page.api_name))?;
     writeln!(w, "<p class=\"intro\">{}</p>", esc(&page.intro()))?;

@@ -11,8 +11,8 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
-/// Prints `page` as Markdown. `index` is the index page's file name to link back to,
-/// when the page is one of a set.
+/// Prints `page` as Markdown. `links` are (label, file) pairs for the page's
+/// navigation line when it is one of a set: the index, and the version's diff page.
 ///
 /// # Errors
 /// The writer's errors.
@@ -21,7 +21,7 @@ pub fn render(
     schema: &Schema,
     page: &Page,
     opts: &RenderOptions,
-    index: Option<&str>,
+    links: &[(&str, &str)],
 ) -> io::Result<()> {
     let opts = RenderOptions {
         color: false,
@@ -29,8 +29,9 @@ pub fn render(
     };
     writeln!(w, "# {}", page.api_name)?;
     writeln!(w)?;
-    if let Some(i) = index {
-        writeln!(w, "[All APIs]({i})")?;
+    if !links.is_empty() {
+        let ls: Vec<String> = links.iter().map(|(l, f)| format!("[{l}]({f})")).collect();
+        writeln!(w, "{}", ls.join(" · "))?;
         writeln!(w)?;
     }
     writeln!(w, "{}", page.intro())?;

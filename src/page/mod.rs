@@ -9,6 +9,7 @@
 //! [`index_md`] and [`index_html`] link a set of pages, grouped by the listeners their
 //! definitions list.
 
+pub mod frames;
 pub mod html;
 pub mod markdown;
 pub mod text;
@@ -93,7 +94,8 @@ pub fn default_page_version(schema: &Schema, api_key: i16) -> Option<i16> {
     default_version(schema, &d.first()?.def.name)
 }
 
-fn definition_text(d: &Definition) -> String {
+/// A definition's JSON: the raw file when a run-time schema gave it, the facts otherwise.
+pub(crate) fn definition_text(d: &Definition) -> String {
     match &d.raw {
         Some(raw) => raw.trim_end().to_string(),
         None => serde_json::to_string_pretty(&d.def.to_json(d.source == Source::User))

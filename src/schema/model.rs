@@ -219,6 +219,19 @@ impl Prim {
             Prim::Records => "records",
         }
     }
+    /// The encoded size of a fixed-size type (numbers, `bool`, `uuid`), in bytes; `None`
+    /// for strings, bytes and records.
+    pub fn fixed_size(&self) -> Option<usize> {
+        Some(match self {
+            Prim::Bool | Prim::Int8 => 1,
+            Prim::Int16 | Prim::Uint16 => 2,
+            Prim::Int32 | Prim::Uint32 => 4,
+            Prim::Int64 | Prim::Float64 => 8,
+            Prim::Uuid => 16,
+            Prim::String | Prim::Bytes | Prim::Records => return None,
+        })
+    }
+
     /// Whether values of this type may be null in some versions (strings, bytes, records).
     pub fn nullable_capable(&self) -> bool {
         matches!(self, Prim::String | Prim::Bytes | Prim::Records)
@@ -674,6 +687,17 @@ impl MessageDef {
                     .iter()
                     .find_map(|s| find(&s.fields, name))
             })
+    }
+
+    /// The fields of struct field `f` (inline, or the struct it names), or `None` when
+    /// `f` holds no struct or names one this definition does not define.
+    pub fn fields_of<'a>(&'a self, f: &'a Field) -> Option<&'a [Field]> {
+        let s = f.struct_name()?;
+        if f.fields.is_empty() {
+            self.struct_fields(s)
+        } else {
+            Some(&f.fields)
+        }
     }
 
     fn check_structs(&self) -> Result<(), DefError> {

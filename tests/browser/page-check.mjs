@@ -6,41 +6,17 @@
 //
 // usage: node page-check.mjs PAGE.html SHOT.png
 // Prints one JSON line with the findings; exits 1 when a check fails.
-import { chromium } from 'playwright-core';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { openPage } from './launch.mjs';
 
 const [, , pageFile, shot] = process.argv;
 if (!pageFile || !shot) {
   console.error('usage: node page-check.mjs PAGE.html SHOT.png');
   process.exit(2);
 }
-const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kwire-chromium-'));
 const failures = [];
-const consoleErrors = [];
-const outside = [];
 
-const ctx = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: process.env.KWIRE_CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: [
-    '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync',
-  ],
-  viewport: { width: 1360, height: 1000 },
-});
+const { page, consoleErrors, outside, close } = await openPage(pageFile, { width: 1360, height: 1000 });
 try {
-  const page = ctx.pages()[0] || (await ctx.newPage());
-  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
-  page.on('pageerror', (e) => consoleErrors.push(String(e)));
-  page.on('request', (r) => {
-    const u = r.url();
-    if (!u.startsWith('file:') && !u.startsWith('data:')) outside.push(u);
-  });
-  await page.goto(pathToFileURL(path.resolve(pageFile)).href, { waitUntil: 'load' });
-
   const marked = (g) => page.evaluate((g) => {
     const cells = Array.from(document.querySelectorAll(`table.grid[data-g="${g}"] td.b`));
     return cells.map((c, i) => (c.classList.contains('hl') ? i : -1)).filter((i) => i >= 0);
@@ -87,8 +63,7 @@ try {
   await row.hover();
   await page.screenshot({ path: shot, fullPage: false });
 } finally {
-  await ctx.close();
-  fs.rmSync(userDataDir, { recursive: true, force: true });
+  await close();
 }
 if (consoleErrors.length) failures.push(`console errors: ${JSON.stringify(consoleErrors)}`);
 if (outside.length) failures.push(`fetched from outside the file: ${JSON.stringify(outside)}`);

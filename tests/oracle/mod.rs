@@ -144,6 +144,8 @@ pub struct KMsg {
     pub api_key: i16,
     pub api_name: Option<String>,
     pub api_version: i16,
+    /// kwire guessed the API (a response whose request is not in the capture).
+    pub guessed: bool,
     pub correlation_id: Option<i32>,
     /// The request header's client_id, when the header has one.
     pub client_id: Option<KVal>,
@@ -250,6 +252,7 @@ pub fn decode_capture(path: &Path) -> Decoded {
             api_key: m.api_key,
             api_name: m.api_name.clone(),
             api_version: m.api_version,
+            guessed: m.guess.is_some(),
             correlation_id: m.correlation_id,
             client_id,
             fields: HashMap::new(),
@@ -308,6 +311,18 @@ impl Tally {
         for (k, v) in &self.skipped {
             eprintln!("  {v:6}  {k}");
         }
+    }
+}
+
+/// The heading of the section of `docs/coverage.md` that `tests/wireshark_lua.rs` keeps,
+/// after the one `tests/diff_tshark.rs` keeps.
+pub const LUA_SECTION: &str = "\n## kwire_kafka.lua in tshark\n";
+
+/// `docs/coverage.md` split into tshark's part and the plugin's section.
+pub fn coverage_split(text: &str) -> (&str, &str) {
+    match text.find(LUA_SECTION) {
+        Some(i) => text.split_at(i),
+        None => (text, ""),
     }
 }
 
