@@ -30,11 +30,13 @@ use serde_json::{Map, Value};
 pub fn to_values(msg: &Message<'_>) -> Value {
     let mut o = Map::new();
     o.insert("kind".into(), msg.direction.as_str().into());
-    o.insert("api_key".into(), msg.api_key.into());
+    // Null where nothing is known (the decoder's -1).
+    let known = |v: i16| if v < 0 { Value::Null } else { v.into() };
+    o.insert("api_key".into(), known(msg.api_key));
     if let Some(n) = &msg.api_name {
         o.insert("api_name".into(), n.clone().into());
     }
-    o.insert("api_version".into(), msg.api_version.into());
+    o.insert("api_version".into(), known(msg.api_version));
     let mut header = Map::new();
     let mut body = Value::Object(Map::new());
     for c in &msg.tree.children {

@@ -274,15 +274,32 @@ fn decode_pairs_directional_lines() {
         (Some("response"), Some("DeleteTopics"), Some(6))
     );
     assert!(ms[1]["errors"].as_array().unwrap().is_empty());
-    // a lone response without --api-key shows its header and a raw body with a hint
+    // a lone response without --api-key: its layout is guessed (issue 13), marked
     let out = stdout(kwire().args([
         "decode", "--format", "json", "--kind", "response", "--hex", RESP,
+    ]));
+    let m: J = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(m["guessed"], true, "{m}");
+    assert_eq!(
+        (m["api_name"].as_str(), m["api_version"].as_i64()),
+        (Some("DeleteTopics"), Some(6))
+    );
+    // one that no layout fits shows its header and a raw body with a hint
+    let out = stdout(kwire().args([
+        "decode",
+        "--format",
+        "json",
+        "--kind",
+        "response",
+        "--hex",
+        "0000000500000001ff",
     ]));
     let m: J = serde_json::from_str(out.trim()).unwrap();
     assert!(m["warnings"][0]["message"]
         .as_str()
         .unwrap()
         .contains("--api-key"));
+    assert!(m["api_key"].is_null() && m.get("guessed").is_none(), "{m}");
 }
 
 #[test]
@@ -385,15 +402,21 @@ fn empty_raw_input_is_an_error() {
 fn values_keep_a_body_kwire_could_not_walk() {
     let o = kwire()
         .args([
-            "decode", "--kind", "response", "--format", "values", "--hex", RESP,
+            "decode",
+            "--kind",
+            "response",
+            "--format",
+            "values",
+            "--hex",
+            "0000000700000001ffffff",
         ])
         .output()
         .unwrap();
+    // No response layout fits these bytes: the body stays raw, and what is not known is
+    // null.
     let v: J = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(
-        v["body"],
-        "00000000000201000000000000000000000000000000000000010000"
-    );
+    assert_eq!(v["body"], "ffffff");
+    assert!(v["api_key"].is_null() && v["api_version"].is_null(), "{v}");
 }
 
 #[test]

@@ -249,9 +249,11 @@ pub fn decode_capture(path: &Path) -> Decoded {
             connection: ctx.connection,
             request: m.direction == Direction::Request,
             sasl_token: fr.kind == FrameKind::SaslToken,
-            api_key: m.api_key,
-            api_name: m.api_name.clone(),
-            api_version: m.api_version,
+            // A guessed layout (a response whose request is not in the capture) counts
+            // as unknown, as tshark has no API for it either.
+            api_key: if m.guess.is_some() { -1 } else { m.api_key },
+            api_name: m.api_name.clone().filter(|_| m.guess.is_none()),
+            api_version: if m.guess.is_some() { -1 } else { m.api_version },
             guessed: m.guess.is_some(),
             correlation_id: m.correlation_id,
             client_id,
