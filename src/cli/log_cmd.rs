@@ -220,7 +220,8 @@ impl Sink for Printer<'_> {
     fn item(&mut self, it: &Item<'_>) -> io::Result<()> {
         let w = &mut *self.out;
         match self.format {
-            Format::Summary | Format::Values => match it.kind {
+            // md and html are refused before any item (log_command).
+            Format::Summary | Format::Values | Format::Md | Format::Html => match it.kind {
                 ItemKind::Batch => writeln!(w, "{}", batch_line(it)),
                 ItemKind::Entry => writeln!(w, "{}", entry_line(it, &self.ropts)),
             },
@@ -297,6 +298,13 @@ pub fn log_command(
 ) -> Result<(), CliError> {
     for l in super::output::ignored_options(&a.out) {
         eprintln!("{l}");
+    }
+    if matches!(a.out.format, Format::Md | Format::Html) {
+        return Err(CliError::Msg(
+            "kwire log prints text, json, summary or hexdump; md and html pages are for \
+             API messages (kwire read, kwire decode)"
+                .to_string(),
+        ));
     }
     if a.out.format == Format::Values {
         eprintln!(
