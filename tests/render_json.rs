@@ -40,7 +40,7 @@ fn ctx() -> Context {
 
 fn json_line(m: &Message<'_>, c: Option<&Context>) -> (String, J) {
     let mut v = Vec::new();
-    json::render(&mut v, m, c).unwrap();
+    json::render(&mut v, m, c, false).unwrap();
     let s = String::from_utf8(v).unwrap();
     assert!(s.ends_with('\n'));
     assert_eq!(s.lines().count(), 1, "one line per message");

@@ -5,6 +5,7 @@ pub mod output;
 pub mod page_cmd;
 pub mod read;
 pub mod schema_cmd;
+pub mod view;
 
 use output::{print_message, render_options};
 
@@ -62,9 +63,9 @@ pub enum Format {
 /// Options wherever messages are printed.
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// Output format (`kwire decode`: text; `kwire read`: see -T).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
     /// Print the tree only, no byte grid.
     #[arg(long)]
     pub no_bytes: bool,
@@ -192,6 +193,16 @@ pub enum Command {
         #[arg(long)]
         all_versions: bool,
     },
+    /// Prints kwire's manual page (roff, for `man -l -`).
+    #[command(after_help = "Example:\n  kwire man > kwire.1 && man -l kwire.1")]
+    Man,
+    /// Prints a shell completion script.
+    #[command(after_help = "Examples:\n  kwire completions bash > /etc/bash_completion.d/kwire\n  kwire completions zsh > ~/.zfunc/_kwire\n  kwire completions fish > ~/.config/fish/completions/kwire.fish")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Builds frames from JSON in the shape of `--format values` (one value or NDJSON).
     Encode {
         /// The JSON file (`-` or none: stdin).
@@ -241,19 +252,134 @@ pub enum ListFormat {
     Json,
 }
 
-/// Runs kwire; returns the process exit code.
+/// Exit status: the input was read to its end (or output stopped because a pipe closed
+/// or `-c` was reached).
+pub const EXIT_OK: i32 = 0;
+/// Exit status: bad arguments or a bad `-Y` expression.
+pub const EXIT_USAGE: i32 = 1;
+/// Exit status: input that cannot be read or is cut short, or output that cannot be
+/// written.
+pub const EXIT_INPUT: i32 = 2;
+/// Exit status with `--strict`: the input was read, but some message failed to decode.
+pub const EXIT_STRICT: i32 = 3;
+
+/// Writes one line to stderr. A closed or full stderr is not an error worth dying for:
+/// the line is lost, never a panic (`eprintln!` panics on a failed write).
+pub fn say(line: &str) {
+    let mut e = io::stderr().lock();
+    let _ = e.write_all(line.as_bytes());
+    let _ = e.write_all(b"\n");
+}
+
+/// Whether stdout was closed when kwire started (`kwire ... >&-`). Rust's runtime puts
+/// `/dev/null` (opened read-write) on a closed standard descriptor before `main`, so a
+/// closed stdout shows as descriptor 1 being `/dev/null` open for reading and writing,
+/// which no shell redirection of stdout gives (`>/dev/null` opens it write-only).
+fn stdout_closed() -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: F_GETFL only reads the descriptor's flags; any number is safe to ask about.
+        let flags = unsafe { libc::fcntl(1, libc::F_GETFL) };
+        if flags == -1 {
+            return true;
+        }
+        if flags & libc::O_ACCMODE != libc::O_RDWR {
+            return false;
+        }
+        let (Ok(out), Ok(null)) = (
+            std::fs::metadata("/proc/self/fd/1").or_else(|_| std::fs::metadata("/dev/fd/1")),
+            std::fs::metadata("/dev/null"),
+        ) else {
+            return false;
+        };
+        out.rdev() == null.rdev() && out.dev() == null.dev() && out.ino() == null.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        false
+    }
+}
+
+/// stdout, buffered, remembering the first write that failed so that the exit status
+/// can tell a closed pipe (quiet, 0) from output that could not be written (2).
+pub struct Out {
+    inner: io::BufWriter<io::Stdout>,
+    closed: bool,
+    failed: Option<io::Error>,
+}
+
+impl Out {
+    fn new(closed: bool) -> Out {
+        Out {
+            inner: io::BufWriter::with_capacity(64 << 10, io::stdout()),
+            closed,
+            failed: None,
+        }
+    }
+    fn fail(&mut self, e: io::Error) -> io::Error {
+        let again = io::Error::new(e.kind(), e.to_string());
+        if self.failed.is_none() {
+            self.failed = Some(e);
+        }
+        again
+    }
+}
+
+impl Write for Out {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Err(self.fail(io::Error::other("stdout is closed")));
+        }
+        self.inner.write(b).map_err(|e| self.fail(e))
+    }
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        if self.closed {
+            return Err(self.fail(io::Error::other("stdout is closed")));
+        }
+        self.inner.write_all(b).map_err(|e| self.fail(e))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.inner.flush().map_err(|e| self.fail(e))
+    }
+}
+
+/// Runs kwire; returns the process exit status ([`EXIT_OK`], [`EXIT_USAGE`],
+/// [`EXIT_INPUT`], [`EXIT_STRICT`]).
 pub fn main() -> i32 {
-    let cli = Cli::parse();
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    let res = run(&cli, &mut out).and_then(|()| out.flush().map_err(|e| e.into()));
-    match res {
-        Ok(()) => 0,
-        Err(CliError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => 0,
+    let closed = stdout_closed();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
         Err(e) => {
-            let _ = out.flush();
-            eprintln!("kwire: {e}");
-            2
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let mut out = Out::new(closed);
+    let res = run(&cli, &mut out).and_then(|code| {
+        out.flush()?;
+        Ok(code)
+    });
+    if let Some(e) = out.failed.take() {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            return EXIT_OK;
+        }
+        say(&format!("kwire: cannot write the output: {e}"));
+        return EXIT_INPUT;
+    }
+    match res {
+        Ok(code) => code,
+        Err(CliError::Usage(m)) => {
+            say(&format!("kwire: {m}"));
+            EXIT_USAGE
+        }
+        Err(e) => {
+            say(&format!("kwire: {e}"));
+            EXIT_INPUT
         }
     }
 }
@@ -261,17 +387,19 @@ pub fn main() -> i32 {
 /// An error that ends the command.
 #[derive(Debug)]
 pub enum CliError {
-    /// Writing output or reading input failed.
+    /// Reading input failed (write failures are told apart by [`Out`]).
     Io(io::Error),
-    /// Anything else, as text.
+    /// Input that cannot be used, as text (exit status 2).
     Msg(String),
+    /// Bad arguments, as text (exit status 1).
+    Usage(String),
 }
 
 impl std::fmt::Display for CliError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CliError::Io(e) => write!(f, "{e}"),
-            CliError::Msg(m) => f.write_str(m),
+            CliError::Msg(m) | CliError::Usage(m) => f.write_str(m),
         }
     }
 }
@@ -299,7 +427,30 @@ pub fn load_schema(path: Option<&std::path::Path>) -> Result<Schema, CliError> {
     Ok(s)
 }
 
-fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
+fn run(cli: &Cli, out: &mut dyn Write) -> Result<i32, CliError> {
+    match &cli.command {
+        Command::Read(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            read::read_command(&schema, cli, a, out)
+        }
+        Command::Stats(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            read::stats_command(&schema, a, out)
+        }
+        Command::Man => {
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(out)?;
+            Ok(EXIT_OK)
+        }
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "kwire", out);
+            Ok(EXIT_OK)
+        }
+        _ => run_other(cli, out).map(|()| EXIT_OK),
+    }
+}
+
+fn run_other(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
     match &cli.command {
         Command::Schema {
             name,
@@ -316,7 +467,9 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
                 if is_release {
                     rel.push(d.clone());
                 } else {
-                    for e in std::fs::read_dir(d)? {
+                    let entries = std::fs::read_dir(d)
+                        .map_err(|e| CliError::Msg(format!("{}: {e}", d.display())))?;
+                    for e in entries {
                         let p = e?.path();
                         if p.is_dir()
                             && p.file_name()
@@ -329,7 +482,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
                 }
             }
             if rel.is_empty() {
-                return Err(CliError::Msg(
+                return Err(CliError::Usage(
                     "schema import: give release folders (named like 4.3) or a folder holding them"
                         .into(),
                 ));
@@ -364,13 +517,8 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             }
             Ok(())
         }
-        Command::Read(a) => {
-            let schema = load_schema(cli.schema.as_deref())?;
-            read::read_command(&schema, cli, a, out)
-        }
-        Command::Stats(a) => {
-            let schema = load_schema(cli.schema.as_deref())?;
-            read::stats_command(&schema, a, out)
+        Command::Read(_) | Command::Stats(_) | Command::Man | Command::Completions { .. } => {
+            Ok(())
         }
         Command::Decode(a) => {
             let schema = load_schema(cli.schema.as_deref())?;
@@ -394,7 +542,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             let schema = load_schema(cli.schema.as_deref())?;
             let ropts = page_cmd::page_render_options(false, false);
             let n = page_cmd::pages_command(&schema, dir, *format, *all_versions, &ropts)?;
-            eprintln!("kwire: {n} pages and an index in {}", dir.display());
+            say(&format!("kwire: {n} pages and an index in {}", dir.display()));
             Ok(())
         }
         Command::Encode { file, format } => {
@@ -542,12 +690,12 @@ fn decode_command(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     if a.body_only && (a.api_key.is_none() || a.api_version.is_none() || a.kind.is_none()) {
-        return Err(CliError::Msg(
+        return Err(CliError::Usage(
             "--body-only needs --api-key, --api-version and --kind".into(),
         ));
     }
     if a.api_key.is_some() != a.api_version.is_some() {
-        return Err(CliError::Msg(
+        return Err(CliError::Usage(
             "--api-key and --api-version go together".into(),
         ));
     }
@@ -560,7 +708,7 @@ fn decode_command(
     };
     if chunks.iter().all(|c| c.bytes.is_empty()) {
         for n in &notes {
-            eprintln!("kwire: {n}");
+            say(&format!("kwire: {n}"));
         }
         return Err(CliError::Msg("no bytes in the input".into()));
     }
@@ -573,12 +721,13 @@ fn decode_command(
         .flat_map(|c| split_frames(c, layout.size_prefix, &mut notes))
         .collect();
     for n in &notes {
-        eprintln!("kwire: {n}");
+        say(&format!("kwire: {n}"));
     }
     let opts = DecodeOptions::default();
     let ropts = render_options(cli, &a.out);
-    for line in output::ignored_options(&a.out) {
-        eprintln!("{line}");
+    let format = a.out.format.unwrap_or(Format::Text);
+    for line in output::ignored_options(&a.out, format) {
+        say(&line);
     }
     let mut pending: HashMap<(u64, i32), (i16, i16, Option<String>)> = HashMap::new();
     let mut errors = 0usize;
@@ -626,13 +775,13 @@ fn decode_command(
             }
         }
         errors += m.errors().len();
-        print_message(&m, None, &ropts, a.out.format, out)?;
+        print_message(&m, None, &ropts, format, out)?;
     }
     if errors > 0 {
-        eprintln!(
+        say(&format!(
             "kwire: {} frame(s), {errors} error(s) (shown in the tree at their offsets)",
             frames.len()
-        );
+        ));
     }
     Ok(())
 }

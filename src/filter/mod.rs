@@ -188,6 +188,12 @@ fn resolve(name: &str) -> Name {
     Name::Prop(p)
 }
 
+/// Whether `name` is a message property, `topic`, `error_code` or a predicate (read
+/// from the message and the capture) rather than a schema field (read from the tree).
+pub fn is_property(name: &str) -> bool {
+    !matches!(resolve(name), Name::Field(_))
+}
+
 /// A number as a literal gives it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Num {
@@ -647,7 +653,7 @@ fn collect<'a>(name: &Name, m: &'a Message<'_>, ctx: &Context<'a>, out: &mut Vec
             Prop::Latency => {
                 if let Some(l) = cap.and_then(|c| c.latency) {
                     out.push(Occurrence {
-                        value: Occ::Num(Num::Float(l.as_secs_f64() * 1000.0)),
+                        value: Occ::Num(Num::Float(l.as_nanos() as f64 / 1e6)),
                         label: None,
                     });
                 }

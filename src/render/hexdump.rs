@@ -18,7 +18,7 @@ pub fn render(
     ctx: Option<&Context>,
     opts: &RenderOptions,
 ) -> io::Result<()> {
-    writeln!(w, "{}", title(msg, ctx, opts.color))?;
+    writeln!(w, "{}", title(msg, ctx, opts))?;
     dump(w, msg.frame, opts.color)?;
     for (i, b) in msg.buffers.iter().enumerate() {
         writeln!(w, "decompressed buffer {} ({} bytes)", i + 1, b.len())?;

@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use super::{api_head, latency_text, rfc3339, value_text, Context, RenderOptions};
+use super::{api_head, latency_text, value_text, Context, RenderOptions};
 use crate::tree::{Message, Node, NodeKind, Value};
 
 /// Topics shown before `+N more`.
@@ -48,7 +48,7 @@ pub fn line(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> S
             s.push_str(num.format(c.frames.1));
         }
         s.push(' ');
-        s.push_str(&rfc3339(c.time.0, c.time.1));
+        s.push_str(&super::time::time_text(c.time, opts.time, &opts.time_refs));
         s.push(' ');
         s.push_str(&c.src);
         s.push_str(" -> ");

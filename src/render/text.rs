@@ -16,7 +16,7 @@ use owo_colors::Style;
 
 use super::{
     api_head, count_text, error_style, is_record_payload, latency_text, paint, region_style,
-    rfc3339, value_text, warning_style, Context, RenderOptions,
+    value_text, warning_style, Context, RenderOptions,
 };
 use crate::tree::{Message, Node, NodeKind, Region, Value};
 
@@ -34,7 +34,7 @@ pub fn render(
     ctx: Option<&Context>,
     opts: &RenderOptions,
 ) -> io::Result<()> {
-    writeln!(w, "{}", title(msg, ctx, opts.color))?;
+    writeln!(w, "{}", title(msg, ctx, opts))?;
     if !opts.no_bytes {
         grid(w, msg, 0, opts.color)?;
         for id in 1..=msg.buffers.len() as u32 {
@@ -53,13 +53,14 @@ pub fn render(
 /// The title line: `DeleteTopics v6 request, correlation_id 0, header v2, 39 bytes`,
 /// preceded by the capture context (`#3-4 TIME SRC -> DST conn N:`) and followed by the
 /// latency, an `incomplete` mark and the error and warning counts when there are any.
-pub fn title(msg: &Message<'_>, ctx: Option<&Context>, color: bool) -> String {
+pub fn title(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> String {
+    let color = opts.color;
     let mut s = String::new();
     if let Some(c) = ctx {
         s.push_str(&frames_text(c));
         s.push_str(&format!(
             " {} {} -> {} conn {}: ",
-            rfc3339(c.time.0, c.time.1),
+            super::time::time_text(c.time, opts.time, &opts.time_refs),
             c.src,
             c.dst,
             c.connection
