@@ -470,7 +470,7 @@ fn notices_of_one_kind_stop_after_fifty_lines() {
     let closing = lines.last().unwrap();
     assert!(closing.contains("notices: Malformed x70"), "{err}");
     assert!(
-        err.contains("kwire: more Malformed notices are not shown; the closing line counts them"),
+        err.contains("kwire: more Malformed notices are not shown (--all-notices shows them); the closing line counts them"),
         "{err}"
     );
     // 50 notices, the line that says the rest are counted, the closing line.

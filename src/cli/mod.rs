@@ -20,7 +20,16 @@ use std::path::PathBuf;
 
 /// kwire: a Kafka wire-protocol inspector.
 #[derive(Parser, Debug)]
-#[command(name = "kwire", version, about, long_about = None)]
+#[command(name = "kwire", version, about, long_about = None, after_help = "\
+Examples:
+  kwire read captures/demo.pcap                  one line per Kafka message
+  kwire read f.pcap -V -Y 'api == Fetch'         the trees of the Fetch messages
+  kwire stats f.pcap                             counts, errors, latencies
+  kwire decode --hex 000000230014000600000000000000020100000000000000000000000000000000000000000000
+  kwire page DeleteTopics                        the reference page of an API
+
+Exit status: 0 input read to its end; 1 bad arguments or -Y; 2 input unreadable or cut
+short, or output not written; 3 with --strict, a message failed to decode.")]
 pub struct Cli {
     /// Kafka message definitions to decode with first: a folder of JSON definitions, a
     /// kafka-clients-*.jar, or a Kafka installation folder.
@@ -103,8 +112,9 @@ pub struct DecodeArgs {
     /// Hex text (any common dump style).
     #[arg(long, value_name = "HEX", group = "src")]
     pub hex: Option<String>,
-    /// A file of hex text (xxd, hexdump -C, od, tshark/Wireshark, hexyl and kwire's own
-    /// hexdump format, plain, c>s/s>c lines).
+    /// A file of hex text (`-` for stdin): xxd, hexdump -C, od, tshark/Wireshark, hexyl,
+    /// kwire's own output (text with its byte grid, or hexdump; coloured or not), plain,
+    /// c>s/s>c lines.
     #[arg(long, value_name = "FILE", group = "src")]
     pub hex_file: Option<PathBuf>,
     /// Base64 text.
@@ -140,16 +150,28 @@ pub enum Command {
     /// Decode every Kafka message of a pcap/pcapng capture.
     Read(read::ReadArgs),
     /// Decode frames from hex, base64 or raw bytes.
+    #[command(after_help = "Examples:
+  kwire decode --hex 000000230014000600000000000000020100000000000000000000000000000000000000000000
+  kwire decode --hex 000000200000000000000000000201000000000000000000000000000000000000010000 --api-key 20 --api-version 6
+  kwire read f.pcap -V -x --color never > d.txt; kwire decode --hex-file d.txt
+  xxd frame.bin | kwire decode --hex-file -
+  kwire decode --raw frame.bin --format json")]
     Decode(DecodeArgs),
     /// Per-API counts, error names, latencies and bytes; per-connection client ids.
     Stats(read::StatsArgs),
     /// Every API key with its versions.
+    #[command(
+        after_help = "Examples:\n  kwire apis\n  kwire apis --format json | jq '.[] | select(.deprecated != null)'"
+    )]
     Apis {
         /// Output format.
         #[arg(long, value_enum, default_value_t = ListFormat::Text)]
         format: ListFormat,
     },
     /// The grammar of a message, or `schema import` to rebuild the embedded facts.
+    #[command(
+        after_help = "Examples:\n  kwire schema Fetch --version 12\n  kwire schema DeleteTopicsRequest --json\n  kwire schema import ../shared/kafka-schema --out src/schema/embedded.jsonl"
+    )]
     Schema {
         /// API name, message name or api_key (or `import`).
         name: String,
@@ -168,6 +190,9 @@ pub enum Command {
     },
     /// The reference page of an API: its smallest request and response, their bytes,
     /// object trees and definitions.
+    #[command(
+        after_help = "Examples:\n  kwire page DeleteTopics\n  kwire page 1 --version 12 --format md\n  kwire page Produce --format html > produce.html"
+    )]
     Page {
         /// API name, message name or api_key (case-insensitive).
         name: String,
@@ -182,6 +207,9 @@ pub enum Command {
         wide: bool,
     },
     /// Writes a reference page for every API, and an index page grouped by listeners.
+    #[command(
+        after_help = "Examples:\n  kwire pages --out site --format html\n  kwire pages --out docs/reference --format md --all-versions"
+    )]
     Pages {
         /// The folder to write into (made when missing).
         #[arg(long, value_name = "DIR")]
@@ -197,13 +225,18 @@ pub enum Command {
     #[command(after_help = "Example:\n  kwire man > kwire.1 && man -l kwire.1")]
     Man,
     /// Prints a shell completion script.
-    #[command(after_help = "Examples:\n  kwire completions bash > /etc/bash_completion.d/kwire\n  kwire completions zsh > ~/.zfunc/_kwire\n  kwire completions fish > ~/.config/fish/completions/kwire.fish")]
+    #[command(
+        after_help = "Examples:\n  kwire completions bash > /etc/bash_completion.d/kwire\n  kwire completions zsh > ~/.zfunc/_kwire\n  kwire completions fish > ~/.config/fish/completions/kwire.fish"
+    )]
     Completions {
         /// The shell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
     /// Builds frames from JSON in the shape of `--format values` (one value or NDJSON).
+    #[command(
+        after_help = "Examples:\n  kwire read f.pcap -T values -c 1 | kwire encode - | xargs kwire decode --hex\n  kwire encode request.json --format raw > frame.bin"
+    )]
     Encode {
         /// The JSON file (`-` or none: stdin).
         #[arg(value_name = "FILE")]
@@ -517,9 +550,7 @@ fn run_other(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             }
             Ok(())
         }
-        Command::Read(_) | Command::Stats(_) | Command::Man | Command::Completions { .. } => {
-            Ok(())
-        }
+        Command::Read(_) | Command::Stats(_) | Command::Man | Command::Completions { .. } => Ok(()),
         Command::Decode(a) => {
             let schema = load_schema(cli.schema.as_deref())?;
             decode_command(&schema, cli, a, out)
@@ -542,7 +573,10 @@ fn run_other(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             let schema = load_schema(cli.schema.as_deref())?;
             let ropts = page_cmd::page_render_options(false, false);
             let n = page_cmd::pages_command(&schema, dir, *format, *all_versions, &ropts)?;
-            say(&format!("kwire: {n} pages and an index in {}", dir.display()));
+            say(&format!(
+                "kwire: {n} pages and an index in {}",
+                dir.display()
+            ));
             Ok(())
         }
         Command::Encode { file, format } => {
@@ -562,6 +596,52 @@ struct Frame {
 /// The chunks of the input, and the hex-dump style they were written in (for text).
 type Input = (Vec<hex::HexChunk>, Option<hex::HexFormat>);
 
+/// Whether `b` starts like a pcap or pcapng file.
+fn looks_like_capture(b: &[u8]) -> bool {
+    const MAGICS: [[u8; 4]; 5] = [
+        [0xa1, 0xb2, 0xc3, 0xd4],
+        [0xd4, 0xc3, 0xb2, 0xa1],
+        [0xa1, 0xb2, 0x3c, 0x4d],
+        [0x4d, 0x3c, 0xb2, 0xa1],
+        [0x0a, 0x0d, 0x0d, 0x0a],
+    ];
+    b.len() >= 4 && MAGICS.iter().any(|m| b[..4] == *m)
+}
+
+/// The hint for a capture given to `decode`.
+fn capture_hint(name: &str) -> CliError {
+    CliError::Msg(format!(
+        "{name} is a pcap/pcapng capture, not frames: read it with `kwire read {name}`"
+    ))
+}
+
+/// All of stdin; on a terminal, first a line saying that it is read (so `kwire decode`
+/// alone does not wait without a word).
+fn read_stdin() -> Result<Vec<u8>, CliError> {
+    use std::io::IsTerminal;
+    if io::stdin().is_terminal() {
+        say("kwire decode: reading frames as hex from stdin (end with Ctrl-D); or give --hex, --hex-file, --base64 or --raw");
+    }
+    let mut v = Vec::new();
+    io::stdin()
+        .lock()
+        .read_to_end(&mut v)
+        .map_err(|e| CliError::Msg(format!("stdin: {e}")))?;
+    Ok(v)
+}
+
+/// Text from a hex source: not UTF-8 is said with a hint (a capture, or raw bytes).
+fn hex_text(bytes: Vec<u8>, name: &str) -> Result<String, CliError> {
+    if looks_like_capture(&bytes) {
+        return Err(capture_hint(name));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        CliError::Msg(format!(
+            "{name} is not text (not UTF-8): for raw frame bytes use `kwire decode --raw {name}`"
+        ))
+    })
+}
+
 fn read_decode_input(a: &DecodeArgs) -> Result<Input, CliError> {
     let text_chunks = |t: &str| {
         let chunks = hex::parse_hex(t).map_err(|e| CliError::Msg(format!("hex input: {e}")))?;
@@ -579,9 +659,13 @@ fn read_decode_input(a: &DecodeArgs) -> Result<Input, CliError> {
         return text_chunks(h);
     }
     if let Some(f) = &a.hex_file {
-        let t = std::fs::read_to_string(f)
-            .map_err(|e| CliError::Msg(format!("{}: {e}", f.display())))?;
-        return text_chunks(&t);
+        let name = f.display().to_string();
+        let bytes = if f.as_os_str() == "-" {
+            read_stdin()?
+        } else {
+            std::fs::read(f).map_err(|e| CliError::Msg(format!("{name}: {e}")))?
+        };
+        return text_chunks(&hex_text(bytes, &name)?);
     }
     if let Some(b) = &a.base64 {
         let bytes =
@@ -589,16 +673,17 @@ fn read_decode_input(a: &DecodeArgs) -> Result<Input, CliError> {
         return Ok((raw(bytes), None));
     }
     if let Some(f) = &a.raw {
-        let mut v = Vec::new();
-        if f.as_os_str() == "-" {
-            io::stdin().lock().read_to_end(&mut v)?;
+        let v = if f.as_os_str() == "-" {
+            read_stdin()?
         } else {
-            v = std::fs::read(f).map_err(|e| CliError::Msg(format!("{}: {e}", f.display())))?;
+            std::fs::read(f).map_err(|e| CliError::Msg(format!("{}: {e}", f.display())))?
+        };
+        if looks_like_capture(&v) {
+            return Err(capture_hint(&f.display().to_string()));
         }
         return Ok((raw(v), None));
     }
-    let mut t = String::new();
-    io::stdin().lock().read_to_string(&mut t)?;
+    let t = hex_text(read_stdin()?, "stdin")?;
     text_chunks(&t)
 }
 

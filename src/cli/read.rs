@@ -35,8 +35,9 @@ pub struct CaptureArgs {
     /// Recognise Kafka on any port from its first frames.
     #[arg(long)]
     pub detect: bool,
-    /// Largest frame accepted, in bytes (like the broker's socket.request.max.bytes).
-    #[arg(long, default_value_t = 100 << 20)]
+    /// Largest frame accepted, in bytes, size prefix included (like the broker's
+    /// socket.request.max.bytes); at least 8.
+    #[arg(long, default_value_t = 100 << 20, value_parser = max_frame)]
     pub max_frame: usize,
     /// Exit with status 3 when the capture was read but some message failed to decode.
     #[arg(long)]
@@ -45,6 +46,17 @@ pub struct CaptureArgs {
     /// of each kind and the first 5 unanswered requests; the closing line counts all).
     #[arg(long)]
     pub all_notices: bool,
+}
+
+/// `--max-frame`: a frame holds at least a size prefix and a correlation_id.
+fn max_frame(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
+    if n < 8 {
+        return Err(format!(
+            "{n} is too small: a frame holds at least a 4-byte size prefix and a 4-byte correlation_id (8 bytes)"
+        ));
+    }
+    Ok(n)
 }
 
 impl CaptureArgs {
@@ -94,9 +106,7 @@ impl FilterArgs {
     pub fn filter(&self, schema: &Schema) -> Result<Option<Filter>, CliError> {
         let mut parts = Vec::new();
         if let Some(e) = &self.display_filter {
-            Filter::parse(e).map_err(|e| {
-                CliError::Usage(format!("-Y: {e}\n{}", e.pointer()))
-            })?;
+            Filter::parse(e).map_err(|e| CliError::Usage(format!("-Y: {e}\n{}", e.pointer())))?;
             parts.push(format!("({e})"));
         }
         if !self.apis.is_empty() {
@@ -318,12 +328,7 @@ fn not_a_capture_hint(head: &[u8], path: &Path) -> Option<String> {
         .iter()
         .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace() || *b >= 0x80);
     if text && !head.is_empty() {
-        let hexish = head
-            .iter()
-            .filter(|b| b.is_ascii_hexdigit())
-            .count()
-            * 2
-            >= head.len();
+        let hexish = head.iter().filter(|b| b.is_ascii_hexdigit()).count() * 2 >= head.len();
         return Some(if hexish {
             format!("it looks like a hex dump: try `kwire decode --hex-file {p}`")
         } else {

@@ -33,7 +33,12 @@ pub struct ViewArgs {
     pub hex: bool,
     /// Output format, as tshark's -T: text is one line a message (-V and -x add detail);
     /// the others are --format of the same name; fields prints the -e fields.
-    #[arg(short = 'T', value_enum, value_name = "FORMAT", conflicts_with = "format")]
+    #[arg(
+        short = 'T',
+        value_enum,
+        value_name = "FORMAT",
+        conflicts_with = "format"
+    )]
     pub tformat: Option<TFormat>,
     /// A field for -T fields (repeatable): a message property (frame, api, latency...)
     /// or any schema field name.
@@ -306,7 +311,9 @@ impl Fields {
             aggregator: ",".into(),
         };
         for o in &v.field_opts {
-            let bad = || CliError::Usage(format!("-E {o}: expected header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a|N or aggregator=,|/s|C"));
+            let bad = || {
+                CliError::Usage(format!("-E {o}: expected header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a|N or aggregator=,|/s|C"))
+            };
             let (k, val) = o.split_once('=').ok_or_else(bad)?;
             match (k, val) {
                 ("header", "y") => f.header = true,

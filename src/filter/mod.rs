@@ -393,12 +393,14 @@ fn lower(e: RawExpr, err: &Fault<'_>) -> Result<Expr, FilterError> {
             let n = resolve(&name);
             let rel = match rhs {
                 None => None,
-                Some(_) if matches!(n, Name::Pred(_)) => return Err(err(
-                    at,
-                    format!(
+                Some(_) if matches!(n, Name::Pred(_)) => {
+                    return Err(err(
+                        at,
+                        format!(
                         "'{name}' is a predicate: it takes no value (write `{name}` or `!{name}`)"
                     ),
-                )),
+                    ))
+                }
                 Some(Rhs::Rel(RelOp::Matches, r)) => {
                     let re = regex::RegexBuilder::new(&r.text)
                         .case_insensitive(true)
@@ -531,17 +533,24 @@ fn is_field(node: &str, field: &str) -> bool {
     }
 }
 
-/// Topic names in `m`: `Name` or `...Topic...` strings, and `TopicId`s named from an
-/// earlier response (their annotation `topic NAME`).
+/// Topic names in `m`, each once: `Name` or `...Topic...` strings, and `TopicId`s named
+/// from an earlier response (their annotation `topic NAME`).
 fn topics<'a>(m: &'a Message<'_>, out: &mut Vec<Occurrence<'a>>) {
+    let mut seen: Vec<&'a str> = Vec::new();
+    let mut add = |t: &'a str, out: &mut Vec<Occurrence<'a>>| {
+        if !seen.contains(&t) {
+            seen.push(t);
+            out.push(Occurrence {
+                value: Occ::Str(Cow::Borrowed(t)),
+                label: None,
+            });
+        }
+    };
     m.tree.walk(&mut |n, _| {
         if let Value::Str(s) = n.value {
             let nm = n.name.as_ref();
             if nm == "Name" || nm.contains("Topic") {
-                out.push(Occurrence {
-                    value: Occ::Str(Cow::Borrowed(s)),
-                    label: None,
-                });
+                add(s, out);
             }
         }
         if n.name == "TopicId" {
@@ -550,10 +559,7 @@ fn topics<'a>(m: &'a Message<'_>, out: &mut Vec<Occurrence<'a>>) {
                 .as_deref()
                 .and_then(|a| a.strip_prefix("topic "))
             {
-                out.push(Occurrence {
-                    value: Occ::Str(Cow::Borrowed(t)),
-                    label: None,
-                });
+                add(t, out);
             }
         }
     });

@@ -498,7 +498,7 @@ mod tests {
             }),
         ] {
             let mut got = Vec::new();
-            render(&mut got, &msg, ctx.as_ref()).unwrap();
+            render(&mut got, &msg, ctx.as_ref(), false).unwrap();
             let want = serde_json::to_string(&message_json(&msg, ctx.as_ref())).unwrap() + "\n";
             assert_eq!(String::from_utf8(got).unwrap(), want);
         }

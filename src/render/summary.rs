@@ -212,6 +212,21 @@ impl<'t> Facts<'t> {
         f
     }
 
+    /// Adds a topic; a name seen before (a topic listed twice, as a Fetch with two
+    /// sessions' worth of partitions lists it) gets the new partitions instead.
+    fn add_topic(&mut self, t: Topic<'t>) {
+        match self.topics.iter_mut().find(|x| x.name == t.name) {
+            Some(x) => {
+                for p in t.partitions {
+                    if !x.partitions.contains(&p) {
+                        x.partitions.push(p);
+                    }
+                }
+            }
+            None => self.topics.push(t),
+        }
+    }
+
     /// Visits `n`; `in_topic` is set under a topic struct, where no other topic is
     /// looked for (its configs and partitions are not topics).
     fn visit(&mut self, n: &'t Node<'t>, max: usize, in_topic: bool) {
@@ -236,7 +251,7 @@ impl<'t> Facts<'t> {
             "TopicNames" | "Topics" if n.kind == NodeKind::Array && !in_topic => {
                 for c in &n.children {
                     if let Some(s) = str_value(c, max) {
-                        self.topics.push(Topic {
+                        self.add_topic(Topic {
                             name: s,
                             partitions: Vec::new(),
                         });
@@ -254,7 +269,7 @@ impl<'t> Facts<'t> {
         }
         let topic = !in_topic && n.kind == NodeKind::Struct && is_topic_struct(n);
         if topic {
-            self.topics.push(topic_of(n, max));
+            self.add_topic(topic_of(n, max));
         }
         for c in &n.children {
             self.visit(c, max, in_topic || topic);

@@ -34,7 +34,7 @@ pub fn render(
     ctx: Option<&Context>,
     opts: &RenderOptions,
 ) -> io::Result<()> {
-    writeln!(w, "{}", title(msg, ctx, opts))?;
+    writeln!(w, "{}", title_with(msg, ctx, opts))?;
     if !opts.no_bytes {
         grid(w, msg, 0, opts.color)?;
         for id in 1..=msg.buffers.len() as u32 {
@@ -53,7 +53,16 @@ pub fn render(
 /// The title line: `DeleteTopics v6 request, correlation_id 0, header v2, 39 bytes`,
 /// preceded by the capture context (`#3-4 TIME SRC -> DST conn N:`) and followed by the
 /// latency, an `incomplete` mark and the error and warning counts when there are any.
-pub fn title(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> String {
+pub fn title(msg: &Message<'_>, ctx: Option<&Context>, color: bool) -> String {
+    let opts = RenderOptions {
+        color,
+        ..RenderOptions::default()
+    };
+    title_with(msg, ctx, &opts)
+}
+
+/// [`title`] with the time in `opts.time` (tshark's `-t`) and colour from `opts.color`.
+pub fn title_with(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> String {
     let color = opts.color;
     let mut s = String::new();
     if let Some(c) = ctx {

@@ -82,9 +82,7 @@ pub fn time_text(t: (i64, u32), format: TimeFormat, refs: &TimeRefs) -> String {
         TimeFormat::Delta => seconds_since(t, refs.previous),
         TimeFormat::DeltaShown => seconds_since(t, refs.previous_shown),
         TimeFormat::Utc => utc().map_or_else(fallback, |d| fmt_tz(&d, "%H:%M:%S", nanos)),
-        TimeFormat::UtcDoy => {
-            utc().map_or_else(fallback, |d| fmt_tz(&d, "%Y/%j %H:%M:%S", nanos))
-        }
+        TimeFormat::UtcDoy => utc().map_or_else(fallback, |d| fmt_tz(&d, "%Y/%j %H:%M:%S", nanos)),
         TimeFormat::Local => local().map_or_else(fallback, |d| fmt_tz(&d, "%H:%M:%S", nanos)),
         TimeFormat::LocalDate => {
             local().map_or_else(fallback, |d| fmt_tz(&d, "%Y-%m-%d %H:%M:%S", nanos))
