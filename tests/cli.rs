@@ -366,7 +366,7 @@ fn tshark_packet_dumps_decode_their_tcp_payload() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
-        "DeleteTopics v6 request corr=0 topics=id:00000000"
+        "DeleteTopics v6 request corr=0 topics=id:AAAAAAAAAAAAAAAAAAAAAA"
     );
     assert!(String::from_utf8_lossy(&o.stderr).contains("decoding its TCP payload (39 bytes)"));
 }

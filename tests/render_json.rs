@@ -255,7 +255,7 @@ fn summary_lines() {
     let o = RenderOptions::default();
     assert_eq!(
         summary::line(&request(&f), None, &o),
-        "DeleteTopics v6 request corr=0 topics=id:00000000"
+        "DeleteTopics v6 request corr=0 topics=id:AAAAAAAAAAAAAAAAAAAAAA"
     );
     let mut r = response(&g);
     {

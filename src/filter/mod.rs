@@ -754,7 +754,7 @@ fn hex_bytes(s: &str) -> Option<Vec<u8>> {
         .chars()
         .filter(|c| !matches!(c, ':' | '-' | '.'))
         .collect();
-    if digits.is_empty() || digits.len() % 2 != 0 {
+    if digits.is_empty() || !digits.len().is_multiple_of(2) {
         return None;
     }
     (0..digits.len())

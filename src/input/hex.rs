@@ -965,15 +965,12 @@ pub fn strip_ansi(text: &str) -> String {
             out.push(c);
             continue;
         }
-        match it.next() {
-            Some('[') => {
-                for d in it.by_ref() {
-                    if ('@'..='~').contains(&d) {
-                        break;
-                    }
+        if it.next() == Some('[') {
+            for d in it.by_ref() {
+                if ('@'..='~').contains(&d) {
+                    break;
                 }
             }
-            Some(_) | None => {}
         }
     }
     out

@@ -310,7 +310,8 @@ fn topic_of<'t>(n: &'t Node<'t>, max: usize) -> Topic<'t> {
                         // named by the capture session from an earlier Metadata response
                         (Value::Uuid(_), Some(name)) => Some(summary_text(name, max)),
                         (Value::Uuid(u), None) => {
-                            Some(Cow::Owned(format!("id:{}", &u.simple().to_string()[..8])))
+                            // Kafka's own form of the id, as its tools print it
+                            Some(Cow::Owned(format!("id:{}", crate::filter::uuid_base64(u))))
                         }
                         _ => None,
                     }
