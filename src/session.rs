@@ -54,19 +54,19 @@ impl FramePlausibility for SchemaPlausibility<'_> {
 const MAX_TOPIC_IDS: usize = 100_000;
 
 /// Annotates every non-zero `TopicId` whose name is known.
-fn name_topic_ids(n: &mut Node<'_>, names: &HashMap<uuid::Uuid, String>) {
+fn name_topic_ids<'a>(n: &mut Node<'a>, names: &HashMap<uuid::Uuid, String>, arena: &'a Buffers) {
     if names.is_empty() {
         return;
     }
     if let Value::Uuid(u) = n.value {
         if n.name == "TopicId" && n.annotation.is_none() {
             if let Some(name) = names.get(&u) {
-                n.annotation = Some(format!("topic {name}").into());
+                n.annotation = Some(arena.fmt(format_args!("topic {name}")));
             }
         }
     }
     for c in &mut n.children {
-        name_topic_ids(c, names);
+        name_topic_ids(c, names, arena);
     }
 }
 
@@ -75,7 +75,7 @@ impl<'s> Session<'s> {
         let mut name = None;
         let mut id = None;
         for c in &n.children {
-            match (&*c.name, &c.value) {
+            match (c.name, &c.value) {
                 ("Name" | "Topic" | "TopicName", Value::Str(s)) if !s.is_empty() => name = Some(*s),
                 ("TopicId", Value::Uuid(u)) if !u.is_nil() => id = Some(*u),
                 _ => {}
@@ -126,7 +126,7 @@ impl<'s> Session<'s> {
             Direction::Response
         };
         if f.kind == FrameKind::SaslToken {
-            return (decode::sasl_token(&f.bytes, dir), ctx);
+            return (decode::sasl_token(arena, &f.bytes, dir), ctx);
         }
         let known = if dir == Direction::Request {
             Known::request()
@@ -149,7 +149,7 @@ impl<'s> Session<'s> {
         };
         let mut m = decode::decode(self.schema, self.opts, arena, &f.bytes, &known);
         self.learn_topic_ids(&m.tree);
-        name_topic_ids(&mut m.tree, &self.topic_names);
+        name_topic_ids(&mut m.tree, &self.topic_names, arena);
         if dir == Direction::Request {
             if let Some(corr) = m.correlation_id {
                 // Produce requests carry no ProtocolType: spare the walk over their records.

@@ -816,6 +816,7 @@ fn decode_command(
     }
     let mut pending: HashMap<(u64, i32), (i16, i16, Option<String>)> = HashMap::new();
     let mut errors = 0usize;
+    let mut arena = Buffers::new();
     for f in &frames {
         let dir = match (f.direction, a.kind) {
             (Some(hex::Direction::ClientToServer), _) => Direction::Request,
@@ -848,7 +849,7 @@ fn decode_command(
                 }
             }
         }
-        let arena = Buffers::new();
+        arena.reset();
         let m = decode::decode(schema, &opts, &arena, &f.bytes, &known);
         if dir == Direction::Request {
             if let Some(c) = m.correlation_id {

@@ -421,6 +421,8 @@ pub fn run_capture(
     let mut session = Session::new(schema, &dopts);
     let mut tally = Tally::default();
     let mut io_err: Option<std::io::Error> = None;
+    // One arena for every message: emptied after each, so its memory is reused.
+    let mut arena = Buffers::new();
     let res = input::read_capture(input, &copts, &plaus, |ev| {
         if io_err.is_some() || stop.load(Ordering::Relaxed) {
             return;
@@ -432,11 +434,12 @@ pub fn run_capture(
                 }
             }
             Event::Frame(f) => {
-                let arena = Buffers::new();
+                arena.reset();
+                let arena = &arena;
                 if f.kind == FrameKind::SaslToken {
                     tally.sasl_tokens += 1;
                 }
-                let (m, ctx) = session.decode(&f, &arena);
+                let (m, ctx) = session.decode(&f, arena);
                 for n in session.notices.drain(..) {
                     if let Some(line) = tally.notice(&n, a.all_notices) {
                         say_line(line);

@@ -548,7 +548,7 @@ fn topics<'a>(m: &'a Message<'_>, out: &mut Vec<Occurrence<'a>>) {
     };
     m.tree.walk(&mut |n, _| {
         if let Value::Str(s) = n.value {
-            let nm = n.name.as_ref();
+            let nm = n.name;
             if nm == "Name" || nm.contains("Topic") {
                 add(s, out);
             }
@@ -851,23 +851,24 @@ pub fn quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::NodeKind;
+    use crate::tree::{Buffers, NodeKind};
 
-    fn msg<'a>(codes: &[i64], topics: &[&'a str]) -> Message<'a> {
+    fn msg<'a>(arena: &'a Buffers, codes: &[i64], topics: &[&'a str]) -> Message<'a> {
         let mut body = Node::new("ProduceResponse", "struct", NodeKind::Body, 0);
+        let mut kids = Vec::new();
         for (i, c) in codes.iter().enumerate() {
             let mut n = Node::leaf("ErrorCode", "int16", Value::Int(*c), i * 2, 2);
             if *c == 3 {
                 n = n.annotate("UNKNOWN_TOPIC_OR_PARTITION");
             }
-            body.children.push(n);
+            kids.push(n);
         }
         for t in topics {
-            body.children
-                .push(Node::leaf("Name", "string", Value::Str(t), 0, 0));
+            kids.push(Node::leaf("Name", "string", Value::Str(t), 0, 0));
         }
+        body.children = arena.seal(kids);
         let mut root = Node::new("m", "message v9", NodeKind::Message, 0);
-        root.children.push(body);
+        root.children = arena.seal(vec![body]);
         Message {
             direction: Direction::Response,
             api_key: 0,
@@ -889,7 +890,8 @@ mod tests {
 
     #[test]
     fn filter_occurrence_semantics() {
-        let m = msg(&[0, 3], &["orders"]);
+        let arena = Buffers::new();
+        let m = msg(&arena, &[0, 3], &["orders"]);
         assert!(yes("ErrorCode == 0", &m));
         assert!(yes("ErrorCode == 3", &m));
         assert!(!yes("ErrorCode != 0", &m), "!= is all-differ");
@@ -916,7 +918,7 @@ mod tests {
         assert!(yes("Name contains \"der\"", &m));
         assert!(!yes("malformed", &m));
         assert!(yes("not malformed or warning", &m));
-        let one = msg(&[0], &[]);
+        let one = msg(&arena, &[0], &[]);
         assert!(yes("ErrorCode != 1 and ErrorCode === 0", &one));
     }
 
