@@ -514,7 +514,7 @@ fn node_occ<'a>(n: &'a Node<'_>) -> Occurrence<'a> {
     };
     Occurrence {
         value,
-        label: n.annotation.as_deref(),
+        label: n.annotation,
     }
 }
 
@@ -554,11 +554,7 @@ fn topics<'a>(m: &'a Message<'_>, out: &mut Vec<Occurrence<'a>>) {
             }
         }
         if n.name == "TopicId" {
-            if let Some(t) = n
-                .annotation
-                .as_deref()
-                .and_then(|a| a.strip_prefix("topic "))
-            {
+            if let Some(t) = n.annotation.and_then(|a| a.strip_prefix("topic ")) {
                 add(t, out);
             }
         }
@@ -595,7 +591,7 @@ fn collect<'a>(name: &Name, m: &'a Message<'_>, ctx: &Context<'a>, out: &mut Vec
     match name {
         Name::Pred(_) => {}
         Name::Field(f) => m.tree.walk(&mut |n, _| {
-            if is_field(&n.name, f) {
+            if is_field(n.name, f) {
                 out.push(node_occ(n));
             }
         }),
