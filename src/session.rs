@@ -119,6 +119,7 @@ impl<'s> Session<'s> {
             connection: c.connection,
             latency: None,
             incomplete: c.incomplete,
+            tls: c.tls.clone(),
         };
         let dir = if c.direction == input::Direction::ToServer {
             Direction::Request

@@ -725,3 +725,40 @@ fn apis_show_deprecated_versions_from_the_definitions() {
     let row = text.out.lines().find(|l| l.contains(" Produce ")).unwrap();
     assert!(row.contains(" 0-2 "), "{row}");
 }
+
+#[test]
+fn tls_properties_filter_decrypted_messages() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/captures/lab/tls/");
+    let cap = format!("{dir}tls12_ck_sasl_ssl.pcapng");
+    let keys = format!("{dir}tls12_ck_sasl_ssl.keys");
+    let base = [
+        "read",
+        cap.as_str(),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        keys.as_str(),
+    ];
+    let mut a = base.to_vec();
+    a.extend(["-T", "json"]);
+    let json = run(&a);
+    assert_eq!(json.code, 0, "{}", json.err);
+    let want = json
+        .out
+        .lines()
+        .filter(|l| {
+            let m: J = serde_json::from_str(l).unwrap();
+            m["tls"]["version"] == "TLS 1.2"
+        })
+        .count();
+    assert!(want > 0);
+    let mut f = base.to_vec();
+    f.extend([
+        "-Y",
+        "tls == \"TLS 1.2\" && tls.cipher_suite contains \"AES_256_GCM\"",
+    ]);
+    assert_eq!(run(&f).out.lines().count(), want);
+    // without the keys nothing is decrypted, so nothing is `tls`
+    let r = run(&["read", cap.as_str(), "--port", "9093", "-Y", "tls"]);
+    assert_eq!((r.code, r.out.as_str()), (0, ""), "{}", r.err);
+}

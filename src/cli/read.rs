@@ -46,6 +46,54 @@ pub struct CaptureArgs {
     /// of each kind and the first 5 unanswered requests; the closing line counts all).
     #[arg(long)]
     pub all_notices: bool,
+    /// A TLS key log (NSS format, as SSLKEYLOGFILE files are) to decrypt TLS connections
+    /// with; repeatable. Without it, the file SSLKEYLOGFILE names is read when it exists.
+    /// A pcapng file's Decryption Secrets Blocks are always read.
+    #[arg(long = "tls-keylog", value_name = "FILE")]
+    pub tls_keylog: Vec<PathBuf>,
+}
+
+/// The key logs `--tls-keylog` names (or the file `SSLKEYLOGFILE` names, when no
+/// `--tls-keylog` is given and it exists), read into one [`input::tls::KeyLog`]. Each line
+/// that cannot be used is a `kwire: FILE:LINE: ...` line for stderr; no secret is in them.
+///
+/// # Errors
+/// A `--tls-keylog` file that cannot be read.
+pub fn load_keylogs(a: &CaptureArgs) -> Result<(input::tls::KeyLog, Vec<String>), CliError> {
+    let mut keys = input::tls::KeyLog::new();
+    let mut lines = Vec::new();
+    let mut files: Vec<(PathBuf, bool)> = a.tls_keylog.iter().map(|p| (p.clone(), true)).collect();
+    if files.is_empty() {
+        if let Some(p) = std::env::var_os("SSLKEYLOGFILE").filter(|p| !p.is_empty()) {
+            files.push((PathBuf::from(p), false));
+        }
+    }
+    for (p, given) in files {
+        match std::fs::read(&p) {
+            Ok(text) => {
+                let problems = keys.add_text(&text, &p.display().to_string());
+                let n = problems.len();
+                for pr in problems.iter().take(NOTICE_LINES_PER_KIND as usize) {
+                    lines.push(format!("kwire: key log {pr}"));
+                }
+                if n > NOTICE_LINES_PER_KIND as usize {
+                    lines.push(format!(
+                        "kwire: key log {}: {} more lines could not be used",
+                        p.display(),
+                        n - NOTICE_LINES_PER_KIND as usize
+                    ));
+                }
+            }
+            Err(e) if given => {
+                return Err(CliError::Msg(format!("--tls-keylog {}: {e}", p.display())))
+            }
+            Err(e) => lines.push(format!(
+                "kwire: SSLKEYLOGFILE {}: {e}; TLS connections stay encrypted",
+                p.display()
+            )),
+        }
+    }
+    Ok((keys, lines))
 }
 
 /// `--max-frame`: a frame holds at least a size prefix and a correlation_id.
@@ -270,6 +318,8 @@ pub struct Outcome {
     pub with_errors: u64,
     /// Requests that got no response, as (connection, last frame).
     pub unanswered: HashSet<(u32, u64)>,
+    /// Each TLS connection's summary (for `kwire stats`).
+    pub tls: Vec<input::tls::TlsSummary>,
 }
 
 impl Outcome {
@@ -403,6 +453,8 @@ pub fn run_capture(
             bar.suspend(|| say(&line))
         }
     };
+    let (keys, key_lines) = load_keylogs(a)?;
+    key_lines.into_iter().for_each(say_line);
     let copts = CaptureOptions {
         ports: if a.ports.is_empty() {
             vec![9092]
@@ -411,6 +463,7 @@ pub fn run_capture(
         },
         detect: a.detect,
         max_frame: a.max_frame,
+        tls_keys: std::sync::Arc::new(keys),
         ..CaptureOptions::default()
     };
     let plaus = SchemaPlausibility(schema);
@@ -573,6 +626,7 @@ pub fn run_capture(
             .iter()
             .map(|p| (p.connection, p.request.frame))
             .collect(),
+        tls: stats.tls,
     })
 }
 
@@ -693,7 +747,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
     let flt = a.filter.filter(schema)?;
     let unanswered = unanswered_first_pass(schema, &a.capture, flt.as_ref())?;
     let mut st = crate::stats::Stats::default();
-    let outcome = run_capture(schema, &a.capture, Detail::Full, false, None, |m, ctx| {
+    let mut outcome = run_capture(schema, &a.capture, Detail::Full, false, None, |m, ctx| {
         let fctx = filter::Context {
             capture: Some(ctx),
             unanswered: unanswered.as_ref(),
@@ -704,6 +758,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         st.add(m, ctx);
         Ok(true)
     })?;
+    st.add_tls(std::mem::take(&mut outcome.tls));
     match a.format {
         super::ListFormat::Json => writeln!(
             out,

@@ -84,7 +84,7 @@ pub struct Context<'c> {
 
 /// The message properties a filter (and `-T fields -e`) can name: the JSON output's
 /// names, then their short aliases.
-pub const PROPERTIES: [(&str, &str); 17] = [
+pub const PROPERTIES: [(&str, &str); 20] = [
     ("api_name", "the API's name (case-insensitive)"),
     (
         "api",
@@ -111,6 +111,12 @@ pub const PROPERTIES: [(&str, &str); 17] = [
         "any topic name in the message, topic ids named included",
     ),
     ("error_code", "every field whose name ends in ErrorCode"),
+    (
+        "tls",
+        "a message decrypted from TLS: its TLS version (tls.version)",
+    ),
+    ("tls.sni", "the TLS ClientHello's server_name"),
+    ("tls.cipher_suite", "the TLS cipher suite's IANA name"),
 ];
 
 /// The predicates: names that hold or not, and take no value.
@@ -143,6 +149,9 @@ enum Prop {
     SchemaRelease,
     Topic,
     ErrorCode,
+    Tls,
+    TlsSni,
+    TlsCipher,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,6 +188,9 @@ fn resolve(name: &str) -> Name {
         "schema_release" => Prop::SchemaRelease,
         "topic" => Prop::Topic,
         "error_code" => Prop::ErrorCode,
+        "tls" | "tls.version" => Prop::Tls,
+        "tls.sni" => Prop::TlsSni,
+        "tls.cipher_suite" => Prop::TlsCipher,
         "malformed" => return Name::Pred(Pred::Malformed),
         "warning" => return Name::Pred(Pred::Warning),
         "incomplete" => return Name::Pred(Pred::Incomplete),
@@ -665,6 +677,21 @@ fn collect<'a>(name: &Name, m: &'a Message<'_>, ctx: &Context<'a>, out: &mut Vec
                     out.push(num(c.frames.0));
                     if c.frames.1 != c.frames.0 {
                         out.push(num(c.frames.1));
+                    }
+                }
+            }
+            Prop::Tls | Prop::TlsSni | Prop::TlsCipher => {
+                if let Some(t) = cap.and_then(|c| c.tls.as_ref()) {
+                    let v = match p {
+                        Prop::Tls => Some(t.session.version),
+                        Prop::TlsCipher => Some(t.session.cipher_suite),
+                        _ => t.session.sni.as_deref(),
+                    };
+                    if let Some(v) = v {
+                        out.push(Occurrence {
+                            value: Occ::Ci(v),
+                            label: None,
+                        });
                     }
                 }
             }
