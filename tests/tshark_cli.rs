@@ -243,15 +243,7 @@ fn json_bytes_carry_the_frame() {
     let x = run(&["read", DEMO, "-T", "json", "-x", "-c", "5"]);
     let lj = run(&["read", DEMO, "--format", "json", "--json-bytes", "-c", "5"]);
     assert_eq!(x.out, lj.out);
-    let schema: J = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/docs/kwire-message.schema.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let v = common::message_validator();
     for l in x.out.lines() {
         let m: J = serde_json::from_str(l).unwrap();
         let b = m["bytes"].as_str().unwrap();

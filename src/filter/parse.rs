@@ -188,30 +188,29 @@ fn off(full: &str, rest: &str) -> usize {
 }
 
 fn or_expr<'a>(full: &'a str, i: &'a str) -> R<'a, RawExpr> {
-    let (mut i, mut left) = and_expr(full, i)?;
-    loop {
-        let (j, _) = multispace0(i)?;
-        let op: R<'a, &str> = alt((tag("||"), keyword("or"))).parse(j);
-        match op {
-            Ok((k, _)) => {
-                let (k, right) = operand(full, k, "'or'", and_expr)?;
-                left = RawExpr::Or(Box::new(left), Box::new(right));
-                i = k;
-            }
-            Err(_) => return Ok((i, left)),
-        }
-    }
+    binary(full, i, ("||", "or"), and_expr, RawExpr::Or)
 }
 
 fn and_expr<'a>(full: &'a str, i: &'a str) -> R<'a, RawExpr> {
-    let (mut i, mut left) = unary(full, i)?;
+    binary(full, i, ("&&", "and"), unary, RawExpr::And)
+}
+
+/// `next ( (sym | word) next )*`, folded to the left with `join`.
+fn binary<'a>(
+    full: &'a str,
+    i: &'a str,
+    (sym, word): (&'static str, &'static str),
+    next: fn(&'a str, &'a str) -> R<'a, RawExpr>,
+    join: fn(Box<RawExpr>, Box<RawExpr>) -> RawExpr,
+) -> R<'a, RawExpr> {
+    let (mut i, mut left) = next(full, i)?;
     loop {
         let (j, _) = multispace0(i)?;
-        let op: R<'a, &str> = alt((tag("&&"), keyword("and"))).parse(j);
+        let op: R<'a, &str> = alt((tag(sym), keyword(word))).parse(j);
         match op {
             Ok((k, _)) => {
-                let (k, right) = operand(full, k, "'and'", unary)?;
-                left = RawExpr::And(Box::new(left), Box::new(right));
+                let (k, right) = operand(full, k, &format!("'{word}'"), next)?;
+                left = join(Box::new(left), Box::new(right));
                 i = k;
             }
             Err(_) => return Ok((i, left)),
