@@ -5,6 +5,7 @@
 //!
 //! Memory for pairing is bounded by [`Pairer`]'s cap per connection.
 
+use crate::decode::guess::{GuessContext, Guesser};
 use crate::decode::{self, DecodeOptions, Known};
 use crate::input::{self, DefaultPlausibility, Frame, FrameKind, FramePlausibility, Pairer};
 use crate::render::Context;
@@ -28,7 +29,22 @@ pub struct Session<'s> {
     topic_names: HashMap<uuid::Uuid, String>,
     /// Notices raised while pairing (oldest pending request dropped).
     pub notices: Vec<input::Notice>,
+    /// Per connection: the (api_key, api_version) of its recent requests, oldest first
+    /// (the context of ranked guesses), and the lowest request correlation_id seen.
+    requests_seen: HashMap<u32, (Vec<(i16, i16)>, i32)>,
+    /// The response layouts, listed on the first response that needs a guess.
+    guesser: Option<Guesser>,
+    /// Responses whose request is not in the capture because it was sent before the
+    /// capture began: their correlation_id is below every request seen on the connection
+    /// (clients number requests upwards), or no request was seen there before them.
+    pub answers_before_start: u64,
+    /// Responses whose request is not in the capture for another reason (lost in a gap,
+    /// a correlation_id out of the connection's order).
+    pub answers_unpaired: u64,
 }
+
+/// Distinct (api_key, api_version) pairs remembered per connection.
+const SEEN_PER_CONNECTION: usize = 32;
 
 fn acks_zero(m: &Message<'_>) -> bool {
     m.api_key == 0
@@ -91,6 +107,70 @@ impl<'s> Session<'s> {
         }
     }
 
+    /// Remembers a request's API and version for the guesses on its connection.
+    fn seen_request(&mut self, conn: u32, corr: i32, k: i16, v: i16) {
+        if self.requests_seen.len() >= 100_000 && !self.requests_seen.contains_key(&conn) {
+            return;
+        }
+        let (seen, low) = self
+            .requests_seen
+            .entry(conn)
+            .or_insert_with(|| (Vec::new(), i32::MAX));
+        *low = (*low).min(corr);
+        seen.retain(|x| *x != (k, v));
+        if seen.len() >= SEEN_PER_CONNECTION {
+            seen.remove(0);
+        }
+        seen.push((k, v));
+    }
+
+    /// A response whose request is not in the capture: counted (sent before the capture
+    /// began, or not), and decoded by the best ranked guess, with the connection's
+    /// requests as context ([`crate::decode::guess`]); as raw bytes when no layout fits.
+    fn orphan<'a>(&mut self, f: &'a Frame, arena: &'a Buffers) -> Message<'a>
+    where
+        's: 'a,
+    {
+        let conn = f.ctx.connection;
+        let corr = Pairer::response_correlation(&f.bytes);
+        let before = match (self.requests_seen.get(&conn), corr) {
+            (None, _) => true,
+            (Some((_, low)), Some(c)) => c < *low,
+            (Some(_), None) => false,
+        };
+        if before {
+            self.answers_before_start += 1;
+        } else {
+            self.answers_unpaired += 1;
+        }
+        let schema = self.schema;
+        let opts = self.opts;
+        let g = self.guesser.get_or_insert_with(|| Guesser::new(schema));
+        let seen: &[(i16, i16)] = self
+            .requests_seen
+            .get(&conn)
+            .map(|(s, _)| s.as_slice())
+            .unwrap_or(&[]);
+        let cx = GuessContext { seen };
+        let layout = decode::Layout::default();
+        if f.ctx.incomplete {
+            // A cut frame fits no layout exactly: it stays raw.
+            let k = Known {
+                direction: Direction::Response,
+                ..Known::request()
+            };
+            return decode::decode(schema, opts, arena, &f.bytes, &k);
+        }
+        g.response(schema, opts, arena, &f.bytes, layout, &cx)
+            .unwrap_or_else(|| {
+                let k = Known {
+                    direction: Direction::Response,
+                    ..Known::request()
+                };
+                decode::decode(schema, opts, arena, &f.bytes, &k)
+            })
+    }
+
     /// A new session over `schema` with decoder limits `opts`.
     pub fn new(schema: &'s Schema, opts: &'s DecodeOptions) -> Session<'s> {
         Session {
@@ -100,6 +180,10 @@ impl<'s> Session<'s> {
             protocol_types: HashMap::new(),
             topic_names: HashMap::new(),
             notices: Vec::new(),
+            requests_seen: HashMap::new(),
+            guesser: None,
+            answers_before_start: 0,
+            answers_unpaired: 0,
         }
     }
 
@@ -148,7 +232,11 @@ impl<'s> Session<'s> {
                 },
             }
         };
-        let mut m = decode::decode(self.schema, self.opts, arena, &f.bytes, &known);
+        let mut m = if known.direction == Direction::Response && known.api_key.is_none() {
+            self.orphan(f, arena)
+        } else {
+            decode::decode(self.schema, self.opts, arena, &f.bytes, &known)
+        };
         self.learn_topic_ids(&m.tree);
         name_topic_ids(&mut m.tree, &self.topic_names, arena);
         if dir == Direction::Request {
@@ -165,6 +253,7 @@ impl<'s> Session<'s> {
                             .insert((c.connection, corr), pt.to_string());
                     }
                 }
+                self.seen_request(c.connection, corr, m.api_key, m.api_version);
                 let expects = !acks_zero(&m);
                 if let Some(n) = self.pairer.request(
                     c.connection,

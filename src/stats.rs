@@ -48,7 +48,8 @@ pub struct Stats {
     pub connections: BTreeMap<u32, ConnStats>,
     /// SASL tokens seen.
     pub sasl_tokens: u64,
-    /// Responses whose request is not in the capture (so their API is unknown).
+    /// Responses whose request is not in the capture (so their API is unknown, or only
+    /// guessed).
     pub unpaired_responses: u64,
     /// TLS connections: version, suite, SNI, how much was decrypted (by connection id).
     pub tls: Vec<crate::input::tls::TlsSummary>,
@@ -91,7 +92,9 @@ impl Stats {
             conn.client = ctx.dst.clone();
             conn.server = ctx.src.clone();
         }
-        if m.api_key < 0 {
+        // A guessed layout (a response whose request is not in the capture) is not
+        // counted under the API guessed.
+        if m.api_key < 0 || m.guess.is_some() {
             if m.api_name.as_deref() == Some("SaslToken") {
                 self.sasl_tokens += 1;
             } else if m.direction == Direction::Response {

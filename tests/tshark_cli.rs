@@ -470,6 +470,9 @@ fn filter_agrees_with_the_same_filter_on_json() {
                     .and_then(|n| n["value"].as_str())
                     .is_some_and(|s| s.contains("lab"))
         }),
+        ("guessed || kind == request && api == 19", |m| {
+            m["guessed"] == true || m["kind"] == "request" && m["api_key"] == 19
+        }),
         ("size >= 100 and not malformed", |m| {
             m["size"].as_u64().unwrap() >= 100 && m["errors"].as_array().unwrap().is_empty()
         }),

@@ -9,6 +9,7 @@ pub mod view;
 
 use output::{print_message, render_options};
 
+use crate::decode::guess::{clean_request, GuessContext, Guesser};
 use crate::decode::{self, DecodeOptions, Known, Layout};
 use crate::input::hex;
 use crate::schema::{load, Schema};
@@ -90,6 +91,10 @@ pub struct OutputArgs {
     /// Do not cut descriptions and long values.
     #[arg(long)]
     pub wide: bool,
+    /// Build at most N tree nodes per message: records past that are still read,
+    /// checked and counted, and shown as one folded line (`Record[i..j]`).
+    #[arg(long, value_name = "N", default_value_t = DecodeOptions::DEFAULT_MAX_NODES)]
+    pub max_nodes: usize,
 }
 
 impl OutputArgs {
@@ -244,6 +249,10 @@ pub enum Command {
         /// Output: one hex line a frame, or the raw bytes.
         #[arg(long, value_enum, default_value_t = EncodeFormat::Hex)]
         format: EncodeFormat,
+        /// Start each hex line with its direction, `c>s HEX` (request) or `s>c HEX`
+        /// (response), as `kwire decode --hex-file` reads it.
+        #[arg(long, conflicts_with = "format")]
+        lines: bool,
     },
 }
 
@@ -579,9 +588,13 @@ fn run_other(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             ));
             Ok(())
         }
-        Command::Encode { file, format } => {
+        Command::Encode {
+            file,
+            format,
+            lines,
+        } => {
             let schema = load_schema(cli.schema.as_deref())?;
-            encode_cmd::encode_command(&schema, file.as_deref(), *format, out)
+            encode_cmd::encode_command(&schema, file.as_deref(), *format, *lines, out)
         }
     }
 }
@@ -768,6 +781,38 @@ fn split_frames(c: &hex::HexChunk, size_prefix: bool, notes: &mut Vec<String>) -
     out
 }
 
+/// The pending request a response frame answers, taken from the queue of its
+/// correlation_id: the oldest whose response layout decodes the frame cleanly, else the
+/// oldest.
+fn take_pending(
+    schema: &Schema,
+    opts: &DecodeOptions,
+    pending: &mut HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>,
+    key: (u64, i32),
+    frame: &[u8],
+    layout: Layout,
+) -> Option<(i16, i16, Option<String>)> {
+    let q = pending.get_mut(&key)?;
+    let fits = |k: i16, v: i16| {
+        let arena = Buffers::new();
+        let known = Known {
+            layout,
+            ..Known::response(k, v)
+        };
+        decode::decode(schema, opts, &arena, frame, &known).problem_counts() == (0, 0)
+    };
+    let i = if q.len() > 1 {
+        q.iter().position(|(k, v, _)| fits(*k, *v)).unwrap_or(0)
+    } else {
+        0
+    };
+    let p = (i < q.len()).then(|| q.remove(i));
+    if q.is_empty() {
+        pending.remove(&key);
+    }
+    p
+}
+
 fn decode_command(
     schema: &Schema,
     cli: &Cli,
@@ -808,24 +853,33 @@ fn decode_command(
     for n in &notes {
         say(&format!("kwire: {n}"));
     }
-    let opts = DecodeOptions::default();
+    let opts = DecodeOptions {
+        max_nodes: a.out.max_nodes,
+        ..DecodeOptions::default()
+    };
     let ropts = render_options(cli, &a.out);
     let format = a.out.format.unwrap_or(Format::Text);
     for line in output::ignored_options(&a.out, format) {
         say(&line);
     }
-    let mut pending: HashMap<(u64, i32), (i16, i16, Option<String>)> = HashMap::new();
+    // Requests by (stream, correlation_id), oldest first: streams of several connections
+    // written as one (`c>s`/`s>c` lines) reuse correlation_ids.
+    let mut pending: HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>> = HashMap::new();
     let mut errors = 0usize;
+    let guesser = Guesser::new(schema);
     let mut arena = Buffers::new();
     for f in &frames {
-        let dir = match (f.direction, a.kind) {
-            (Some(hex::Direction::ClientToServer), _) => Direction::Request,
-            (Some(hex::Direction::ServerToClient), _) => Direction::Response,
-            (None, Some(KindArg::Request)) => Direction::Request,
-            (None, Some(KindArg::Response)) => Direction::Response,
-            (None, None) if a.api_key.is_some() => Direction::Response,
-            (None, None) => Direction::Request,
+        // The direction the input gives (a c>s/s>c line, --kind, or --api-key for a
+        // response); with none, the frame's own bytes decide (see below).
+        let given = match (f.direction, a.kind) {
+            (Some(hex::Direction::ClientToServer), _) => Some(Direction::Request),
+            (Some(hex::Direction::ServerToClient), _) => Some(Direction::Response),
+            (None, Some(KindArg::Request)) => Some(Direction::Request),
+            (None, Some(KindArg::Response)) => Some(Direction::Response),
+            (None, None) if a.api_key.is_some() => Some(Direction::Response),
+            (None, None) => None,
         };
+        let dir = given.unwrap_or(Direction::Request);
         let mut known = Known {
             direction: dir,
             api_key: a.api_key,
@@ -833,7 +887,10 @@ fn decode_command(
             hints: Default::default(),
             layout,
         };
-        if dir == Direction::Response && a.api_key.is_none() && layout.header {
+        // A correlation_id that an earlier request of the input carries pairs the frame
+        // with it.
+        let mut paired = None;
+        if a.api_key.is_none() && layout.header && given != Some(Direction::Request) {
             let o = if layout.size_prefix { 4 } else { 0 };
             if f.bytes.len() >= o + 4 {
                 let corr = i32::from_be_bytes([
@@ -842,22 +899,51 @@ fn decode_command(
                     f.bytes[o + 2],
                     f.bytes[o + 3],
                 ]);
-                if let Some((k, v, pt)) = pending.get(&(f.stream, corr)) {
-                    known.api_key = Some(*k);
-                    known.api_version = Some(*v);
-                    known.hints.protocol_type = pt.clone();
-                }
+                paired = take_pending(
+                    schema,
+                    &opts,
+                    &mut pending,
+                    (f.stream, corr),
+                    &f.bytes,
+                    layout,
+                );
             }
         }
         arena.reset();
-        let m = decode::decode(schema, &opts, &arena, &f.bytes, &known);
-        if dir == Direction::Request {
+        let none = GuessContext::default();
+        let m = match (given, paired) {
+            (Some(Direction::Response), Some((k, v, pt))) | (None, Some((k, v, pt))) => {
+                let request = (given.is_none())
+                    .then(|| decode::decode(schema, &opts, &arena, &f.bytes, &known));
+                match request {
+                    Some(r) if clean_request(schema, &r) => r,
+                    _ => {
+                        known.direction = Direction::Response;
+                        known.api_key = Some(k);
+                        known.api_version = Some(v);
+                        known.hints.protocol_type = pt;
+                        decode::decode(schema, &opts, &arena, &f.bytes, &known)
+                    }
+                }
+            }
+            (Some(Direction::Response), None) if a.api_key.is_none() => guesser
+                .response(schema, &opts, &arena, &f.bytes, layout, &none)
+                .unwrap_or_else(|| decode::decode(schema, &opts, &arena, &f.bytes, &known)),
+            (None, None) if layout.header => {
+                guesser.either(schema, &opts, &arena, &f.bytes, layout, &none)
+            }
+            _ => decode::decode(schema, &opts, &arena, &f.bytes, &known),
+        };
+        if m.direction == Direction::Request {
             if let Some(c) = m.correlation_id {
                 let pt = m.tree.find("ProtocolType").and_then(|n| match n.value {
                     crate::tree::Value::Str(s) => Some(s.to_string()),
                     _ => None,
                 });
-                pending.insert((f.stream, c), (m.api_key, m.api_version, pt));
+                let q = pending.entry((f.stream, c)).or_default();
+                if q.len() < 64 {
+                    q.push((m.api_key, m.api_version, pt));
+                }
             }
         }
         errors += m.errors().len();

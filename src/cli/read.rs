@@ -409,7 +409,7 @@ fn not_a_capture_hint(head: &[u8], path: &Path) -> Option<String> {
 pub fn run_capture(
     schema: &Schema,
     a: &CaptureArgs,
-    detail: Detail,
+    dopts: DecodeOptions,
     quiet: bool,
     limit: Option<u64>,
     mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
@@ -467,10 +467,6 @@ pub fn run_capture(
         ..CaptureOptions::default()
     };
     let plaus = SchemaPlausibility(schema);
-    let dopts = DecodeOptions {
-        detail,
-        ..DecodeOptions::default()
-    };
     let mut session = Session::new(schema, &dopts);
     let mut tally = Tally::default();
     let mut io_err: Option<std::io::Error> = None;
@@ -601,7 +597,7 @@ pub fn run_capture(
         })
         .collect();
     lines.push(format!(
-        "kwire: {}, {}, {} decoded ({} shown{}), {} with decode errors, {} incomplete, {} undecodable, {}, {}; notices: {}",
+        "kwire: {}, {}, {} decoded ({} shown{}), {} with decode errors, {} incomplete, {} undecodable, {}, {}{}; notices: {}",
         counted(stats.packets, "packet", "packets"),
         counted(stats.connections.into(), "connection", "connections"),
         counted(tally.messages, "message", "messages"),
@@ -616,6 +612,7 @@ pub fn run_capture(
         } else {
             counted(waiting.len() as u64, "unanswered request", "unanswered requests")
         },
+        answers_without_request(&session),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
     Ok(Outcome {
@@ -628,6 +625,26 @@ pub fn run_capture(
             .collect(),
         tls: stats.tls,
     })
+}
+
+/// The closing line's count of responses whose request is not in the capture:
+/// `, 3 responses to requests sent before the capture began` (and those without their
+/// request for another reason); empty when every response found its request.
+fn answers_without_request(s: &Session<'_>) -> String {
+    let mut t = String::new();
+    if s.answers_before_start > 0 {
+        t.push_str(&format!(
+            ", {} to requests sent before the capture began",
+            counted(s.answers_before_start, "response", "responses")
+        ));
+    }
+    if s.answers_unpaired > 0 {
+        t.push_str(&format!(
+            ", {} whose request is not in the capture",
+            counted(s.answers_unpaired, "response", "responses")
+        ));
+    }
+    t
 }
 
 /// `1 packet`, `2 packets`.
@@ -650,7 +667,11 @@ fn unanswered_first_pass(
             "-Y unanswered needs a capture file, not stdin: it reads the capture twice".into(),
         ));
     }
-    let first = run_capture(schema, a, Detail::Summary, true, None, |_, _| Ok(false))?;
+    let dopts = DecodeOptions {
+        detail: Detail::Summary,
+        ..DecodeOptions::default()
+    };
+    let first = run_capture(schema, a, dopts, true, None, |_, _| Ok(false))?;
     Ok(Some(first.unanswered))
 }
 
@@ -693,7 +714,12 @@ pub fn read_command(
         }
     }
     let quiet = a.view.quiet;
-    let outcome = run_capture(schema, &a.capture, detail, quiet, a.view.count, |m, ctx| {
+    let dopts = DecodeOptions {
+        detail,
+        max_nodes: a.out.max_nodes,
+        ..DecodeOptions::default()
+    };
+    let outcome = run_capture(schema, &a.capture, dopts, quiet, a.view.count, |m, ctx| {
         view::note_first(&mut ropts, ctx.time);
         let fctx = filter::Context {
             capture: Some(ctx),
@@ -747,17 +773,24 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
     let flt = a.filter.filter(schema)?;
     let unanswered = unanswered_first_pass(schema, &a.capture, flt.as_ref())?;
     let mut st = crate::stats::Stats::default();
-    let mut outcome = run_capture(schema, &a.capture, Detail::Full, false, None, |m, ctx| {
-        let fctx = filter::Context {
-            capture: Some(ctx),
-            unanswered: unanswered.as_ref(),
-        };
-        if !flt.as_ref().is_none_or(|f| f.matches(m, &fctx)) {
-            return Ok(false);
-        }
-        st.add(m, ctx);
-        Ok(true)
-    })?;
+    let mut outcome = run_capture(
+        schema,
+        &a.capture,
+        DecodeOptions::default(),
+        false,
+        None,
+        |m, ctx| {
+            let fctx = filter::Context {
+                capture: Some(ctx),
+                unanswered: unanswered.as_ref(),
+            };
+            if !flt.as_ref().is_none_or(|f| f.matches(m, &fctx)) {
+                return Ok(false);
+            }
+            st.add(m, ctx);
+            Ok(true)
+        },
+    )?;
     st.add_tls(std::mem::take(&mut outcome.tls));
     match a.format {
         super::ListFormat::Json => writeln!(

@@ -120,13 +120,17 @@ pub const PROPERTIES: [(&str, &str); 20] = [
 ];
 
 /// The predicates: names that hold or not, and take no value.
-pub const PREDICATES: [(&str, &str); 4] = [
+pub const PREDICATES: [(&str, &str); 5] = [
     ("malformed", "some part of the message failed to decode"),
     ("warning", "some part of the message carries a warning"),
     ("incomplete", "the capture lost part of the message"),
     (
         "unanswered",
         "a request that got no response in the capture",
+    ),
+    (
+        "guessed",
+        "the layout was guessed (a response whose request is not in the input)",
     ),
 ];
 
@@ -160,6 +164,7 @@ enum Pred {
     Warning,
     Incomplete,
     Unanswered,
+    Guessed,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -195,6 +200,7 @@ fn resolve(name: &str) -> Name {
         "warning" => return Name::Pred(Pred::Warning),
         "incomplete" => return Name::Pred(Pred::Incomplete),
         "unanswered" => return Name::Pred(Pred::Unanswered),
+        "guessed" => return Name::Pred(Pred::Guessed),
         _ => return Name::Field(name.to_string()),
     };
     Name::Prop(p)
@@ -712,6 +718,7 @@ fn pred(p: Pred, m: &Message<'_>, ctx: &Context<'_>) -> bool {
         Pred::Malformed => m.error_count() > 0,
         Pred::Warning => m.warning_count() > 0,
         Pred::Incomplete => ctx.capture.is_some_and(|c| c.incomplete),
+        Pred::Guessed => m.guess.is_some(),
         Pred::Unanswered => {
             m.direction == Direction::Request
                 && match (ctx.capture, ctx.unanswered) {
@@ -904,6 +911,7 @@ mod tests {
             frame: &[],
             buffers: vec![],
             tree: root,
+            guess: None,
         }
     }
 
