@@ -19,7 +19,7 @@ use kwire::decode::guess::{GuessContext, Guesser};
 use kwire::decode::{self, DecodeOptions, Known, Layout};
 use kwire::schema::Schema;
 use kwire::tree::{Buffers, Message, NodeKind};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Every node but the root, with the body's own name left out (same-layout APIs differ
 /// only there): `(name, type, value, offset, length)`.

@@ -599,6 +599,10 @@ fn run_other(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
     }
 }
 
+/// Requests waiting for their responses in `kwire decode`: (stream, correlation_id) to
+/// the (api_key, api_version, protocol type) of each, oldest first.
+type Pending = HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>;
+
 /// One frame to decode, with what its source line said.
 struct Frame {
     bytes: Vec<u8>,
@@ -787,7 +791,7 @@ fn split_frames(c: &hex::HexChunk, size_prefix: bool, notes: &mut Vec<String>) -
 fn take_pending(
     schema: &Schema,
     opts: &DecodeOptions,
-    pending: &mut HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>,
+    pending: &mut Pending,
     key: (u64, i32),
     frame: &[u8],
     layout: Layout,
@@ -864,7 +868,7 @@ fn decode_command(
     }
     // Requests by (stream, correlation_id), oldest first: streams of several connections
     // written as one (`c>s`/`s>c` lines) reuse correlation_ids.
-    let mut pending: HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>> = HashMap::new();
+    let mut pending: Pending = HashMap::new();
     let mut errors = 0usize;
     let guesser = Guesser::new(schema);
     let mut arena = Buffers::new();

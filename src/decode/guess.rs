@@ -328,7 +328,7 @@ pub fn oddities(schema: &Schema, m: &Message<'_>) -> f64 {
         }
     }
     m.tree.walk(&mut |n, _| {
-        let name: &str = &n.name;
+        let name: &str = n.name;
         match n.value {
             Value::Int(x) => {
                 if name == "ApiKey" {
@@ -366,11 +366,7 @@ pub fn oddities(schema: &Schema, m: &Message<'_>) -> f64 {
             // Tie-break: of two layouts that fit the same bytes, the one reading fewer
             // empty arrays reads more of what is there.
             Value::Count(0) => odd += 0.002,
-            Value::Str(t) => {
-                if t.chars().any(|c| c.is_control()) {
-                    odd += 2.0;
-                }
-            }
+            Value::Str(t) if t.chars().any(|c| c.is_control()) => odd += 2.0,
             _ => {}
         }
     });
