@@ -16,6 +16,9 @@
 #   BIG_MODES   which comparisons for sizes in G (default "summary")
 #   SEED        generator seed (default 1)
 #   BENCH_DIR   where captures and results go (default target/bench)
+#   EXPORT      1 (default): also time `kwire export` (Parquet) beside `kwire read
+#               --format json` on each capture; 0: leave it out
+#   EXPORT_ROUNDS rounds of the export rows (default 2)
 #   TLS_BENCH=0 skip the TLS rows; TLS_SIZE (bytes, default 50000000), TLS_ROUNDS (3)
 #
 # Every command writes to /dev/null. Each row gives the median wall time, the spread
@@ -167,6 +170,32 @@ for size in $SIZES; do
     done
   done
 done
+
+# >>> export (issue 16): `kwire export` to Parquet beside `kwire read --format json`, on
+# the same generated captures; throughput is the capture's MB per median second.
+EXPORT=${EXPORT:-1}
+EXPORT_ROUNDS=${EXPORT_ROUNDS:-2}
+if [ "$EXPORT" = 1 ]; then
+  for size in $SIZES; do
+    for kind in $KINDS; do
+      f="$BENCH_DIR/$kind-$size.pcap"
+      mb=$(($(stat -c %s "$f") / 1000000))
+      cap="$kind $size ($mb MB)"
+      for cmd in "read --format json" "export --out $TMP/x --force" "export --out $TMP/x --force --records"; do
+        : >"$TMP/e"
+        for _ in $(seq "$EXPORT_ROUNDS"); do
+          # shellcheck disable=SC2086 # the command's words
+          time_cmd "$TMP/e" "$KWIRE" ${cmd%% *} "$f" ${cmd#* }
+        done
+        m=$(median_of "$TMP/e")
+        tput=$(awk -v a="$mb" -v b="$m" 'BEGIN { printf "%.0f MB/s", a / b }')
+        row "$cap" kwire "kwire ${cmd//$TMP\/x/DIR}" "$EXPORT_ROUNDS" "$TMP/e" "$tput" "$(load)"
+      done
+      rm -rf "$TMP/x"
+    done
+  done
+fi
+# <<< export
 # >>> orphans (issue 13): the cost of ranked guesses. The server's packets of the first
 # chatter capture, without the client's: every response is an orphan whose layout is
 # guessed, beside the same responses paired in the whole capture. ORPHAN_PACKETS caps the

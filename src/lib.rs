@@ -10,6 +10,7 @@ pub mod cli;
 pub mod decode;
 pub mod encode;
 pub mod errors;
+pub mod export;
 pub mod filter;
 pub mod input;
 pub mod page;

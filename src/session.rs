@@ -203,6 +203,7 @@ impl<'s> Session<'s> {
             connection: c.connection,
             latency: None,
             incomplete: c.incomplete,
+            capture: None,
             tls: c.tls.clone(),
         };
         let dir = if c.direction == input::Direction::ToServer {

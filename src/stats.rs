@@ -3,7 +3,7 @@
 //! prints.
 
 use crate::render::Context;
-use crate::tree::{Direction, Message, Value};
+use crate::tree::{Direction, Message, Node, Value};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -37,6 +37,8 @@ pub struct ConnStats {
     pub client_id: Option<String>,
     /// Messages seen.
     pub messages: u64,
+    /// The capture it is in, when several are read (`kwire stats A B`).
+    pub capture: Option<std::sync::Arc<str>>,
 }
 
 /// Statistics over a capture.
@@ -44,8 +46,11 @@ pub struct ConnStats {
 pub struct Stats {
     /// Per (api_key, api_version).
     pub apis: BTreeMap<(i16, i16), ApiStats>,
-    /// Per connection id.
-    pub connections: BTreeMap<u32, ConnStats>,
+    /// Per (capture ordinal, connection id): connections are numbered per capture, and
+    /// the ordinal is [`Stats::capture`] at the time [`Stats::add`] saw them.
+    pub connections: BTreeMap<(u32, u32), ConnStats>,
+    /// The ordinal (0-based, in command-line order) of the capture now being added.
+    pub capture: u32,
     /// SASL tokens seen.
     pub sasl_tokens: u64,
     /// Responses whose request is not in the capture (so their API is unknown, or only
@@ -68,6 +73,20 @@ fn ms(ns: u64) -> f64 {
     (ns as f64 / 1000.0).round() / 1000.0
 }
 
+/// A non-zero error code field (`...ErrorCode`, or the header-like `error_code`) of a
+/// node: the code and its name (the node's annotation, as the decoder names codes it
+/// knows). `None` for any other node and for code 0. What `kwire stats` counts and what
+/// `kwire export` lists.
+pub fn error_code<'n>(n: &'n Node<'_>) -> Option<(i64, Option<&'n str>)> {
+    if !(n.name.ends_with("ErrorCode") || n.name == "error_code") {
+        return None;
+    }
+    match n.value {
+        Value::Int(v) if v != 0 => Some((v, n.annotation)),
+        _ => None,
+    }
+}
+
 impl Stats {
     /// Adds the summaries of the capture's TLS connections (from
     /// [`crate::input::CaptureStats::tls`]), kept in connection order.
@@ -78,8 +97,14 @@ impl Stats {
 
     /// Adds one decoded message with its capture context.
     pub fn add(&mut self, m: &Message<'_>, ctx: &Context) {
-        let conn = self.connections.entry(ctx.connection).or_default();
+        let conn = self
+            .connections
+            .entry((self.capture, ctx.connection))
+            .or_default();
         conn.messages += 1;
+        if conn.capture.is_none() {
+            conn.capture.clone_from(&ctx.capture);
+        }
         if m.direction == Direction::Request {
             conn.client = ctx.src.clone();
             conn.server = ctx.dst.clone();
@@ -119,12 +144,8 @@ impl Stats {
                     a.latencies.push(l.as_nanos() as u64);
                 }
                 m.tree.walk(&mut |n, _| {
-                    if n.name.ends_with("ErrorCode") || n.name == "error_code" {
-                        if let (Value::Int(v), Some(name)) = (&n.value, &n.annotation) {
-                            if *v != 0 {
-                                *a.errors.entry(name.to_string()).or_default() += 1;
-                            }
-                        }
+                    if let Some((_, Some(name))) = error_code(n) {
+                        *a.errors.entry(name.to_string()).or_default() += 1;
                     }
                 });
             }
@@ -155,7 +176,13 @@ impl Stats {
         let conns: Vec<_> = self
             .connections
             .iter()
-            .map(|(id, c)| json!({"connection": id, "client": c.client, "server": c.server, "client_id": c.client_id, "messages": c.messages}))
+            .map(|((_, id), c)| {
+                let mut j = json!({"connection": id, "client": c.client, "server": c.server, "client_id": c.client_id, "messages": c.messages});
+                if let (Some(cap), Some(o)) = (&c.capture, j.as_object_mut()) {
+                    o.insert("capture".into(), cap.to_string().into());
+                }
+                j
+            })
             .collect();
         let mut j = json!({
             "apis": apis,
@@ -230,7 +257,12 @@ impl Stats {
             "{:>4}  {:<24} {:<24} {:>8}  client_id",
             "conn", "client", "server", "messages"
         )?;
-        for (id, c) in &self.connections {
+        for ((_, id), c) in &self.connections {
+            // With several captures, connection numbers restart in each: name the capture.
+            let id = match &c.capture {
+                Some(cap) => format!("{cap}#{id}"),
+                None => id.to_string(),
+            };
             writeln!(
                 w,
                 "{:>4}  {:<24} {:<24} {:>8}  {}",

@@ -244,21 +244,25 @@ fn unsupported_version_bodies_decode_in_v0_with_body_only() {
         ("002300000001001200000003", 3, Some(3)),
         ("002300000001001200000004", 4, Some(4)),
     ] {
-        let (json, _) = run(kwire().args([
-            "decode",
-            "--hex",
-            body,
-            "--body-only",
-            "--api-key",
-            "18",
-            "--api-version",
-            &asked.to_string(),
-            "--kind",
-            "response",
-            "--format",
-            "json",
-        ]));
-        let j: J = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+        let asked_s = asked.to_string();
+        let bare = |format: &str| {
+            let (out, _) = run(kwire().args([
+                "decode",
+                "--hex",
+                body,
+                "--body-only",
+                "--api-key",
+                "18",
+                "--api-version",
+                &asked_s,
+                "--kind",
+                "response",
+                "--format",
+                format,
+            ]));
+            serde_json::from_str::<J>(out.lines().next().unwrap()).unwrap()
+        };
+        let j = bare("json");
         assert_eq!(j["api_version"], 0, "{body}: {j}");
         assert_eq!(j["errors"], serde_json::json!([]), "{body}: {j}");
         let w = j["warnings"][0]["message"].as_str().unwrap();
@@ -266,21 +270,7 @@ fn unsupported_version_bodies_decode_in_v0_with_body_only() {
             w.contains(&format!("ApiVersions v{asked}")) && w.contains("UNSUPPORTED_VERSION"),
             "{w}"
         );
-        let (values, _) = run(kwire().args([
-            "decode",
-            "--hex",
-            body,
-            "--body-only",
-            "--api-key",
-            "18",
-            "--api-version",
-            &asked.to_string(),
-            "--kind",
-            "response",
-            "--format",
-            "values",
-        ]));
-        let v: J = serde_json::from_str(values.lines().next().unwrap()).unwrap();
+        let v = bare("values");
         assert_eq!(v["body"]["ErrorCode"], 35, "{v}");
         let keys = v["body"]["ApiKeys"].as_array().unwrap();
         match max {

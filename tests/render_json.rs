@@ -35,6 +35,7 @@ fn ctx() -> Context {
         connection: 2,
         latency: Some(std::time::Duration::from_micros(2500)),
         incomplete: false,
+        capture: None,
         tls: None,
     }
 }
@@ -202,11 +203,25 @@ fn schema_accepts_seed_lines_and_rejects_broken_ones() {
     let v = validator();
     let (f, g) = (unhex(REQ_HEX), unhex(RESP_HEX));
     for m in [request(&f), response(&g)] {
-        for c in [None, Some(ctx())] {
+        // A message of one of several captures (`kwire read A B`) has a `capture` key.
+        let several = Context {
+            capture: Some("broker-1.pcap".into()),
+            ..ctx()
+        };
+        for c in [None, Some(ctx()), Some(several)] {
             let (_, j) = json_line(&m, c.as_ref());
             assert_valid(&v, &j);
         }
     }
+    let several = Context {
+        capture: Some("b.pcap".into()),
+        ..ctx()
+    };
+    let (_, j) = json_line(&request(&f), Some(&several));
+    assert_eq!(j["capture"], "b.pcap");
+    let (_, mut j) = json_line(&request(&f), Some(&several));
+    j["capture"] = J::from(1);
+    assert!(!v.is_valid(&j));
     let (_, mut j) = json_line(&request(&f), None);
     j.as_object_mut().unwrap().remove("tree");
     assert!(!v.is_valid(&j));

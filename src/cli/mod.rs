@@ -1,6 +1,7 @@
 //! The command line: clap definitions and wiring only.
 
 pub mod encode_cmd;
+pub mod export_cmd;
 pub mod output;
 pub mod page_cmd;
 pub mod read;
@@ -164,6 +165,9 @@ pub enum Command {
     Decode(DecodeArgs),
     /// Per-API counts, error names, latencies and bytes; per-connection client ids.
     Stats(read::StatsArgs),
+    /// Writes the messages of captures as Parquet tables (messages, partitions, records)
+    /// for DuckDB, Spark, Trino...
+    Export(export_cmd::ExportArgs),
     /// Every API key with its versions.
     #[command(
         after_help = "Examples:\n  kwire apis\n  kwire apis --format json | jq '.[] | select(.deprecated != null)'"
@@ -479,6 +483,10 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<i32, CliError> {
             let schema = load_schema(cli.schema.as_deref())?;
             read::stats_command(&schema, a, out)
         }
+        Command::Export(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            export_cmd::export_command(&schema, a)
+        }
         Command::Man => {
             clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(out)?;
             Ok(EXIT_OK)
@@ -559,7 +567,11 @@ fn run_other(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             }
             Ok(())
         }
-        Command::Read(_) | Command::Stats(_) | Command::Man | Command::Completions { .. } => Ok(()),
+        Command::Read(_)
+        | Command::Stats(_)
+        | Command::Export(_)
+        | Command::Man
+        | Command::Completions { .. } => Ok(()),
         Command::Decode(a) => {
             let schema = load_schema(cli.schema.as_deref())?;
             decode_command(&schema, cli, a, out)

@@ -23,11 +23,12 @@ use std::sync::{Arc, Mutex};
 /// Which capture to read, how to find Kafka in it, and what to say about it.
 #[derive(Args, Debug, Clone)]
 pub struct CaptureArgs {
-    /// The capture (pcap or pcapng); `-` for stdin.
-    #[arg(value_name = "FILE", required_unless_present = "read_file")]
-    pub file: Option<PathBuf>,
-    /// The capture, as tshark's -r (instead of FILE).
-    #[arg(short = 'r', value_name = "FILE", conflicts_with = "file")]
+    /// The captures (pcap or pcapng), read one after the other, each with its own
+    /// sessions; `-` for stdin.
+    #[arg(value_name = "CAPTURE", num_args = 0.., required_unless_present = "read_file")]
+    pub files: Vec<PathBuf>,
+    /// A capture, as tshark's -r: read before the CAPTUREs, if any.
+    #[arg(short = 'r', value_name = "FILE")]
     pub read_file: Option<PathBuf>,
     /// A broker port (repeatable; default 9092).
     #[arg(long = "port", value_name = "P")]
@@ -105,16 +106,6 @@ fn max_frame(s: &str) -> Result<usize, String> {
         ));
     }
     Ok(n)
-}
-
-impl CaptureArgs {
-    /// The capture's path (`-` for stdin), from FILE or `-r`.
-    pub fn path(&self) -> &Path {
-        self.file
-            .as_deref()
-            .or(self.read_file.as_deref())
-            .unwrap_or(Path::new("-"))
-    }
 }
 
 /// Which messages to keep: `-Y` and the older options that are shorthands for it.
@@ -229,11 +220,12 @@ What it prints (as tshark):
   -x                  each message's line and byte grid
   -V -x, --format text  title, byte grid and tree
   -T json|values|summary|hexdump|fields   as --format of that name
-  -c N stops after N messages printed (tshark counts packets read).
+  -c N stops after N messages printed, across the captures (tshark counts packets read).
 
-Exit status: 0 the capture was read to its end (also when a pipe closed or -c was
+Exit status: 0 the captures were read to their end (also when a pipe closed or -c was
 reached); 1 bad arguments or a bad -Y expression; 2 input that cannot be read or is cut
-short, or output that cannot be written; 3 with --strict, some message failed to decode.
+short (of several captures, any one), or output that cannot be written; 3 with --strict,
+some message failed to decode.
 
 Examples:
   kwire read captures/demo.pcap
@@ -397,6 +389,32 @@ fn not_a_capture_hint(head: &[u8], path: &Path) -> Option<String> {
     None
 }
 
+/// One capture of a command's list: its path and, when the command reads several, the
+/// name its messages and notices carry (the path as given).
+#[derive(Clone, Debug)]
+pub struct CaptureFile<'p> {
+    /// The file (`-` for stdin).
+    pub path: &'p std::path::Path,
+    /// `Some(path as given)` when the command reads more than one capture: it goes into
+    /// each message's [`crate::render::Context::capture`] and prefixes notices.
+    pub label: Option<std::sync::Arc<str>>,
+}
+
+impl CaptureArgs {
+    /// The captures to read, in command-line order, labelled when there are several.
+    pub fn captures(&self) -> Vec<CaptureFile<'_>> {
+        let several = self.files.len() + usize::from(self.read_file.is_some()) > 1;
+        self.read_file
+            .iter()
+            .chain(&self.files)
+            .map(|p| CaptureFile {
+                path: p,
+                label: several.then(|| p.display().to_string().into()),
+            })
+            .collect()
+    }
+}
+
 /// Reads a capture, decodes every Kafka message (pairing responses with requests) and
 /// hands each to `on_message`, decoded at `detail` (see [`Detail`]: `Summary` keeps only
 /// what the summary line and the filters read), which returns whether it showed the
@@ -409,12 +427,13 @@ fn not_a_capture_hint(head: &[u8], path: &Path) -> Option<String> {
 pub fn run_capture(
     schema: &Schema,
     a: &CaptureArgs,
+    file: &CaptureFile<'_>,
     dopts: DecodeOptions,
     quiet: bool,
     limit: Option<u64>,
     mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
 ) -> Result<Outcome, CliError> {
-    let path = a.path();
+    let path = file.path;
     // A progress bar on stderr for large files, when stderr is a terminal.
     let mut bar = indicatif::ProgressBar::hidden();
     let raw: Box<dyn Read + Send> = if path.as_os_str() == "-" {
@@ -429,7 +448,12 @@ pub fn run_capture(
         let f = std::fs::File::open(path)
             .map_err(|e| CliError::Msg(format!("{}: {e}", path.display())))?;
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        if len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal() && !quiet {
+        // One bar at a time: none when several captures are read (they may run at once).
+        if len >= PROGRESS_MIN_BYTES
+            && std::io::stderr().is_terminal()
+            && !quiet
+            && file.label.is_none()
+        {
             bar = indicatif::ProgressBar::new(len);
             if let Ok(style) = indicatif::ProgressStyle::with_template(
                 "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
@@ -448,9 +472,17 @@ pub fn run_capture(
         last_error: last_error.clone(),
         head: head.clone(),
     };
+    // With several captures, each line names its capture: `kwire: a.pcap: ...`.
+    let named = |line: String| match &file.label {
+        Some(l) => match line.strip_prefix("kwire: ") {
+            Some(rest) => format!("kwire: {l}: {rest}"),
+            None => format!("{l}: {line}"),
+        },
+        None => line,
+    };
     let say_line = |line: String| {
         if !quiet {
-            bar.suspend(|| say(&line))
+            bar.suspend(|| say(&named(line)))
         }
     };
     let (keys, key_lines) = load_keylogs(a)?;
@@ -488,7 +520,8 @@ pub fn run_capture(
                 if f.kind == FrameKind::SaslToken {
                     tally.sasl_tokens += 1;
                 }
-                let (m, ctx) = session.decode(&f, arena);
+                let (m, mut ctx) = session.decode(&f, arena);
+                ctx.capture.clone_from(&file.label);
                 for n in session.notices.drain(..) {
                     if let Some(line) = tally.notice(&n, a.all_notices) {
                         say_line(line);
@@ -616,7 +649,7 @@ pub fn run_capture(
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
     Ok(Outcome {
-        closing: lines,
+        closing: lines.into_iter().map(named).collect(),
         truncated,
         with_errors: tally.with_errors,
         unanswered: waiting
@@ -654,15 +687,16 @@ fn counted(n: u64, one: &str, many: &str) -> String {
 
 /// The requests of the capture that get no response, read in a first pass (for
 /// `-Y unanswered`, which must know the future when it sees a request).
-fn unanswered_first_pass(
+pub(super) fn unanswered_first_pass(
     schema: &Schema,
     a: &CaptureArgs,
+    file: &CaptureFile<'_>,
     f: Option<&Filter>,
 ) -> Result<Option<HashSet<(u32, u64)>>, CliError> {
     if !f.is_some_and(Filter::uses_unanswered) {
         return Ok(None);
     }
-    if a.path().as_os_str() == "-" {
+    if file.path.as_os_str() == "-" {
         return Err(CliError::Usage(
             "-Y unanswered needs a capture file, not stdin: it reads the capture twice".into(),
         ));
@@ -671,7 +705,7 @@ fn unanswered_first_pass(
         detail: Detail::Summary,
         ..DecodeOptions::default()
     };
-    let first = run_capture(schema, a, dopts, true, None, |_, _| Ok(false))?;
+    let first = run_capture(schema, a, file, dopts, true, None, |_, _| Ok(false))?;
     Ok(Some(first.unanswered))
 }
 
@@ -706,7 +740,6 @@ pub fn read_command(
     } else {
         Detail::Full
     };
-    let unanswered = unanswered_first_pass(schema, &a.capture, flt.as_ref())?;
     let flush_each = a.view.line_flush || std::io::stdout().is_terminal();
     if let Some(f) = &fields {
         if !a.view.quiet {
@@ -719,30 +752,107 @@ pub fn read_command(
         max_nodes: a.out.max_nodes,
         ..DecodeOptions::default()
     };
-    let outcome = run_capture(schema, &a.capture, dopts, quiet, a.view.count, |m, ctx| {
-        view::note_first(&mut ropts, ctx.time);
-        let fctx = filter::Context {
-            capture: Some(ctx),
-            unanswered: unanswered.as_ref(),
-        };
-        let pass = flt.as_ref().is_none_or(|f| f.matches(m, &fctx));
-        if pass && !quiet {
-            match (&v.view, &fields) {
-                (_, Some(f)) => f.row(m, &fctx, out)?,
-                (View::LineGrid, _) => view::line_and_grid(m, ctx, &ropts, out)?,
-                (View::Format(fmt), _) => print_message(m, Some(ctx), &ropts, *fmt, out)?,
-                (View::Fields, None) => {}
-            }
-            if flush_each {
-                out.flush()?;
+    let limit = a.view.count;
+    let mut shown = 0u64;
+    let mut status = EXIT_OK;
+    for_each_capture(&a.capture, |file| {
+        // -c counts across the captures: once reached, the rest are not read.
+        let left = limit.map(|l| l.saturating_sub(shown));
+        if left == Some(0) {
+            return Ok(());
+        }
+        let unanswered = unanswered_first_pass(schema, &a.capture, file, flt.as_ref())?;
+        let outcome = run_capture(
+            schema,
+            &a.capture,
+            file,
+            dopts.clone(),
+            quiet,
+            left,
+            |m, ctx| {
+                view::note_first(&mut ropts, ctx.time);
+                let fctx = filter::Context {
+                    capture: Some(ctx),
+                    unanswered: unanswered.as_ref(),
+                };
+                let pass = flt.as_ref().is_none_or(|f| f.matches(m, &fctx));
+                if pass && !quiet {
+                    match (&v.view, &fields) {
+                        (_, Some(f)) => f.row(m, &fctx, out)?,
+                        (View::LineGrid, _) => view::line_and_grid(m, ctx, &ropts, out)?,
+                        (View::Format(fmt), _) => print_message(m, Some(ctx), &ropts, *fmt, out)?,
+                        (View::Fields, None) => {}
+                    }
+                    if flush_each {
+                        out.flush()?;
+                    }
+                }
+                view::advance(&mut ropts, ctx.time, pass);
+                shown += u64::from(pass);
+                Ok(pass)
+            },
+        )?;
+        out.flush()?;
+        outcome.closing.iter().for_each(|l| say(l));
+        status = worse(status, outcome.status(a.capture.strict));
+        Ok(())
+    })?;
+    Ok(status)
+}
+
+/// Two exit statuses combined, as [`Outcome::status`] ranks them: a capture cut short
+/// (2) before a decode failure under --strict (3) before success.
+pub fn worse(a: i32, b: i32) -> i32 {
+    if a == EXIT_INPUT || b == EXIT_INPUT {
+        EXIT_INPUT
+    } else {
+        a.max(b)
+    }
+}
+
+/// Runs `each` on every capture of `a` (`-r` first, then the CAPTUREs), in command-line
+/// order. With one capture its error is the command's; with several, a capture that cannot be read is named on
+/// stderr and the others still run, and the command then fails (status 2) saying how
+/// many could not be read. An output error (a closed pipe) ends the command at once.
+///
+/// # Errors
+/// As above.
+pub fn for_each_capture(
+    a: &CaptureArgs,
+    mut each: impl FnMut(&CaptureFile<'_>) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let files = a.captures();
+    if let [one] = files.as_slice() {
+        return each(one);
+    }
+    let mut failed = 0;
+    for f in &files {
+        match each(f) {
+            Ok(()) => {}
+            Err(CliError::Io(e)) => return Err(CliError::Io(e)),
+            Err(CliError::Usage(m)) => return Err(CliError::Usage(m)),
+            Err(e) => {
+                say(&format!("kwire: {e}"));
+                failed += 1;
             }
         }
-        view::advance(&mut ropts, ctx.time, pass);
-        Ok(pass)
-    })?;
-    out.flush()?;
-    outcome.closing.iter().for_each(|l| say(l));
-    Ok(outcome.status(a.capture.strict))
+    }
+    unreadable(failed, files.len(), "read")
+}
+
+/// The command's end when `failed` of `total` captures could not be read (or
+/// exported: `verb`).
+///
+/// # Errors
+/// `failed > 0`: `1 of 3 captures could not be read` (status 2).
+pub fn unreadable(failed: usize, total: usize, verb: &str) -> Result<(), CliError> {
+    if failed == 0 {
+        return Ok(());
+    }
+    Err(CliError::Msg(format!(
+        "{failed} of {total} {} could not be {verb}",
+        if total == 1 { "capture" } else { "captures" }
+    )))
 }
 
 /// `kwire stats` options.
@@ -771,27 +881,44 @@ pub struct StatsArgs {
 /// A bad filter; a file that cannot be opened or is not a capture; output errors.
 pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<i32, CliError> {
     let flt = a.filter.filter(schema)?;
-    let unanswered = unanswered_first_pass(schema, &a.capture, flt.as_ref())?;
     let mut st = crate::stats::Stats::default();
-    let mut outcome = run_capture(
-        schema,
-        &a.capture,
-        DecodeOptions::default(),
-        false,
-        None,
-        |m, ctx| {
-            let fctx = filter::Context {
-                capture: Some(ctx),
-                unanswered: unanswered.as_ref(),
-            };
-            if !flt.as_ref().is_none_or(|f| f.matches(m, &fctx)) {
-                return Ok(false);
-            }
-            st.add(m, ctx);
-            Ok(true)
-        },
-    )?;
-    st.add_tls(std::mem::take(&mut outcome.tls));
+    let mut closing = Vec::new();
+    let mut ordinal = 0;
+    let mut status = EXIT_OK;
+    let res = for_each_capture(&a.capture, |file| {
+        st.capture = ordinal;
+        ordinal += 1;
+        let unanswered = unanswered_first_pass(schema, &a.capture, file, flt.as_ref())?;
+        let outcome = run_capture(
+            schema,
+            &a.capture,
+            file,
+            DecodeOptions::default(),
+            false,
+            None,
+            |m, ctx| {
+                let fctx = filter::Context {
+                    capture: Some(ctx),
+                    unanswered: unanswered.as_ref(),
+                };
+                if !flt.as_ref().is_none_or(|f| f.matches(m, &fctx)) {
+                    return Ok(false);
+                }
+                st.add(m, ctx);
+                Ok(true)
+            },
+        )?;
+        status = worse(status, outcome.status(a.capture.strict));
+        closing.extend(outcome.closing);
+        st.add_tls(outcome.tls);
+        Ok(())
+    });
+    // One capture that cannot be read prints nothing; of several, the others are counted.
+    let one = a.capture.captures().len() == 1;
+    let res = match res {
+        Err(e) if one || matches!(e, CliError::Usage(_) | CliError::Io(_)) => return Err(e),
+        r => r,
+    };
     match a.format {
         super::ListFormat::Json => writeln!(
             out,
@@ -801,6 +928,6 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         super::ListFormat::Text => st.write_text(out)?,
     }
     out.flush()?;
-    outcome.closing.iter().for_each(|l| say(l));
-    Ok(outcome.status(a.capture.strict))
+    closing.iter().for_each(|l| say(l));
+    res.map(|()| status)
 }

@@ -53,7 +53,8 @@ pub struct ViewArgs {
     /// read), dd (since the previous message shown).
     #[arg(short = 't', value_enum, value_name = "FORMAT", default_value = "r")]
     pub time: TimeArg,
-    /// Stop after N messages printed (tshark's -c counts packets read instead).
+    /// Stop after N messages printed, counted across all the captures (tshark's -c counts
+    /// packets read instead).
     #[arg(short = 'c', value_name = "N")]
     pub count: Option<u64>,
     /// Print only the closing lines (no messages, no notices).

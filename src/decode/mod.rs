@@ -218,6 +218,83 @@ impl<'a> Cx<'a> {
     }
 }
 
+/// What a fold read past the message's node budget found: how many of its items (records
+/// or array elements) had an error, how many a warning, and the first one's index,
+/// offset and message.
+#[derive(Default)]
+pub(crate) struct Folded {
+    errors: (u64, Option<(u64, usize, String)>),
+    warnings: (u64, Option<(u64, usize, String)>),
+}
+
+impl Folded {
+    /// Notes the first error and the first warning under `n`, item `i` of the list.
+    pub(crate) fn note(&mut self, i: u64, n: &Node<'_>) {
+        let (mut e, mut w) = (None, None);
+        n.walk(&mut |x, _| {
+            if e.is_none() {
+                e = x.error().map(|m| (x.offset, m.to_string()));
+            }
+            if w.is_none() {
+                w = x.warning().map(|m| (x.offset, m.to_string()));
+            }
+        });
+        for (seen, found) in [(&mut self.errors, e), (&mut self.warnings, w)] {
+            if let Some((o, m)) = found {
+                seen.0 += 1;
+                seen.1.get_or_insert((i, o, m));
+            }
+        }
+    }
+
+    /// The leaf over `start` to where `r` stands: items `first..first + count` of the
+    /// list of `base` (`Record`, `TopicNames`), named `base[first..last]`, of type
+    /// `folded`, valued with the count, annotated with why and how to see them, and
+    /// with an error (a warning) naming the first error (warning) among them.
+    pub(crate) fn leaf<'a>(
+        &self,
+        r: &Reader<'a>,
+        base: &str,
+        item: &str,
+        (first, count): (u64, u64),
+        start: usize,
+        max_nodes: usize,
+    ) -> Node<'a> {
+        let last = (first + count).saturating_sub(1);
+        let mut n = Node::leaf(
+            r.fmt(format_args!("{base}[{first}..{last}]")),
+            "folded",
+            crate::tree::Value::Count(count),
+            start,
+            r.pos - start,
+        );
+        n.kind = crate::tree::NodeKind::Group;
+        n.buffer = r.buffer;
+        n.annotation = Some(r.fmt(format_args!(
+            "{count} {item}s read and checked, not shown: past the message's budget of \
+             {max_nodes} tree nodes (--max-nodes)"
+        )));
+        let buf = if r.buffer == 0 {
+            String::new()
+        } else {
+            format!(" of buffer {}", r.buffer)
+        };
+        for (kind, (k, first)) in [("errors", &self.errors), ("warnings", &self.warnings)] {
+            if let Some((i, o, m)) = first {
+                let t = r.fmt(format_args!(
+                    "{k} folded {item}(s) with {kind}; the first, {base}[{i}] at offset {o}{buf}: {m}"
+                ));
+                if kind == "errors" {
+                    n.set_error(t);
+                } else {
+                    n.set_warning(t);
+                }
+            }
+        }
+        n
+    }
+}
+
 /// A cursor over one buffer: the slice, the absolute offset of its first byte, and the
 /// buffer id, so every value read knows its absolute offset and length.
 #[derive(Clone, Copy, Debug)]

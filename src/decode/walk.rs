@@ -981,7 +981,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             if self.cx.budget_left() == 0 && !in_full {
                 let (k, fold) = self.fold_elements(r, f, inner, elem_struct, name, i, count);
                 i += k;
-                nk.push(fold);
+                if k > 0 {
+                    nk.push(fold);
+                }
                 // Folding stops before an element whose error ends the walk: that one
                 // is decoded in full below, error and all.
                 in_full = true;
@@ -1061,8 +1063,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         let start = r.pos;
         let flexible = self.field_flexible(f);
         let mut i = first;
-        let mut errors: (u64, Option<(u64, usize, String)>) = (0, None);
-        let mut warnings: (u64, Option<(u64, usize, String)>) = (0, None);
+        let mut found = super::Folded::default();
         match inner {
             FieldType::Prim(p) if fixed_size(*p).is_some() => {
                 let size = fixed_size(*p).unwrap_or(1) as u64;
@@ -1102,21 +1103,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                     let Ok(n) = res else {
                         break;
                     };
-                    let (mut e, mut wn) = (None, None);
-                    n.walk(&mut |x, _| {
-                        if e.is_none() {
-                            e = x.error().map(|m| (x.offset, m.to_string()));
-                        }
-                        if wn.is_none() {
-                            wn = x.warning().map(|m| (x.offset, m.to_string()));
-                        }
-                    });
-                    for (seen, found) in [(&mut errors, e), (&mut warnings, wn)] {
-                        if let Some((o, m)) = found {
-                            seen.0 += 1;
-                            seen.1.get_or_insert((i, o, m));
-                        }
-                    }
+                    found.note(i, &n);
                     let used = r.left() - sr.left();
                     r.split(used);
                     i += 1;
@@ -1125,33 +1112,15 @@ impl<'c, 'a> Walk<'c, 'a> {
         }
         let folded = i - first;
         let base = elem_struct.map_or(name, |(s, _)| s);
-        let lname = self
-            .cx
-            .fmt(format_args!("{base}[{first}..{}]", i.saturating_sub(1)));
-        let mut n = self.leaf(
-            lname,
-            "folded",
-            Value::Count(folded),
-            start,
-            r.pos - start,
+        let mut n = found.leaf(
             r,
+            base,
+            "element",
+            (first, folded),
+            start,
+            self.cx.opts.max_nodes,
         );
-        n.kind = NodeKind::Group;
-        n.annotation = Some(self.cx.fmt(format_args!(
-            "{folded} elements read and checked, not shown: past the message's budget of {} \
-             tree nodes (--max-nodes)",
-            self.cx.opts.max_nodes
-        )));
-        if let (k, Some((el, o, m))) = errors {
-            n.set_error(self.cx.fmt(format_args!(
-                "{k} folded element(s) with errors; the first, {base}[{el}] at offset {o}: {m}"
-            )));
-        }
-        if let (k, Some((el, o, m))) = warnings {
-            n.set_warning(self.cx.fmt(format_args!(
-                "{k} folded element(s) with warnings; the first, {base}[{el}] at offset {o}: {m}"
-            )));
-        }
+        n.region = self.region;
         (folded, n)
     }
 }

@@ -263,6 +263,10 @@ fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
         out.extend_from_slice(c.to_string().as_bytes());
     }
     if let Some(c) = ctx {
+        if let Some(cap) = &c.capture {
+            put_key!(out, "capture");
+            put_str(out, cap);
+        }
         put_key!(out, "frame");
         out.push(b'[');
         put_int(out, c.frames.0);
@@ -398,6 +402,9 @@ pub fn message_json(msg: &Message<'_>, ctx: Option<&Context>) -> J {
         m.insert("candidates".into(), c);
     }
     if let Some(c) = ctx {
+        if let Some(cap) = &c.capture {
+            m.insert("capture".into(), cap.to_string().into());
+        }
         m.insert("frame".into(), json!([c.frames.0, c.frames.1]));
         m.insert("time".into(), rfc3339(c.time.0, c.time.1).into());
         m.insert("src".into(), c.src.clone().into());
@@ -575,6 +582,7 @@ mod tests {
                 connection: 4,
                 latency: Some(Duration::from_nanos(1_234_567)),
                 incomplete: true,
+                capture: Some("broker-1/a \"b\".pcap".into()),
                 tls: None,
             }),
             Some(Context {

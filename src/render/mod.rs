@@ -90,6 +90,9 @@ pub struct Context {
     pub latency: Option<Duration>,
     /// The message was cut short (the capture ended or lost segments).
     pub incomplete: bool,
+    /// The capture file it came from, as given on the command line, when the command
+    /// reads several (`kwire read A B`); `None` for one capture.
+    pub capture: Option<std::sync::Arc<str>>,
     /// For a message decrypted from TLS: the session (version, suite, SNI) and the
     /// records that carried it.
     pub tls: Option<crate::input::tls::TlsFrameInfo>,

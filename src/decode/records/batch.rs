@@ -257,9 +257,7 @@ pub(super) fn fold_records<'a>(
     let start = r.pos;
     let mut i = first;
     let scratch = &mut crate::tree::Buffers::new();
-    // (records with one, the first: record index, offset, message)
-    let mut errors: (usize, Option<(usize, usize, String)>) = (0, None);
-    let mut warnings: (usize, Option<(usize, usize, String)>) = (0, None);
+    let mut found = crate::decode::Folded::default();
     while (i as i64) < count && r.left() > 0 {
         if !bcx.control {
             if let Some(n) = clean_record_len(r.rest) {
@@ -276,56 +274,14 @@ pub(super) fn fold_records<'a>(
             ..*r
         };
         let n = decode_record(&mut scx, &mut sr, i, bcx);
-        let (mut e, mut w) = (None, None);
-        n.walk(&mut |x, _| {
-            if e.is_none() {
-                e = x.error().map(|m| (x.offset, m.to_string()));
-            }
-            if w.is_none() {
-                w = x.warning().map(|m| (x.offset, m.to_string()));
-            }
-        });
-        for (seen, found) in [(&mut errors, e), (&mut warnings, w)] {
-            if let Some((o, m)) = found {
-                seen.0 += 1;
-                seen.1.get_or_insert((i, o, m));
-            }
-        }
+        found.note(i as u64, &n);
         let used = r.left() - sr.left();
         r.split(used.max(1).min(r.left()));
         i += 1;
     }
     let folded = i - first;
-    let name = r.fmt(format_args!("Record[{first}..{}]", i.saturating_sub(1)));
-    let mut n = leaf(
-        r,
-        name,
-        "folded",
-        Value::Count(folded as u64),
-        start,
-        r.pos - start,
-    );
-    n.kind = NodeKind::Group;
+    let span = (first as u64, folded as u64);
+    let mut n = found.leaf(r, "Record", "record", span, start, cx.opts.max_nodes);
     n.region = Region::Record;
-    n.annotation = Some(r.fmt(format_args!(
-        "{folded} records read and checked, not shown: past the message's budget of {} \
-         tree nodes (--max-nodes)",
-        cx.opts.max_nodes
-    )));
-    let buf = if r.buffer == 0 {
-        String::new()
-    } else {
-        format!(" of buffer {}", r.buffer)
-    };
-    if let (k, Some((rec, o, m))) = errors {
-        n.set_error(r.fmt(format_args!(
-            "{k} folded record(s) with errors; the first, Record[{rec}] at offset {o}{buf}: {m}"
-        )));
-    }
-    if let (k, Some((rec, o, m))) = warnings {
-        n.set_warning(r.fmt(format_args!(
-            "{k} folded record(s) with warnings; the first, Record[{rec}] at offset {o}{buf}: {m}"
-        )));
-    }
     (folded, n)
 }

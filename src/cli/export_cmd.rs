@@ -1,0 +1,225 @@
+//! `kwire export`: captures to Parquet tables (`src/export`), several captures at once.
+
+use super::read::{run_capture, unanswered_first_pass, unreadable, worse, CaptureArgs, FilterArgs};
+use super::CliError;
+use super::{say, EXIT_OK};
+use crate::decode::DecodeOptions;
+use crate::export::{self, table::FileOptions, CaptureExport, ExportOptions, PartitionBy};
+use crate::filter::{self, Filter};
+use crate::schema::Schema;
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// `--partition-by`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PartitionByArg {
+    /// `hour=2026-11-29T14` folders: the UTC hour of each message.
+    Hour,
+    /// `api=Fetch` folders.
+    Api,
+    /// `capture=NAME` folders: the capture file.
+    Capture,
+}
+
+/// `--compression`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompressionArg {
+    /// zstd, level 3.
+    Zstd,
+    /// Snappy.
+    Snappy,
+}
+
+/// `kwire export` options.
+#[derive(Args, Debug, Clone)]
+pub struct ExportArgs {
+    /// The captures and where Kafka is in them (the options of `kwire read`).
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+    /// Which messages to export (rows only for the messages that pass).
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// The folder to write (refused when it exists, unless --force).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Replace the tables of an existing folder (its messages/, partitions/ and records/
+    /// folders are removed first; nothing else in it is touched).
+    #[arg(long)]
+    pub force: bool,
+    /// Also write the `records` table: one row per record.
+    #[arg(long)]
+    pub records: bool,
+    /// Give the `records` table the records' values (large, and maybe sensitive).
+    #[arg(long, requires = "records")]
+    pub record_values: bool,
+    /// Hive-style folders under each table (`messages/hour=2026-11-29T14/...`).
+    #[arg(long, value_enum)]
+    pub partition_by: Option<PartitionByArg>,
+    /// Partition files open at once, per table and capture.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_open_files: u16,
+    /// Page compression.
+    #[arg(long, value_enum, default_value_t = CompressionArg::Zstd)]
+    pub compression: CompressionArg,
+    /// Rows a row group holds at most (fewer when they take more than about 4 MiB).
+    #[arg(long, value_name = "N", default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(1..))]
+    pub row_group_rows: u32,
+    /// Captures exported at once (default: the number of CPUs).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+}
+
+/// Runs `kwire export`; returns the exit status.
+///
+/// # Errors
+/// An existing `--out` without `--force`; when a capture cannot be read or written, it is
+/// named on stderr, the others still export, and the command fails at the end (status 2).
+pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> {
+    let flt = a.filter.filter(schema)?;
+    if a.out.exists() {
+        if !a.force {
+            return Err(CliError::Msg(format!(
+                "{}: exists; give --force to replace its tables",
+                a.out.display()
+            )));
+        }
+        for d in export::table_dirs(&a.out) {
+            if d.exists() {
+                std::fs::remove_dir_all(&d)
+                    .map_err(|e| CliError::Msg(format!("{}: {e}", d.display())))?;
+            }
+        }
+    }
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| CliError::Msg(format!("{}: {e}", a.out.display())))?;
+    let opts = ExportOptions {
+        out: a.out.clone(),
+        records: a.records,
+        record_values: a.record_values,
+        partition_by: a.partition_by.map(|p| match p {
+            PartitionByArg::Hour => PartitionBy::Hour,
+            PartitionByArg::Api => PartitionBy::Api,
+            PartitionByArg::Capture => PartitionBy::Capture,
+        }),
+        max_open_files: a.max_open_files.into(),
+        file: FileOptions {
+            row_group_rows: a.row_group_rows as usize,
+            ..FileOptions::new(a.compression == CompressionArg::Zstd)
+        },
+    };
+    let files = a.capture.captures();
+    let threads = a
+        .threads
+        .map(usize::from)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, files.len().max(1));
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Exported>>> = Mutex::new(vec![None; files.len()]);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(file) = files.get(i) else {
+                    break;
+                };
+                let name = file.path.display().to_string();
+                let r = export_one(schema, a, flt.as_ref(), &opts, file, i as u32, &name);
+                if let Ok(mut v) = results.lock() {
+                    v[i] = Some(r);
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap_or_default();
+    let (mut failed, mut rows, mut nfiles, mut status) = (0, [0u64; 3], 0, EXIT_OK);
+    for (f, r) in files.iter().zip(results) {
+        match r {
+            Some(Ok((s, st))) => {
+                status = worse(status, st);
+                rows.iter_mut().zip(s.rows).for_each(|(a, b)| *a += b);
+                nfiles += s.files.len();
+            }
+            Some(Err(e)) => {
+                // Said when it happened; counted here.
+                let _ = e;
+                failed += 1;
+            }
+            None => {
+                say(&format!("kwire: {}: not exported", f.path.display()));
+                failed += 1;
+            }
+        }
+    }
+    say(&format!(
+        "kwire: exported {} messages, {} partition entries{} from {} of {} captures to {} ({} files)",
+        rows[0],
+        rows[1],
+        if a.records {
+            format!(", {} records", rows[2])
+        } else {
+            String::new()
+        },
+        files.len() - failed,
+        files.len(),
+        a.out.display(),
+        nfiles
+    ));
+    unreadable(failed, files.len(), "exported").map(|()| status)
+}
+
+/// One capture's export: its summary and exit status, or what went wrong.
+type Exported = Result<(export::ExportSummary, i32), String>;
+
+/// Exports one capture; says on stderr what went wrong, if anything.
+fn export_one(
+    schema: &Schema,
+    a: &ExportArgs,
+    flt: Option<&Filter>,
+    opts: &ExportOptions,
+    file: &super::read::CaptureFile<'_>,
+    index: u32,
+    name: &str,
+) -> Exported {
+    let res = (|| {
+        let unanswered =
+            unanswered_first_pass(schema, &a.capture, file, flt).map_err(|e| e.to_string())?;
+        let mut exp = CaptureExport::new(opts, index, name)?;
+        let ran = run_capture(
+            schema,
+            &a.capture,
+            file,
+            DecodeOptions::default(),
+            false,
+            None,
+            |m, ctx| {
+                let fctx = filter::Context {
+                    capture: Some(ctx),
+                    unanswered: unanswered.as_ref(),
+                };
+                if !flt.is_none_or(|f| f.matches(m, &fctx)) {
+                    return Ok(false);
+                }
+                exp.add(m, ctx).map_err(std::io::Error::other)?;
+                Ok(true)
+            },
+        );
+        match ran {
+            Ok(outcome) => {
+                let sum = exp.finish()?;
+                outcome.closing.iter().for_each(|l| say(l));
+                Ok((sum, outcome.status(a.capture.strict)))
+            }
+            Err(e) => {
+                exp.abandon();
+                Err(e.to_string())
+            }
+        }
+    })();
+    if let Err(e) = &res {
+        // Errors from the capture name it already; the writer's name their file.
+        say(&format!("kwire: {e}"));
+    }
+    res
+}
