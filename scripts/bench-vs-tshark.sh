@@ -147,7 +147,7 @@ for size in $SIZES; do
           tr=$fast
           ;;
         tree)
-          k=(--no-bytes --color never)
+          k=(-V --color never)
           t=(-V)
           tr=$slow
           ;;

@@ -12,6 +12,7 @@ pub mod diff;
 pub mod encode;
 pub mod errors;
 pub mod export;
+pub mod filter;
 pub mod input;
 pub mod log;
 pub mod page;

@@ -215,6 +215,10 @@ impl Stats {
     pub fn write_text(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
         writeln!(
             w,
+            "latencies in ms from request to response; median and p99 are nearest-rank"
+        )?;
+        writeln!(
+            w,
             "{:<32} {:>4} {:>6} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9}  errors",
             "api", "ver", "reqs", "resps", "bytes", "min ms", "median", "p99", "max"
         )?;

@@ -298,7 +298,7 @@ fn uncompressed_fetch_of_tiny_records_is_folded() {
         return;
     };
     assert!(j.contains("\"type\":\"folded\""));
-    let Some(t) = kwire(&["read", c, "--color", "never"]) else {
+    let Some(t) = kwire(&["read", c, "-V", "--color", "never"]) else {
         return;
     };
     assert!(t.contains("records read and checked, not shown"));

@@ -383,7 +383,7 @@ fn tshark_packet_dumps_decode_their_tcp_payload() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
-        "DeleteTopics v6 request corr=0 topics=id:00000000"
+        "DeleteTopics v6 request corr=0 topics=id:AAAAAAAAAAAAAAAAAAAAAA"
     );
     assert!(String::from_utf8_lossy(&o.stderr).contains("decoding its TCP payload (39 bytes)"));
 }
@@ -493,7 +493,7 @@ fn notices_of_one_kind_stop_after_fifty_lines() {
     let closing = lines.last().unwrap();
     assert!(closing.contains("notices: Malformed x70"), "{err}");
     assert!(
-        err.contains("kwire: more Malformed notices are not shown; the closing line counts them"),
+        err.contains("kwire: more Malformed notices are not shown (--all-notices shows them); the closing line counts them"),
         "{err}"
     );
     // 50 notices, the line that says the rest are counted, the closing line.

@@ -868,7 +868,7 @@ fn kwire_read_counts_the_malformed_frame() {
     std::fs::write(&path, &pcap).unwrap();
     let out = assert_cmd::Command::cargo_bin("kwire")
         .unwrap()
-        .args(["read", "--color", "never"])
+        .args(["read", "-V", "--color", "never"])
         .arg(&path)
         .output()
         .unwrap();

@@ -42,7 +42,7 @@ fn ctx() -> Context {
 
 fn json_line(m: &Message<'_>, c: Option<&Context>) -> (String, J) {
     let mut v = Vec::new();
-    json::render(&mut v, m, c).unwrap();
+    json::render(&mut v, m, c, false).unwrap();
     let s = String::from_utf8(v).unwrap();
     assert!(s.ends_with('\n'));
     assert_eq!(s.lines().count(), 1, "one line per message");
@@ -273,7 +273,7 @@ fn summary_lines() {
     let o = RenderOptions::default();
     assert_eq!(
         summary::line(&request(&f), None, &o),
-        "DeleteTopics v6 request corr=0 topics=id:00000000"
+        "DeleteTopics v6 request corr=0 topics=id:AAAAAAAAAAAAAAAAAAAAAA"
     );
     let mut r = response(&g);
     {

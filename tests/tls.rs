@@ -4,6 +4,8 @@
 //! for bad key log lines, keys from a Decryption Secrets Block and from `SSLKEYLOGFILE`,
 //! and no secret in any output.
 
+mod common;
+
 use assert_cmd::Command;
 use serde_json::Value as J;
 use std::path::{Path, PathBuf};
@@ -71,15 +73,7 @@ fn decrypted_messages_in_json_carry_their_tls_records() {
         "--format",
         "json",
     ]);
-    let schema: J = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/docs/kwire-message.schema.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let v = common::message_validator();
     let lines: Vec<J> = out
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -109,6 +103,7 @@ fn text_hexdump_and_summary_show_the_decrypted_messages() {
     let (text, _) = kwire(&[
         "read",
         path(&cap),
+        "-V",
         "--port",
         "9093",
         "--tls-keylog",

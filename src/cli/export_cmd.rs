@@ -1,9 +1,11 @@
 //! `kwire export`: captures to Parquet tables (`src/export`), several captures at once.
 
-use super::read::{run_capture, unreadable, CaptureArgs};
+use super::read::{run_capture, unanswered_first_pass, unreadable, worse, CaptureArgs, FilterArgs};
 use super::CliError;
+use super::{say, EXIT_OK};
 use crate::decode::DecodeOptions;
 use crate::export::{self, table::FileOptions, CaptureExport, ExportOptions, PartitionBy};
+use crate::filter::{self, Filter};
 use crate::schema::Schema;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -36,6 +38,9 @@ pub struct ExportArgs {
     /// The captures and where Kafka is in them (the options of `kwire read`).
     #[command(flatten)]
     pub capture: CaptureArgs,
+    /// Which messages to export (rows only for the messages that pass).
+    #[command(flatten)]
+    pub filter: FilterArgs,
     /// The folder to write (refused when it exists, unless --force).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -66,12 +71,13 @@ pub struct ExportArgs {
     pub threads: Option<u16>,
 }
 
-/// Runs `kwire export`.
+/// Runs `kwire export`; returns the exit status.
 ///
 /// # Errors
 /// An existing `--out` without `--force`; when a capture cannot be read or written, it is
 /// named on stderr, the others still export, and the command fails at the end (status 2).
-pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<(), CliError> {
+pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> {
+    let flt = a.filter.filter(schema)?;
     if a.out.exists() {
         if !a.force {
             return Err(CliError::Msg(format!(
@@ -110,8 +116,7 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<(), CliError> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, files.len().max(1));
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<export::ExportSummary, String>>>> =
-        Mutex::new(vec![None; files.len()]);
+    let results: Mutex<Vec<Option<Exported>>> = Mutex::new(vec![None; files.len()]);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
@@ -120,7 +125,7 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<(), CliError> {
                     break;
                 };
                 let name = file.path.display().to_string();
-                let r = export_one(schema, a, &opts, file, i as u32, &name);
+                let r = export_one(schema, a, flt.as_ref(), &opts, file, i as u32, &name);
                 if let Ok(mut v) = results.lock() {
                     v[i] = Some(r);
                 }
@@ -128,10 +133,11 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<(), CliError> {
         }
     });
     let results = results.into_inner().unwrap_or_default();
-    let (mut failed, mut rows, mut nfiles) = (0, [0u64; 3], 0);
+    let (mut failed, mut rows, mut nfiles, mut status) = (0, [0u64; 3], 0, EXIT_OK);
     for (f, r) in files.iter().zip(results) {
         match r {
-            Some(Ok(s)) => {
+            Some(Ok((s, st))) => {
+                status = worse(status, st);
                 rows.iter_mut().zip(s.rows).for_each(|(a, b)| *a += b);
                 nfiles += s.files.len();
             }
@@ -141,12 +147,12 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<(), CliError> {
                 failed += 1;
             }
             None => {
-                eprintln!("kwire: {}: not exported", f.path.display());
+                say(&format!("kwire: {}: not exported", f.path.display()));
                 failed += 1;
             }
         }
     }
-    eprintln!(
+    say(&format!(
         "kwire: exported {} messages, {} partition entries{} from {} of {} captures to {} ({} files)",
         rows[0],
         rows[1],
@@ -159,36 +165,51 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<(), CliError> {
         files.len(),
         a.out.display(),
         nfiles
-    );
-    unreadable(failed, files.len(), "exported")
+    ));
+    unreadable(failed, files.len(), "exported").map(|()| status)
 }
+
+/// One capture's export: its summary and exit status, or what went wrong.
+type Exported = Result<(export::ExportSummary, i32), String>;
 
 /// Exports one capture; says on stderr what went wrong, if anything.
 fn export_one(
     schema: &Schema,
     a: &ExportArgs,
+    flt: Option<&Filter>,
     opts: &ExportOptions,
     file: &super::read::CaptureFile<'_>,
     index: u32,
     name: &str,
-) -> Result<export::ExportSummary, String> {
+) -> Exported {
     let res = (|| {
+        let unanswered =
+            unanswered_first_pass(schema, &a.capture, file, flt).map_err(|e| e.to_string())?;
         let mut exp = CaptureExport::new(opts, index, name)?;
         let ran = run_capture(
             schema,
             &a.capture,
             file,
             DecodeOptions::default(),
+            false,
+            None,
             |m, ctx| {
+                let fctx = filter::Context {
+                    capture: Some(ctx),
+                    unanswered: unanswered.as_ref(),
+                };
+                if !flt.is_none_or(|f| f.matches(m, &fctx)) {
+                    return Ok(false);
+                }
                 exp.add(m, ctx).map_err(std::io::Error::other)?;
                 Ok(true)
             },
         );
         match ran {
-            Ok((closing, _tls)) => {
+            Ok(outcome) => {
                 let sum = exp.finish()?;
-                closing.iter().for_each(|l| eprintln!("{l}"));
-                Ok(sum)
+                outcome.closing.iter().for_each(|l| say(l));
+                Ok((sum, outcome.status(a.capture.strict)))
             }
             Err(e) => {
                 exp.abandon();
@@ -198,7 +219,7 @@ fn export_one(
     })();
     if let Err(e) = &res {
         // Errors from the capture name it already; the writer's name their file.
-        eprintln!("kwire: {e}");
+        say(&format!("kwire: {e}"));
     }
     res
 }

@@ -8,6 +8,7 @@ pub mod output;
 pub mod page_cmd;
 pub mod read;
 pub mod schema_cmd;
+pub mod view;
 
 use output::{print_message, render_options};
 
@@ -23,7 +24,16 @@ use std::path::PathBuf;
 
 /// kwire: a Kafka wire-protocol inspector.
 #[derive(Parser, Debug)]
-#[command(name = "kwire", version, about, long_about = None)]
+#[command(name = "kwire", version, about, long_about = None, after_help = "\
+Examples:
+  kwire read captures/demo.pcap                  one line per Kafka message
+  kwire read f.pcap -V -Y 'api == Fetch'         the trees of the Fetch messages
+  kwire stats f.pcap                             counts, errors, latencies
+  kwire decode --hex 000000230014000600000000000000020100000000000000000000000000000000000000000000
+  kwire page DeleteTopics                        the reference page of an API
+
+Exit status: 0 input read to its end; 1 bad arguments or -Y; 2 input unreadable or cut
+short, or output not written; 3 with --strict, a message failed to decode.")]
 pub struct Cli {
     /// Kafka message definitions to decode with first: a folder of JSON definitions, a
     /// kafka-clients-*.jar, or a Kafka installation folder.
@@ -72,9 +82,9 @@ pub enum Format {
 /// Options wherever messages are printed.
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// Output format (`kwire decode`: text; `kwire read`: see -T).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
     /// Print the tree only, no byte grid.
     #[arg(long)]
     pub no_bytes: bool,
@@ -116,8 +126,9 @@ pub struct DecodeArgs {
     /// Hex text (any common dump style).
     #[arg(long, value_name = "HEX", group = "src")]
     pub hex: Option<String>,
-    /// A file of hex text (xxd, hexdump -C, od, tshark/Wireshark, hexyl and kwire's own
-    /// hexdump format, plain, c>s/s>c lines); `-` for stdin.
+    /// A file of hex text (`-` for stdin): xxd, hexdump -C, od, tshark/Wireshark, hexyl,
+    /// kwire's own output (text with its byte grid, or hexdump; coloured or not), plain,
+    /// c>s/s>c lines.
     #[arg(long, value_name = "FILE", group = "src")]
     pub hex_file: Option<PathBuf>,
     /// Base64 text.
@@ -157,6 +168,12 @@ pub enum Command {
     /// Decode one record of an internal topic from its key and value bytes.
     Record(log_cmd::RecordArgs),
     /// Decode frames from hex, base64 or raw bytes.
+    #[command(after_help = "Examples:
+  kwire decode --hex 000000230014000600000000000000020100000000000000000000000000000000000000000000
+  kwire decode --hex 000000200000000000000000000201000000000000000000000000000000000000010000 --api-key 20 --api-version 6
+  kwire read f.pcap -V -x --color never > d.txt; kwire decode --hex-file d.txt
+  xxd frame.bin | kwire decode --hex-file -
+  kwire decode --raw frame.bin --format json")]
     Decode(DecodeArgs),
     /// Per-API counts, error names, latencies and bytes; per-connection client ids.
     Stats(read::StatsArgs),
@@ -164,12 +181,18 @@ pub enum Command {
     /// for DuckDB, Spark, Trino...
     Export(export_cmd::ExportArgs),
     /// Every API key with its versions.
+    #[command(
+        after_help = "Examples:\n  kwire apis\n  kwire apis --format json | jq '.[] | select(.deprecated != null)'"
+    )]
     Apis {
         /// Output format.
         #[arg(long, value_enum, default_value_t = ListFormat::Text)]
         format: ListFormat,
     },
     /// The grammar of a message, or `schema import` to rebuild the embedded facts.
+    #[command(
+        after_help = "Examples:\n  kwire schema Fetch --version 12\n  kwire schema DeleteTopicsRequest --json\n  kwire schema import ../shared/kafka-schema --out src/schema/embedded.jsonl"
+    )]
     Schema {
         /// API name, message name or api_key (or `import`).
         name: String,
@@ -188,6 +211,9 @@ pub enum Command {
     },
     /// The reference page of an API: its smallest request and response, their bytes,
     /// object trees and definitions.
+    #[command(
+        after_help = "Examples:\n  kwire page DeleteTopics\n  kwire page 1 --version 12 --format md\n  kwire page Produce --format html > produce.html"
+    )]
     Page {
         /// API name, message name or api_key (case-insensitive).
         name: String,
@@ -202,6 +228,9 @@ pub enum Command {
         wide: bool,
     },
     /// Writes a reference page for every API, and an index page grouped by listeners.
+    #[command(
+        after_help = "Examples:\n  kwire pages --out site --format html\n  kwire pages --out docs/reference --format md --all-versions"
+    )]
     Pages {
         /// The folder to write into (made when missing).
         #[arg(long, value_name = "DIR")]
@@ -237,7 +266,22 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    /// Prints kwire's manual page (roff, for `man -l -`).
+    #[command(after_help = "Example:\n  kwire man > kwire.1 && man -l kwire.1")]
+    Man,
+    /// Prints a shell completion script.
+    #[command(
+        after_help = "Examples:\n  kwire completions bash > /etc/bash_completion.d/kwire\n  kwire completions zsh > ~/.zfunc/_kwire\n  kwire completions fish > ~/.config/fish/completions/kwire.fish"
+    )]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Builds frames from JSON in the shape of `--format values` (one value or NDJSON).
+    #[command(
+        after_help = "Examples:\n  kwire read f.pcap -T values -c 1 | kwire encode - | xargs kwire decode --hex\n  kwire encode request.json --format raw > frame.bin"
+    )]
     Encode {
         /// The JSON file (`-` or none: stdin).
         #[arg(value_name = "FILE")]
@@ -301,19 +345,134 @@ pub enum ListFormat {
     Json,
 }
 
-/// Runs kwire; returns the process exit code.
+/// Exit status: the input was read to its end (or output stopped because a pipe closed
+/// or `-c` was reached).
+pub const EXIT_OK: i32 = 0;
+/// Exit status: bad arguments or a bad `-Y` expression.
+pub const EXIT_USAGE: i32 = 1;
+/// Exit status: input that cannot be read or is cut short, or output that cannot be
+/// written.
+pub const EXIT_INPUT: i32 = 2;
+/// Exit status with `--strict`: the input was read, but some message failed to decode.
+pub const EXIT_STRICT: i32 = 3;
+
+/// Writes one line to stderr. A closed or full stderr is not an error worth dying for:
+/// the line is lost, never a panic (`eprintln!` panics on a failed write).
+pub fn say(line: &str) {
+    let mut e = io::stderr().lock();
+    let _ = e.write_all(line.as_bytes());
+    let _ = e.write_all(b"\n");
+}
+
+/// Whether stdout was closed when kwire started (`kwire ... >&-`). Rust's runtime puts
+/// `/dev/null` (opened read-write) on a closed standard descriptor before `main`, so a
+/// closed stdout shows as descriptor 1 being `/dev/null` open for reading and writing,
+/// which no shell redirection of stdout gives (`>/dev/null` opens it write-only).
+fn stdout_closed() -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: F_GETFL only reads the descriptor's flags; any number is safe to ask about.
+        let flags = unsafe { libc::fcntl(1, libc::F_GETFL) };
+        if flags == -1 {
+            return true;
+        }
+        if flags & libc::O_ACCMODE != libc::O_RDWR {
+            return false;
+        }
+        let (Ok(out), Ok(null)) = (
+            std::fs::metadata("/proc/self/fd/1").or_else(|_| std::fs::metadata("/dev/fd/1")),
+            std::fs::metadata("/dev/null"),
+        ) else {
+            return false;
+        };
+        out.rdev() == null.rdev() && out.dev() == null.dev() && out.ino() == null.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        false
+    }
+}
+
+/// stdout, buffered, remembering the first write that failed so that the exit status
+/// can tell a closed pipe (quiet, 0) from output that could not be written (2).
+pub struct Out {
+    inner: io::BufWriter<io::Stdout>,
+    closed: bool,
+    failed: Option<io::Error>,
+}
+
+impl Out {
+    fn new(closed: bool) -> Out {
+        Out {
+            inner: io::BufWriter::with_capacity(64 << 10, io::stdout()),
+            closed,
+            failed: None,
+        }
+    }
+    fn fail(&mut self, e: io::Error) -> io::Error {
+        let again = io::Error::new(e.kind(), e.to_string());
+        if self.failed.is_none() {
+            self.failed = Some(e);
+        }
+        again
+    }
+}
+
+impl Write for Out {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Err(self.fail(io::Error::other("stdout is closed")));
+        }
+        self.inner.write(b).map_err(|e| self.fail(e))
+    }
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        if self.closed {
+            return Err(self.fail(io::Error::other("stdout is closed")));
+        }
+        self.inner.write_all(b).map_err(|e| self.fail(e))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.inner.flush().map_err(|e| self.fail(e))
+    }
+}
+
+/// Runs kwire; returns the process exit status ([`EXIT_OK`], [`EXIT_USAGE`],
+/// [`EXIT_INPUT`], [`EXIT_STRICT`]).
 pub fn main() -> i32 {
-    let cli = Cli::parse();
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    let res = run(&cli, &mut out).and_then(|()| out.flush().map_err(|e| e.into()));
-    match res {
-        Ok(()) => 0,
-        Err(CliError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => 0,
+    let closed = stdout_closed();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
         Err(e) => {
-            let _ = out.flush();
-            eprintln!("kwire: {e}");
-            2
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let mut out = Out::new(closed);
+    let res = run(&cli, &mut out).and_then(|code| {
+        out.flush()?;
+        Ok(code)
+    });
+    if let Some(e) = out.failed.take() {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            return EXIT_OK;
+        }
+        say(&format!("kwire: cannot write the output: {e}"));
+        return EXIT_INPUT;
+    }
+    match res {
+        Ok(code) => code,
+        Err(CliError::Usage(m)) => {
+            say(&format!("kwire: {m}"));
+            EXIT_USAGE
+        }
+        Err(e) => {
+            say(&format!("kwire: {e}"));
+            EXIT_INPUT
         }
     }
 }
@@ -321,17 +480,19 @@ pub fn main() -> i32 {
 /// An error that ends the command.
 #[derive(Debug)]
 pub enum CliError {
-    /// Writing output or reading input failed.
+    /// Reading input failed (write failures are told apart by [`Out`]).
     Io(io::Error),
-    /// Anything else, as text.
+    /// Input that cannot be used, as text (exit status 2).
     Msg(String),
+    /// Bad arguments, as text (exit status 1).
+    Usage(String),
 }
 
 impl std::fmt::Display for CliError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CliError::Io(e) => write!(f, "{e}"),
-            CliError::Msg(m) => f.write_str(m),
+            CliError::Msg(m) | CliError::Usage(m) => f.write_str(m),
         }
     }
 }
@@ -359,7 +520,34 @@ pub fn load_schema(path: Option<&std::path::Path>) -> Result<Schema, CliError> {
     Ok(s)
 }
 
-fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
+fn run(cli: &Cli, out: &mut dyn Write) -> Result<i32, CliError> {
+    match &cli.command {
+        Command::Read(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            read::read_command(&schema, cli, a, out)
+        }
+        Command::Stats(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            read::stats_command(&schema, a, out)
+        }
+        Command::Export(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            export_cmd::export_command(&schema, a)
+        }
+        Command::Man => {
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(out)?;
+            Ok(EXIT_OK)
+        }
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "kwire", out);
+            Ok(EXIT_OK)
+        }
+        _ => run_other(cli, out).map(|()| EXIT_OK),
+    }
+}
+
+fn run_other(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
     match &cli.command {
         Command::Schema {
             name,
@@ -376,7 +564,9 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
                 if is_release {
                     rel.push(d.clone());
                 } else {
-                    for e in std::fs::read_dir(d)? {
+                    let entries = std::fs::read_dir(d)
+                        .map_err(|e| CliError::Msg(format!("{}: {e}", d.display())))?;
+                    for e in entries {
                         let p = e?.path();
                         if p.is_dir()
                             && p.file_name()
@@ -389,7 +579,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
                 }
             }
             if rel.is_empty() {
-                return Err(CliError::Msg(
+                return Err(CliError::Usage(
                     "schema import: give release folders (named like 4.3) or a folder holding them"
                         .into(),
                 ));
@@ -424,10 +614,6 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             }
             Ok(())
         }
-        Command::Read(a) => {
-            let schema = load_schema(cli.schema.as_deref())?;
-            read::read_command(&schema, cli, a, out)
-        }
         Command::Log(a) => {
             let schema = load_schema(cli.schema.as_deref())?;
             log_cmd::log_command(&schema, render_options(cli, &a.out), a, out)
@@ -436,14 +622,11 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             let schema = load_schema(cli.schema.as_deref())?;
             log_cmd::record_command(&schema, &render_options(cli, &a.out), a, out)
         }
-        Command::Stats(a) => {
-            let schema = load_schema(cli.schema.as_deref())?;
-            read::stats_command(&schema, a, out)
-        }
-        Command::Export(a) => {
-            let schema = load_schema(cli.schema.as_deref())?;
-            export_cmd::export_command(&schema, a)
-        }
+        Command::Read(_)
+        | Command::Stats(_)
+        | Command::Export(_)
+        | Command::Man
+        | Command::Completions { .. } => Ok(()),
         Command::Decode(a) => {
             let schema = load_schema(cli.schema.as_deref())?;
             decode_command(&schema, cli, a, out)
@@ -466,7 +649,10 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             let schema = load_schema(cli.schema.as_deref())?;
             let ropts = page_cmd::page_render_options(false, false);
             let n = page_cmd::pages_command(&schema, dir, *format, *all_versions, &ropts)?;
-            eprintln!("kwire: {n} pages and an index in {}", dir.display());
+            say(&format!(
+                "kwire: {n} pages and an index in {}",
+                dir.display()
+            ));
             Ok(())
         }
         Command::Diff {
@@ -519,6 +705,10 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
     }
 }
 
+/// Requests waiting for their responses in `kwire decode`: (stream, correlation_id) to
+/// the (api_key, api_version, protocol type) of each, oldest first.
+type Pending = HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>;
+
 /// One frame to decode, with what its source line said.
 struct Frame {
     bytes: Vec<u8>,
@@ -528,6 +718,52 @@ struct Frame {
 
 /// The chunks of the input, and the hex-dump style they were written in (for text).
 type Input = (Vec<hex::HexChunk>, Option<hex::HexFormat>);
+
+/// Whether `b` starts like a pcap or pcapng file.
+fn looks_like_capture(b: &[u8]) -> bool {
+    const MAGICS: [[u8; 4]; 5] = [
+        [0xa1, 0xb2, 0xc3, 0xd4],
+        [0xd4, 0xc3, 0xb2, 0xa1],
+        [0xa1, 0xb2, 0x3c, 0x4d],
+        [0x4d, 0x3c, 0xb2, 0xa1],
+        [0x0a, 0x0d, 0x0d, 0x0a],
+    ];
+    b.len() >= 4 && MAGICS.iter().any(|m| b[..4] == *m)
+}
+
+/// The hint for a capture given to `decode`.
+fn capture_hint(name: &str) -> CliError {
+    CliError::Msg(format!(
+        "{name} is a pcap/pcapng capture, not frames: read it with `kwire read {name}`"
+    ))
+}
+
+/// All of stdin; on a terminal, first a line saying that it is read (so `kwire decode`
+/// alone does not wait without a word).
+fn read_stdin() -> Result<Vec<u8>, CliError> {
+    use std::io::IsTerminal;
+    if io::stdin().is_terminal() {
+        say("kwire decode: reading frames as hex from stdin (end with Ctrl-D); or give --hex, --hex-file, --base64 or --raw");
+    }
+    let mut v = Vec::new();
+    io::stdin()
+        .lock()
+        .read_to_end(&mut v)
+        .map_err(|e| CliError::Msg(format!("stdin: {e}")))?;
+    Ok(v)
+}
+
+/// Text from a hex source: not UTF-8 is said with a hint (a capture, or raw bytes).
+fn hex_text(bytes: Vec<u8>, name: &str) -> Result<String, CliError> {
+    if looks_like_capture(&bytes) {
+        return Err(capture_hint(name));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        CliError::Msg(format!(
+            "{name} is not text (not UTF-8): for raw frame bytes use `kwire decode --raw {name}`"
+        ))
+    })
+}
 
 fn read_decode_input(a: &DecodeArgs) -> Result<Input, CliError> {
     let text_chunks = |t: &str| {
@@ -546,14 +782,13 @@ fn read_decode_input(a: &DecodeArgs) -> Result<Input, CliError> {
         return text_chunks(h);
     }
     if let Some(f) = &a.hex_file {
-        let mut t = String::new();
-        if f.as_os_str() == "-" {
-            io::stdin().lock().read_to_string(&mut t)?;
+        let name = f.display().to_string();
+        let bytes = if f.as_os_str() == "-" {
+            read_stdin()?
         } else {
-            t = std::fs::read_to_string(f)
-                .map_err(|e| CliError::Msg(format!("{}: {e}", f.display())))?;
-        }
-        return text_chunks(&t);
+            std::fs::read(f).map_err(|e| CliError::Msg(format!("{name}: {e}")))?
+        };
+        return text_chunks(&hex_text(bytes, &name)?);
     }
     if let Some(b) = &a.base64 {
         let bytes =
@@ -561,16 +796,17 @@ fn read_decode_input(a: &DecodeArgs) -> Result<Input, CliError> {
         return Ok((raw(bytes), None));
     }
     if let Some(f) = &a.raw {
-        let mut v = Vec::new();
-        if f.as_os_str() == "-" {
-            io::stdin().lock().read_to_end(&mut v)?;
+        let v = if f.as_os_str() == "-" {
+            read_stdin()?
         } else {
-            v = std::fs::read(f).map_err(|e| CliError::Msg(format!("{}: {e}", f.display())))?;
+            std::fs::read(f).map_err(|e| CliError::Msg(format!("{}: {e}", f.display())))?
+        };
+        if looks_like_capture(&v) {
+            return Err(capture_hint(&f.display().to_string()));
         }
         return Ok((raw(v), None));
     }
-    let mut t = String::new();
-    io::stdin().lock().read_to_string(&mut t)?;
+    let t = hex_text(read_stdin()?, "stdin")?;
     text_chunks(&t)
 }
 
@@ -655,10 +891,6 @@ fn split_frames(c: &hex::HexChunk, size_prefix: bool, notes: &mut Vec<String>) -
     out
 }
 
-/// Requests waiting in `decode`: by (stream, correlation_id), oldest first, their
-/// (api_key, api_version, group protocol type).
-type Pending = HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>;
-
 /// The pending request a response frame answers, taken from the queue of its
 /// correlation_id: the oldest whose response layout decodes the frame cleanly, else the
 /// oldest.
@@ -698,12 +930,12 @@ fn decode_command(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     if a.body_only && (a.api_key.is_none() || a.api_version.is_none() || a.kind.is_none()) {
-        return Err(CliError::Msg(
+        return Err(CliError::Usage(
             "--body-only needs --api-key, --api-version and --kind".into(),
         ));
     }
     if a.api_key.is_some() != a.api_version.is_some() {
-        return Err(CliError::Msg(
+        return Err(CliError::Usage(
             "--api-key and --api-version go together".into(),
         ));
     }
@@ -716,7 +948,7 @@ fn decode_command(
     };
     if chunks.iter().all(|c| c.bytes.is_empty()) {
         for n in &notes {
-            eprintln!("kwire: {n}");
+            say(&format!("kwire: {n}"));
         }
         return Err(CliError::Msg("no bytes in the input".into()));
     }
@@ -729,15 +961,16 @@ fn decode_command(
         .flat_map(|c| split_frames(c, layout.size_prefix, &mut notes))
         .collect();
     for n in &notes {
-        eprintln!("kwire: {n}");
+        say(&format!("kwire: {n}"));
     }
     let opts = DecodeOptions {
         max_nodes: a.out.max_nodes,
         ..DecodeOptions::default()
     };
     let ropts = render_options(cli, &a.out);
-    for line in output::ignored_options(&a.out) {
-        eprintln!("{line}");
+    let format = a.out.format.unwrap_or(Format::Text);
+    for line in output::ignored_options(&a.out, format) {
+        say(&line);
     }
     // Requests by (stream, correlation_id), oldest first: streams of several connections
     // written as one (`c>s`/`s>c` lines) reuse correlation_ids.
@@ -825,20 +1058,20 @@ fn decode_command(
             }
         }
         errors += m.errors().len();
-        match a.out.format {
+        match format {
             Format::Md => crate::page::frames::markdown(out, schema, n + 1, &m, None, &ropts)?,
             Format::Html => doc.add(schema, &m, None, f.stream as u32, &ropts),
-            _ => print_message(&m, None, &ropts, a.out.format, out)?,
+            _ => print_message(&m, None, &ropts, format, out)?,
         }
     }
-    if a.out.format == Format::Html {
+    if format == Format::Html {
         doc.finish(out, "Kafka messages decoded by kwire")?;
     }
     if errors > 0 {
-        eprintln!(
+        say(&format!(
             "kwire: {} frame(s), {errors} error(s) (shown in the tree at their offsets)",
             frames.len()
-        );
+        ));
     }
     Ok(())
 }

@@ -5,14 +5,16 @@ use crate::render::{self, Context, RenderOptions};
 use crate::tree::Message;
 use std::io::{IsTerminal, Write};
 
-/// Whether stdout gets colour, from `--color`, `NO_COLOR` and whether it is a terminal.
+/// Whether stdout gets colour, from `--color`, `NO_COLOR`, `TERM=dumb` and whether it is
+/// a terminal.
 pub fn color(cli: &Cli) -> bool {
     let choice = match cli.color {
         ColorChoice::Auto => render::ColorChoice::Auto,
         ColorChoice::Always => render::ColorChoice::Always,
         ColorChoice::Never => render::ColorChoice::Never,
     };
-    render::color_enabled(choice, std::io::stdout().is_terminal())
+    let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+    render::color_enabled(choice, std::io::stdout().is_terminal() && !dumb)
 }
 
 /// The renderers' options from the command line.
@@ -29,22 +31,22 @@ pub fn render_options(cli: &Cli, o: &OutputArgs) -> RenderOptions {
         } else {
             RenderOptions::default().max_value_len
         },
+        ..RenderOptions::default()
     }
 }
 
 /// The output options given that the chosen format does not use, as lines for stderr
 /// (`--depth applies to --format text; ignored with --format json`). Every format but
 /// text ignores the tree and grid options; `--wide` also applies to the summary.
-pub fn ignored_options(o: &OutputArgs) -> Vec<String> {
+pub fn ignored_options(o: &OutputArgs, format: Format) -> Vec<String> {
     use clap::ValueEnum;
-    let name = o
-        .format
+    let name = format
         .to_possible_value()
         .map(|v| v.get_name().to_string())
         .unwrap_or_default();
     let mut given = Vec::new();
-    let page = matches!(o.format, Format::Md | Format::Html);
-    if o.format != Format::Text {
+    let page = matches!(format, Format::Md | Format::Html);
+    if format != Format::Text {
         if o.no_bytes {
             given.push("--no-bytes");
         }
@@ -60,7 +62,7 @@ pub fn ignored_options(o: &OutputArgs) -> Vec<String> {
             given.push("--max-elements");
         }
     }
-    if o.wide && !matches!(o.format, Format::Text | Format::Summary) && !page {
+    if o.wide && !matches!(format, Format::Text | Format::Summary) && !page {
         given.push("--wide");
     }
     given

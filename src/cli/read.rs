@@ -1,33 +1,52 @@
-//! `kwire read`: decode every Kafka message of a pcap/pcapng capture.
+//! `kwire read` and `kwire stats`: decode every Kafka message of a pcap/pcapng capture.
+//!
+//! The options come in groups so that each concern stays in one place: [`CaptureArgs`]
+//! (which capture, where Kafka is, notices, `--strict`), [`FilterArgs`] (`-Y` and its
+//! shorthands, for `read` and `stats`), [`super::view::ViewArgs`] (tshark's output flags).
 
 use super::output::{print_message, render_options};
-use super::{Cli, CliError, OutputArgs};
+use super::view::{self, View, ViewArgs};
+use super::{say, Cli, CliError, OutputArgs, EXIT_INPUT, EXIT_OK, EXIT_STRICT};
 use crate::decode::{DecodeOptions, Detail};
+use crate::filter::{self, Filter};
 use crate::input::{self, CaptureOptions, Event, FrameKind};
 use crate::schema::Schema;
 use crate::session::Session;
-use crate::tree::{Buffers, Direction, Message, Value};
+use crate::tree::{Buffers, Message};
 use clap::Args;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::{IsTerminal, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
-/// Which capture to read and how to find Kafka in it.
+/// Which capture to read, how to find Kafka in it, and what to say about it.
 #[derive(Args, Debug, Clone)]
 pub struct CaptureArgs {
     /// The captures (pcap or pcapng), read one after the other, each with its own
     /// sessions; `-` for stdin.
-    #[arg(value_name = "CAPTURE", required = true, num_args = 1..)]
+    #[arg(value_name = "CAPTURE", num_args = 0.., required_unless_present = "read_file")]
     pub files: Vec<PathBuf>,
+    /// A capture, as tshark's -r: read before the CAPTUREs, if any.
+    #[arg(short = 'r', value_name = "FILE")]
+    pub read_file: Option<PathBuf>,
     /// A broker port (repeatable; default 9092).
     #[arg(long = "port", value_name = "P")]
     pub ports: Vec<u16>,
     /// Recognise Kafka on any port from its first frames.
     #[arg(long)]
     pub detect: bool,
-    /// Largest frame accepted, in bytes (like the broker's socket.request.max.bytes).
-    #[arg(long, default_value_t = 100 << 20)]
+    /// Largest frame accepted, in bytes, size prefix included (like the broker's
+    /// socket.request.max.bytes); at least 8.
+    #[arg(long, default_value_t = 100 << 20, value_parser = max_frame)]
     pub max_frame: usize,
+    /// Exit with status 3 when the capture was read but some message failed to decode.
+    #[arg(long)]
+    pub strict: bool,
+    /// Print every notice and every unanswered request (default: the first 50 notices
+    /// of each kind and the first 5 unanswered requests; the closing line counts all).
+    #[arg(long)]
+    pub all_notices: bool,
     /// A TLS key log (NSS format, as SSLKEYLOGFILE files are) to decrypt TLS connections
     /// with; repeatable. Without it, the file SSLKEYLOGFILE names is read when it exists.
     /// A pcapng file's Decryption Secrets Blocks are always read.
@@ -78,62 +97,151 @@ pub fn load_keylogs(a: &CaptureArgs) -> Result<(input::tls::KeyLog, Vec<String>)
     Ok((keys, lines))
 }
 
+/// `--max-frame`: a frame holds at least a size prefix and a correlation_id.
+fn max_frame(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
+    if n < 8 {
+        return Err(format!(
+            "{n} is too small: a frame holds at least a 4-byte size prefix and a 4-byte correlation_id (8 bytes)"
+        ));
+    }
+    Ok(n)
+}
+
+/// Which messages to keep: `-Y` and the older options that are shorthands for it.
+#[derive(Args, Debug, Clone, Default)]
+pub struct FilterArgs {
+    /// A display filter (Wireshark's syntax), e.g. `-Y 'api == Fetch && ErrorCode ~= 0'`;
+    /// see docs/filter.md.
+    #[arg(short = 'Y', long = "display-filter", value_name = "EXPR")]
+    pub display_filter: Option<String>,
+    /// Only these APIs, name or api_key; repeatable (`-Y 'api in {A, B}'`).
+    #[arg(long = "api", value_name = "NAME|KEY")]
+    pub apis: Vec<String>,
+    /// Only messages with this correlation_id (`-Y 'correlation_id == N'`).
+    #[arg(long, allow_negative_numbers = true)]
+    pub correlation_id: Option<i32>,
+    /// Only messages that mention this topic (`-Y 'topic == "T"'`).
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// Only responses with a non-zero error code anywhere
+    /// (`-Y 'kind == response && error_code ~= 0'`).
+    #[arg(long)]
+    pub errors: bool,
+    /// Only requests (`-Y 'kind == request'`).
+    #[arg(long, conflicts_with = "responses")]
+    pub requests: bool,
+    /// Only responses (`-Y 'kind == response'`).
+    #[arg(long)]
+    pub responses: bool,
+}
+
+impl FilterArgs {
+    /// The filter these options ask for: `-Y`'s expression and the shorthands joined
+    /// with `&&`; none when no option was given.
+    ///
+    /// # Errors
+    /// A bad `-Y` expression (with a caret under its column), an `--api` no schema knows.
+    pub fn filter(&self, schema: &Schema) -> Result<Option<Filter>, CliError> {
+        let mut parts = Vec::new();
+        if let Some(e) = &self.display_filter {
+            Filter::parse(e).map_err(|e| CliError::Usage(format!("-Y: {e}\n{}", e.pointer())))?;
+            parts.push(format!("({e})"));
+        }
+        if !self.apis.is_empty() {
+            let mut items = Vec::new();
+            for x in &self.apis {
+                let known = match x.parse::<i16>() {
+                    Ok(k) => schema.api_name(k).is_some(),
+                    Err(_) => schema.api_keys().iter().any(|k| {
+                        schema
+                            .api_name(*k)
+                            .is_some_and(|n| n.eq_ignore_ascii_case(x))
+                    }),
+                };
+                if !known {
+                    return Err(CliError::Usage(format!(
+                        "--api {x}: no such API (see `kwire apis`)"
+                    )));
+                }
+                items.push(match x.parse::<i16>() {
+                    Ok(k) => k.to_string(),
+                    Err(_) => filter::quote(x),
+                });
+            }
+            parts.push(format!("api in {{{}}}", items.join(", ")));
+        }
+        if let Some(c) = self.correlation_id {
+            parts.push(format!("correlation_id == {c}"));
+        }
+        if let Some(t) = &self.topic {
+            parts.push(format!("topic == {}", filter::quote(t)));
+        }
+        if self.errors {
+            parts.push("kind == response && error_code ~= 0".into());
+        }
+        if self.requests {
+            parts.push("kind == request".into());
+        }
+        if self.responses {
+            parts.push("kind == response".into());
+        }
+        if parts.is_empty() {
+            return Ok(None);
+        }
+        Filter::parse(&parts.join(" && "))
+            .map(Some)
+            .map_err(|e| CliError::Usage(format!("the filter options: {e}\n{}", e.pointer())))
+    }
+}
+
 /// `kwire read` options.
 #[derive(Args, Debug, Clone)]
+#[command(after_help = READ_HELP)]
 pub struct ReadArgs {
     /// The capture and where Kafka is in it.
     #[command(flatten)]
     pub capture: CaptureArgs,
-    /// Only these APIs (name or api_key; repeatable).
-    #[arg(long = "api", value_name = "NAME|KEY")]
-    pub apis: Vec<String>,
-    /// Only messages with this correlation_id.
-    #[arg(long, allow_negative_numbers = true)]
-    pub correlation_id: Option<i32>,
-    /// Only messages that mention this topic.
-    #[arg(long)]
-    pub topic: Option<String>,
-    /// Only responses with a non-zero error code anywhere.
-    #[arg(long)]
-    pub errors: bool,
-    /// Only requests.
-    #[arg(long, conflicts_with = "responses")]
-    pub requests: bool,
-    /// Only responses.
-    #[arg(long)]
-    pub responses: bool,
+    /// Which messages to print.
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// tshark's output flags.
+    #[command(flatten)]
+    pub view: ViewArgs,
     /// Output options.
     #[command(flatten)]
     pub out: OutputArgs,
 }
 
+const READ_HELP: &str = "\
+What it prints (as tshark):
+  (none), -T text     one line per message
+  -V                  each message's title line and tree
+  -x                  each message's line and byte grid
+  -V -x, --format text  title, byte grid and tree
+  -T json|values|summary|hexdump|fields   as --format of that name
+  -c N stops after N messages printed, across the captures (tshark counts packets read).
+
+Exit status: 0 the captures were read to their end (also when a pipe closed or -c was
+reached); 1 bad arguments or a bad -Y expression; 2 input that cannot be read or is cut
+short (of several captures, any one), or output that cannot be written; 3 with --strict,
+some message failed to decode.
+
+Examples:
+  kwire read captures/demo.pcap
+  kwire read -r capture.pcapng -Y 'api == Fetch && Topic == \"orders\"' -V
+  kwire read f.pcap -Y 'ErrorCode ~= 0 || malformed' -c 10
+  kwire read f.pcap -T fields -e frame -e api -e correlation_id -e latency -E header=y
+  kwire read f.pcap -T json -x | jq .bytes
+  tcpdump -U -w - port 9092 | kwire read - -l
+  kwire read f.pcap -t ad -Y 'latency > 100ms'";
+
 /// Notice lines printed per kind; the rest of that kind are only counted (in the closing
 /// line), so a capture with a million broken connections does not flood the terminal.
 const NOTICE_LINES_PER_KIND: u64 = 50;
 
-impl Tally {
-    /// Counts notice `n` and returns the line to print for it, if any: the first
-    /// [`NOTICE_LINES_PER_KIND`] of each kind, then one line saying the rest are counted.
-    fn notice(&mut self, n: &input::Notice) -> Option<String> {
-        let kind = format!("{:?}", n.kind);
-        let e = self.notices.entry(kind).or_default();
-        e.0 += 1;
-        e.1 += n.bytes.unwrap_or(0);
-        match e.0 {
-            k if k <= NOTICE_LINES_PER_KIND => Some(format!("kwire: {n}")),
-            k if k == NOTICE_LINES_PER_KIND + 1 => Some(format!(
-                "kwire: more {:?} notices are not shown; the closing line counts them",
-                n.kind
-            )),
-            _ => None,
-        }
-    }
-}
-
-/// Files at least this large get a progress bar (when stderr is a terminal).
-const PROGRESS_MIN_BYTES: u64 = 32 << 20;
-
-pub use crate::session::SchemaPlausibility;
+/// Unanswered requests listed one a line after the capture; the rest are counted.
+const UNANSWERED_LINES: usize = 5;
 
 /// Counts for the closing line on stderr.
 #[derive(Default, Debug)]
@@ -147,69 +255,138 @@ struct Tally {
     notices: BTreeMap<String, (u64, u64)>,
 }
 
-/// Whether `m` names topic `t` (`kwire read --topic`): a `Name` or `...Topic...` string
-/// equal to `t`, or a `TopicId` the session has named `t` from an earlier response.
+impl Tally {
+    /// Counts notice `n` and returns the line to print for it, if any: the first
+    /// [`NOTICE_LINES_PER_KIND`] of each kind (all with `all`), then one line saying the
+    /// rest are counted.
+    fn notice(&mut self, n: &input::Notice, all: bool) -> Option<String> {
+        let kind = format!("{:?}", n.kind);
+        let e = self.notices.entry(kind).or_default();
+        e.0 += 1;
+        e.1 += n.bytes.unwrap_or(0);
+        match e.0 {
+            _ if all => Some(format!("kwire: {n}")),
+            k if k <= NOTICE_LINES_PER_KIND => Some(format!("kwire: {n}")),
+            k if k == NOTICE_LINES_PER_KIND + 1 => Some(format!(
+                "kwire: more {:?} notices are not shown (--all-notices shows them); the closing line counts them",
+                n.kind
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Files at least this large get a progress bar (when stderr is a terminal).
+const PROGRESS_MIN_BYTES: u64 = 32 << 20;
+
+pub use crate::session::SchemaPlausibility;
+
+/// Whether `m` names topic `t` (`kwire read --topic`, `-Y 'topic == "t"'`): a `Name` or
+/// `...Topic...` string equal to `t`, or a `TopicId` the session has named `t`.
 pub fn mentions_topic(m: &Message<'_>, t: &str) -> bool {
-    let mut hit = false;
-    m.tree.walk(&mut |n, _| {
-        if let Value::Str(s) = n.value {
-            let nm = n.name;
-            if s == t && (nm == "Name" || nm.contains("Topic")) {
-                hit = true;
-            }
-        }
-        if n.name == "TopicId" && n.annotation.and_then(|a| a.strip_prefix("topic ")) == Some(t) {
-            hit = true;
-        }
-    });
-    hit
+    filter::occurrences("topic", m, &filter::Context::default())
+        .iter()
+        .any(|o| o.text() == t)
 }
 
-/// Whether any `...ErrorCode` field of `m` is non-zero (`kwire read --errors`, which also
-/// asks for a response).
+/// Whether any `...ErrorCode` field of `m` is non-zero (`-Y 'error_code ~= 0'`; `kwire
+/// read --errors` also asks for a response).
 pub fn has_error_code(m: &Message<'_>) -> bool {
-    let mut hit = false;
-    m.tree.walk(&mut |n, _| {
-        if n.name.ends_with("ErrorCode") {
-            if let Value::Int(v) = n.value {
-                hit |= v != 0;
-            }
-        }
-    });
-    hit
+    filter::occurrences("error_code", m, &filter::Context::default())
+        .iter()
+        .any(|o| o.text() != "0")
 }
 
-fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
-    if a.requests && m.direction != Direction::Request
-        || a.responses && m.direction != Direction::Response
-    {
-        return false;
-    }
-    if let Some(c) = a.correlation_id {
-        if m.correlation_id != Some(c) {
-            return false;
+/// What reading a capture came to.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The closing lines for stderr: requests left unanswered (a few, or all with
+    /// `--all-notices`), then one line counting packets, connections, messages, errors
+    /// and what was skipped.
+    pub closing: Vec<String>,
+    /// The file ended inside a record (and reading was not stopped on purpose).
+    pub truncated: bool,
+    /// Messages with a decode error somewhere in their tree.
+    pub with_errors: u64,
+    /// Requests that got no response, as (connection, last frame).
+    pub unanswered: HashSet<(u32, u64)>,
+    /// Each TLS connection's summary (for `kwire stats`).
+    pub tls: Vec<input::tls::TlsSummary>,
+}
+
+impl Outcome {
+    /// The exit status: 2 for a capture cut short, 3 with `strict` when some message
+    /// failed to decode, else 0.
+    pub fn status(&self, strict: bool) -> i32 {
+        if self.truncated {
+            EXIT_INPUT
+        } else if strict && self.with_errors > 0 {
+            EXIT_STRICT
+        } else {
+            EXIT_OK
         }
     }
-    if !a.apis.is_empty() {
-        let ok = a.apis.iter().any(|x| match x.parse::<i16>() {
-            Ok(k) => k == m.api_key,
-            Err(_) => schema
-                .api_name(m.api_key)
-                .is_some_and(|n| n.eq_ignore_ascii_case(x)),
+}
+
+/// The capture input, with what the reader needs besides the bytes: a flag that ends
+/// the input early (a closed pipe, `-c` reached), the last OS error (which the capture
+/// parser does not keep) and the first bytes (for a hint when it is not a capture).
+struct Input<R> {
+    inner: R,
+    stop: Arc<AtomicBool>,
+    last_error: Arc<Mutex<Option<String>>>,
+    head: Arc<Mutex<Vec<u8>>>,
+}
+
+impl<R: Read> Read for Input<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Ok(0);
+        }
+        match self.inner.read(buf) {
+            Ok(n) => {
+                if let Ok(mut h) = self.head.lock() {
+                    if h.len() < 512 {
+                        let take = n.min(512 - h.len());
+                        h.extend_from_slice(&buf[..take]);
+                    }
+                }
+                Ok(n)
+            }
+            Err(e) => {
+                if let Ok(mut l) = self.last_error.lock() {
+                    *l = Some(e.to_string());
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A hint for input that is not a capture, from its first bytes.
+fn not_a_capture_hint(head: &[u8], path: &Path) -> Option<String> {
+    let p = path.display();
+    let text = head
+        .iter()
+        .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace() || *b >= 0x80);
+    if text && !head.is_empty() {
+        let hexish = head.iter().filter(|b| b.is_ascii_hexdigit()).count() * 2 >= head.len();
+        return Some(if hexish {
+            format!("it looks like a hex dump: try `kwire decode --hex-file {p}`")
+        } else {
+            format!("it is text: a hex dump goes to `kwire decode --hex-file {p}`")
         });
-        if !ok {
-            return false;
+    }
+    if head.len() >= 8 {
+        let size = i32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+        let key = i16::from_be_bytes([head[4], head[5]]);
+        if size > 0 && (0..100).contains(&key) {
+            return Some(format!(
+                "it may be raw Kafka frames: try `kwire decode --raw {p}`"
+            ));
         }
     }
-    if let Some(t) = &a.topic {
-        if !mentions_topic(m, t) {
-            return false;
-        }
-    }
-    if a.errors && (m.direction != Direction::Response || !has_error_code(m)) {
-        return false;
-    }
-    true
+    None
 }
 
 /// One capture of a command's list: its path and, when the command reads several, the
@@ -226,9 +403,10 @@ pub struct CaptureFile<'p> {
 impl CaptureArgs {
     /// The captures to read, in command-line order, labelled when there are several.
     pub fn captures(&self) -> Vec<CaptureFile<'_>> {
-        let several = self.files.len() > 1;
-        self.files
+        let several = self.files.len() + usize::from(self.read_file.is_some()) > 1;
+        self.read_file
             .iter()
+            .chain(&self.files)
             .map(|p| CaptureFile {
                 path: p,
                 label: several.then(|| p.display().to_string().into()),
@@ -239,24 +417,26 @@ impl CaptureArgs {
 
 /// Reads a capture, decodes every Kafka message (pairing responses with requests) and
 /// hands each to `on_message`, decoded at `detail` (see [`Detail`]: `Summary` keeps only
-/// what the summary line and the filters read); notices go to stderr as they come. Returns the closing
-/// lines for stderr (requests left unanswered, then one line counting packets,
-/// connections, messages, errors and what was skipped), for the caller to print once
-/// its output is flushed, and each TLS connection's summary (for `kwire stats`).
+/// what the summary line and the filters read), which returns whether it showed the
+/// message. Notices go to stderr as they come (not with `quiet`). Reading stops early
+/// once `limit` messages were shown, or when `on_message` fails (a closed pipe).
 ///
 /// # Errors
-/// A file that cannot be opened or is not a capture; the first error `on_message` returns.
+/// A file that cannot be opened or is not a capture (with a hint when it looks like
+/// something another command reads); the first error `on_message` returns.
 pub fn run_capture(
     schema: &Schema,
     a: &CaptureArgs,
     file: &CaptureFile<'_>,
     dopts: DecodeOptions,
+    quiet: bool,
+    limit: Option<u64>,
     mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
-) -> Result<(Vec<String>, Vec<input::tls::TlsSummary>), CliError> {
+) -> Result<Outcome, CliError> {
+    let path = file.path;
     // A progress bar on stderr for large files, when stderr is a terminal.
     let mut bar = indicatif::ProgressBar::hidden();
-    let path = file.path;
-    let input: Box<dyn Read + Send> = if path.as_os_str() == "-" {
+    let raw: Box<dyn Read + Send> = if path.as_os_str() == "-" {
         Box::new(std::io::stdin())
     } else {
         if path.is_dir() {
@@ -269,7 +449,11 @@ pub fn run_capture(
             .map_err(|e| CliError::Msg(format!("{}: {e}", path.display())))?;
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         // One bar at a time: none when several captures are read (they may run at once).
-        if len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal() && file.label.is_none() {
+        if len >= PROGRESS_MIN_BYTES
+            && std::io::stderr().is_terminal()
+            && !quiet
+            && file.label.is_none()
+        {
             bar = indicatif::ProgressBar::new(len);
             if let Ok(style) = indicatif::ProgressStyle::with_template(
                 "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
@@ -279,6 +463,15 @@ pub fn run_capture(
         }
         Box::new(bar.wrap_read(f))
     };
+    let stop = Arc::new(AtomicBool::new(false));
+    let last_error = Arc::new(Mutex::new(None));
+    let head = Arc::new(Mutex::new(Vec::new()));
+    let input = Input {
+        inner: raw,
+        stop: stop.clone(),
+        last_error: last_error.clone(),
+        head: head.clone(),
+    };
     // With several captures, each line names its capture: `kwire: a.pcap: ...`.
     let named = |line: String| match &file.label {
         Some(l) => match line.strip_prefix("kwire: ") {
@@ -287,9 +480,13 @@ pub fn run_capture(
         },
         None => line,
     };
-    let say = |line: String| bar.suspend(|| eprintln!("{}", named(line)));
+    let say_line = |line: String| {
+        if !quiet {
+            bar.suspend(|| say(&named(line)))
+        }
+    };
     let (keys, key_lines) = load_keylogs(a)?;
-    key_lines.into_iter().for_each(say);
+    key_lines.into_iter().for_each(say_line);
     let copts = CaptureOptions {
         ports: if a.ports.is_empty() {
             vec![9092]
@@ -307,14 +504,14 @@ pub fn run_capture(
     let mut io_err: Option<std::io::Error> = None;
     // One arena for every message: emptied after each, so its memory is reused.
     let mut arena = Buffers::new();
-    let stats = input::read_capture(input, &copts, &plaus, |ev| {
-        if io_err.is_some() {
+    let res = input::read_capture(input, &copts, &plaus, |ev| {
+        if io_err.is_some() || stop.load(Ordering::Relaxed) {
             return;
         }
         match ev {
             Event::Notice(n) => {
-                if let Some(line) = tally.notice(&n) {
-                    say(line);
+                if let Some(line) = tally.notice(&n, a.all_notices) {
+                    say_line(line);
                 }
             }
             Event::Frame(f) => {
@@ -326,8 +523,8 @@ pub fn run_capture(
                 let (m, mut ctx) = session.decode(&f, arena);
                 ctx.capture.clone_from(&file.label);
                 for n in session.notices.drain(..) {
-                    if let Some(line) = tally.notice(&n) {
-                        say(line);
+                    if let Some(line) = tally.notice(&n, a.all_notices) {
+                        say_line(line);
                     }
                 }
                 tally.messages += 1;
@@ -346,19 +543,46 @@ pub fn run_capture(
                 }
                 match on_message(&m, &ctx) {
                     Ok(shown) => tally.shown += u64::from(shown),
-                    Err(e) => io_err = Some(e),
+                    Err(e) => {
+                        io_err = Some(e);
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                if limit.is_some_and(|l| tally.shown >= l) {
+                    stop.store(true, Ordering::Relaxed);
                 }
             }
         }
-    })
-    .map_err(|e| CliError::Msg(format!("{}: {e}", path.display())))?;
+    });
     bar.finish_and_clear();
     if let Some(e) = io_err {
         return Err(CliError::Io(e));
     }
+    let stats = res.map_err(|e| {
+        let mut m = format!("{}: {e}", path.display());
+        if let Some(os) = last_error.lock().ok().and_then(|l| l.clone()) {
+            m.push_str(&format!(" ({os})"));
+        }
+        if matches!(e, input::CaptureError::NotACapture) {
+            let h = head.lock().map(|h| h.clone()).unwrap_or_default();
+            if let Some(hint) = not_a_capture_hint(&h, path) {
+                m.push_str(&format!(": {hint}"));
+            }
+        }
+        CliError::Msg(m)
+    })?;
+    let stopped = stop.load(Ordering::Relaxed);
     let waiting = session.pairer.unanswered();
     let mut lines = Vec::new();
-    for p in &waiting {
+    // Stopped early, requests still waiting may be answered later in the capture.
+    let listed = if stopped {
+        0
+    } else if a.all_notices {
+        waiting.len()
+    } else {
+        UNANSWERED_LINES
+    };
+    for p in waiting.iter().take(listed) {
         lines.push(format!(
             "kwire: connection {}: request correlation_id {} ({} v{}, frame {}) got no response in the capture",
             p.connection,
@@ -368,12 +592,30 @@ pub fn run_capture(
             p.request.frame
         ));
     }
+    if waiting.len() > listed && !stopped {
+        lines.push(format!(
+            "kwire: {} more unanswered requests are not listed (--all-notices lists them; -Y unanswered shows them)",
+            waiting.len() - listed
+        ));
+    }
     if stats.connections == 0 && stats.tcp_segments > 0 {
         let ports: Vec<String> = copts.ports.iter().map(u16::to_string).collect();
+        let advice = if a.detect {
+            "try --port P"
+        } else {
+            "try --port P or --detect"
+        };
         lines.push(format!(
-            "kwire: {}, but no Kafka connection on port {}: try --port P or --detect",
+            "kwire: {}, but no Kafka connection on port {}: {advice}",
             counted(stats.tcp_segments, "TCP segment", "TCP segments"),
             ports.join(", ")
+        ));
+    }
+    let truncated = stats.file_truncated && !stopped;
+    if truncated {
+        lines.push(format!(
+            "kwire: {}: the capture is cut short (it ends inside a record)",
+            path.display()
         ));
     }
     let skipped: Vec<String> = tally
@@ -388,20 +630,34 @@ pub fn run_capture(
         })
         .collect();
     lines.push(format!(
-        "kwire: {}, {}, {} decoded ({} shown), {} with decode errors, {} incomplete, {} undecodable, {}, {}{}; notices: {}",
+        "kwire: {}, {}, {} decoded ({} shown{}), {} with decode errors, {} incomplete, {} undecodable, {}, {}{}; notices: {}",
         counted(stats.packets, "packet", "packets"),
         counted(stats.connections.into(), "connection", "connections"),
         counted(tally.messages, "message", "messages"),
         tally.shown,
+        if stopped { ", stopped at -c" } else { "" },
         tally.with_errors,
         tally.incomplete,
         tally.undecodable,
         counted(tally.sasl_tokens, "SASL token", "SASL tokens"),
-        counted(waiting.len() as u64, "unanswered request", "unanswered requests"),
+        if stopped {
+            counted(waiting.len() as u64, "request", "requests") + " waiting when reading stopped"
+        } else {
+            counted(waiting.len() as u64, "unanswered request", "unanswered requests")
+        },
         answers_without_request(&session),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
-    Ok((lines.into_iter().map(named).collect(), stats.tls))
+    Ok(Outcome {
+        closing: lines.into_iter().map(named).collect(),
+        truncated,
+        with_errors: tally.with_errors,
+        unanswered: waiting
+            .iter()
+            .map(|p| (p.connection, p.request.frame))
+            .collect(),
+        tls: stats.tls,
+    })
 }
 
 /// The closing line's count of responses whose request is not in the capture:
@@ -429,77 +685,147 @@ fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// Runs `kwire read`.
+/// The requests of the capture that get no response, read in a first pass (for
+/// `-Y unanswered`, which must know the future when it sees a request).
+pub(super) fn unanswered_first_pass(
+    schema: &Schema,
+    a: &CaptureArgs,
+    file: &CaptureFile<'_>,
+    f: Option<&Filter>,
+) -> Result<Option<HashSet<(u32, u64)>>, CliError> {
+    if !f.is_some_and(Filter::uses_unanswered) {
+        return Ok(None);
+    }
+    if file.path.as_os_str() == "-" {
+        return Err(CliError::Usage(
+            "-Y unanswered needs a capture file, not stdin: it reads the capture twice".into(),
+        ));
+    }
+    let dopts = DecodeOptions {
+        detail: Detail::Summary,
+        ..DecodeOptions::default()
+    };
+    let first = run_capture(schema, a, file, dopts, true, None, |_, _| Ok(false))?;
+    Ok(Some(first.unanswered))
+}
+
+/// Runs `kwire read`; returns the exit status.
 ///
 /// # Errors
-/// A file that cannot be opened or is not a capture; output errors.
+/// Bad options; a file that cannot be opened or is not a capture; output errors.
 pub fn read_command(
     schema: &Schema,
     cli: &Cli,
     a: &ReadArgs,
     out: &mut dyn Write,
-) -> Result<(), CliError> {
-    for x in &a.apis {
-        let known = match x.parse::<i16>() {
-            Ok(k) => schema.api_name(k).is_some(),
-            Err(_) => schema.api_keys().iter().any(|k| {
-                schema
-                    .api_name(*k)
-                    .is_some_and(|n| n.eq_ignore_ascii_case(x))
-            }),
-        };
-        if !known {
-            return Err(CliError::Msg(format!(
-                "--api {x}: no such API (see `kwire apis`)"
-            )));
-        }
+) -> Result<i32, CliError> {
+    let flt = a.filter.filter(schema)?;
+    let v = view::resolve(&a.view, &a.out)?;
+    let mut ropts = render_options(cli, &a.out);
+    view::apply(&a.view, &v, &mut ropts);
+    for line in v.ignored.iter() {
+        say(line);
     }
-    let ropts = render_options(cli, &a.out);
-    for line in super::output::ignored_options(&a.out) {
-        eprintln!("{line}");
-    }
-    // The summary line needs a fraction of the tree: decode only that much.
-    let detail = if a.out.format == super::Format::Summary {
+    let fields = match &v.view {
+        View::Fields => Some(view::Fields::new(&a.view)?),
+        _ => None,
+    };
+    // The summary line needs a fraction of the tree: decode only that much, unless the
+    // filter or -e reads schema fields.
+    let detail = if v.summary_detail()
+        && !flt.as_ref().is_some_and(Filter::needs_full_tree)
+        && !fields.as_ref().is_some_and(view::Fields::needs_full_tree)
+    {
         Detail::Summary
     } else {
         Detail::Full
     };
     let mut doc = crate::page::frames::Doc::new();
     let mut n = 0;
+    let flush_each = a.view.line_flush || std::io::stdout().is_terminal();
+    if let Some(f) = &fields {
+        if !a.view.quiet {
+            f.header(out)?;
+        }
+    }
+    let quiet = a.view.quiet;
     let dopts = DecodeOptions {
         detail,
         max_nodes: a.out.max_nodes,
         ..DecodeOptions::default()
     };
+    let limit = a.view.count;
+    let mut shown = 0u64;
+    let mut status = EXIT_OK;
     for_each_capture(&a.capture, |file| {
-        let (closing, _) = run_capture(schema, &a.capture, file, dopts.clone(), |m, ctx| {
-            if matches_filters(a, schema, m) {
-                n += 1;
-                match a.out.format {
-                    super::Format::Md => {
-                        crate::page::frames::markdown(out, schema, n, m, Some(ctx), &ropts)?
+        // -c counts across the captures: once reached, the rest are not read.
+        let left = limit.map(|l| l.saturating_sub(shown));
+        if left == Some(0) {
+            return Ok(());
+        }
+        let unanswered = unanswered_first_pass(schema, &a.capture, file, flt.as_ref())?;
+        let outcome = run_capture(
+            schema,
+            &a.capture,
+            file,
+            dopts.clone(),
+            quiet,
+            left,
+            |m, ctx| {
+                view::note_first(&mut ropts, ctx.time);
+                let fctx = filter::Context {
+                    capture: Some(ctx),
+                    unanswered: unanswered.as_ref(),
+                };
+                let pass = flt.as_ref().is_none_or(|f| f.matches(m, &fctx));
+                if pass && !quiet {
+                    match (&v.view, &fields) {
+                        (_, Some(f)) => f.row(m, &fctx, out)?,
+                        (View::LineGrid, _) => view::line_and_grid(m, ctx, &ropts, out)?,
+                        (View::Format(super::Format::Md), _) => {
+                            n += 1;
+                            crate::page::frames::markdown(out, schema, n, m, Some(ctx), &ropts)?
+                        }
+                        (View::Format(super::Format::Html), _) => {
+                            n += 1;
+                            doc.add(schema, m, Some(ctx), 0, &ropts)
+                        }
+                        (View::Format(fmt), _) => print_message(m, Some(ctx), &ropts, *fmt, out)?,
+                        (View::Fields, None) => {}
                     }
-                    super::Format::Html => doc.add(schema, m, Some(ctx), 0, &ropts),
-                    _ => print_message(m, Some(ctx), &ropts, a.out.format, out)?,
+                    if flush_each {
+                        out.flush()?;
+                    }
                 }
-                Ok(true)
-            } else {
-                Ok(false)
-            }
-        })?;
+                view::advance(&mut ropts, ctx.time, pass);
+                shown += u64::from(pass);
+                Ok(pass)
+            },
+        )?;
         out.flush()?;
-        closing.iter().for_each(|l| eprintln!("{l}"));
+        outcome.closing.iter().for_each(|l| say(l));
+        status = worse(status, outcome.status(a.capture.strict));
         Ok(())
     })?;
-    if a.out.format == super::Format::Html {
+    if matches!(v.view, View::Format(super::Format::Html)) {
         doc.finish(out, "Kafka messages decoded by kwire")?;
         out.flush()?;
     }
-    Ok(())
+    Ok(status)
 }
 
-/// Runs `each` on every capture of `a`, in command-line order. With one capture its
-/// error is the command's; with several, a capture that cannot be read is named on
+/// Two exit statuses combined, as [`Outcome::status`] ranks them: a capture cut short
+/// (2) before a decode failure under --strict (3) before success.
+pub fn worse(a: i32, b: i32) -> i32 {
+    if a == EXIT_INPUT || b == EXIT_INPUT {
+        EXIT_INPUT
+    } else {
+        a.max(b)
+    }
+}
+
+/// Runs `each` on every capture of `a` (`-r` first, then the CAPTUREs), in command-line
+/// order. With one capture its error is the command's; with several, a capture that cannot be read is named on
 /// stderr and the others still run, and the command then fails (status 2) saying how
 /// many could not be read. An output error (a closed pipe) ends the command at once.
 ///
@@ -518,8 +844,9 @@ pub fn for_each_capture(
         match each(f) {
             Ok(()) => {}
             Err(CliError::Io(e)) => return Err(CliError::Io(e)),
+            Err(CliError::Usage(m)) => return Err(CliError::Usage(m)),
             Err(e) => {
-                eprintln!("kwire: {e}");
+                say(&format!("kwire: {e}"));
                 failed += 1;
             }
         }
@@ -544,66 +871,96 @@ pub fn unreadable(failed: usize, total: usize, verb: &str) -> Result<(), CliErro
 
 /// `kwire stats` options.
 #[derive(Args, Debug, Clone)]
+#[command(after_help = "\
+Latency quantiles are nearest-rank: the value at rank ceil(q x n) of the n sorted latencies.
+
+Examples:
+  kwire stats captures/demo.pcap
+  kwire stats f.pcap -Y 'client_id == \"my-app\"' --format json")]
 pub struct StatsArgs {
     /// The capture and where Kafka is in it.
     #[command(flatten)]
     pub capture: CaptureArgs,
+    /// Which messages to count.
+    #[command(flatten)]
+    pub filter: FilterArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = super::ListFormat::Text)]
     pub format: super::ListFormat,
 }
 
-/// Runs `kwire stats`.
+/// Runs `kwire stats`; returns the exit status.
 ///
 /// # Errors
-/// A file that cannot be opened or is not a capture; output errors.
-pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    if a.capture
-        .files
+/// A bad filter; a file that cannot be opened or is not a capture; output errors.
+pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<i32, CliError> {
+    let paths: Vec<&Path> = a.capture.captures().iter().map(|c| c.path).collect();
+    if paths
         .iter()
         .all(|f| f.is_dir() || crate::log::FileKind::of(f).is_some())
     {
-        return log_stats(schema, a, out);
+        return log_stats(schema, &paths, a.format, out).map(|()| EXIT_OK);
     }
+    let flt = a.filter.filter(schema)?;
     let mut st = crate::stats::Stats::default();
     let mut closing = Vec::new();
     let mut ordinal = 0;
+    let mut status = EXIT_OK;
     let res = for_each_capture(&a.capture, |file| {
         st.capture = ordinal;
         ordinal += 1;
-        let (lines, tls) = run_capture(
+        let unanswered = unanswered_first_pass(schema, &a.capture, file, flt.as_ref())?;
+        let outcome = run_capture(
             schema,
             &a.capture,
             file,
             DecodeOptions::default(),
+            false,
+            None,
             |m, ctx| {
+                let fctx = filter::Context {
+                    capture: Some(ctx),
+                    unanswered: unanswered.as_ref(),
+                };
+                if !flt.as_ref().is_none_or(|f| f.matches(m, &fctx)) {
+                    return Ok(false);
+                }
                 st.add(m, ctx);
                 Ok(true)
             },
         )?;
-        closing.extend(lines);
-        st.add_tls(tls);
+        status = worse(status, outcome.status(a.capture.strict));
+        closing.extend(outcome.closing);
+        st.add_tls(outcome.tls);
         Ok(())
     });
     // One capture that cannot be read prints nothing; of several, the others are counted.
-    if a.capture.files.len() == 1 && res.is_err() {
-        return res;
-    }
+    let one = a.capture.captures().len() == 1;
+    let res = match res {
+        Err(e) if one || matches!(e, CliError::Usage(_) | CliError::Io(_)) => return Err(e),
+        r => r,
+    };
     write_stats(out, a.format, || st.to_json(), |w| st.write_text(w))?;
     out.flush()?;
-    closing.iter().for_each(|l| eprintln!("{l}"));
-    res
+    closing.iter().for_each(|l| say(l));
+    res.map(|()| status)
 }
 
 /// `kwire stats` on a log directory or log file: every record decoded, then counted.
-fn log_stats(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
+fn log_stats(
+    schema: &Schema,
+    paths: &[&Path],
+    format: super::ListFormat,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
     let mut st = crate::log::stats::LogStats::default();
     let opts = crate::log::LogOptions {
         verify: true,
         ..Default::default()
     };
-    crate::log::read_paths(schema, &a.capture.files, &opts, &mut st)?;
-    write_stats(out, a.format, || st.to_json(), |w| st.write_text(w))?;
+    let paths: Vec<PathBuf> = paths.iter().map(|p| p.to_path_buf()).collect();
+    crate::log::read_paths(schema, &paths, &opts, &mut st)?;
+    write_stats(out, format, || st.to_json(), |w| st.write_text(w))?;
     Ok(())
 }
 

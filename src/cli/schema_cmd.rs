@@ -102,9 +102,15 @@ pub fn api_infos(schema: &Schema) -> Vec<ApiInfo> {
             flexible_min_version: primary.and_then(|p| {
                 (!p.def.flexible_versions.is_empty()).then_some(p.def.flexible_versions.lo)
             }),
-            deprecated_versions: primary.and_then(|p| {
-                (!p.def.deprecated_versions.is_empty()).then_some(p.def.deprecated_versions)
-            }),
+            // The newest definition that states deprecatedVersions: Kafka 4.0 removed the
+            // versions 3.9 deprecated, and with them the statement, while old clients
+            // still send them (they decode as legacy versions).
+            deprecated_versions: primary
+                .into_iter()
+                .copied()
+                .chain(reqs.iter().copied())
+                .find(|d| !d.def.deprecated_versions.is_empty())
+                .map(|d| d.def.deprecated_versions),
             listeners: primary.map(|p| p.def.listeners.clone()).unwrap_or_default(),
             source_releases: sources,
             removed_in,

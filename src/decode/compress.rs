@@ -64,7 +64,8 @@ pub struct Decompressed {
     pub note: Option<String>,
 }
 
-fn cap_error(cap: usize) -> String {
+/// The error of output over `cap` bytes.
+pub fn cap_error(cap: usize) -> String {
     format!("decompressed size exceeds the cap of {cap} bytes")
 }
 

@@ -653,7 +653,8 @@ pub fn read_capture<R: Read + Send>(
 fn truncated(ex: &mut Extractor<'_>, why: &str) {
     ex.stats.file_truncated = true;
     let frame = ex.frame_no + 1;
-    let mut n = Notice::new(NoticeKind::FileTruncated, format!("record {frame}: {why}"));
+    // The notice's frame number says which record: the message need not say it again.
+    let mut n = Notice::new(NoticeKind::FileTruncated, why.to_string());
     n.frame = Some(frame);
     ex.notice(n);
 }

@@ -890,6 +890,16 @@ fn detect(all: &[Line]) -> (HexFormat, bool) {
 /// an odd number of digits, a missing direction prefix, a dump line without an offset or
 /// with one that does not follow, an unresolvable `*`, or `od`/`hexdump` 2-byte-word output.
 pub fn parse_hex(text: &str) -> Result<Vec<HexChunk>, HexError> {
+    let plain;
+    let text = if text.contains('\u{1b}') {
+        plain = strip_ansi(text);
+        plain.as_str()
+    } else {
+        text
+    };
+    if let Some(chunks) = parse_kwire_text(text) {
+        return chunks;
+    }
     let all = lines(text);
     let (format, word_dump) = detect(&all);
     if word_dump {
@@ -945,12 +955,103 @@ fn parse_hexyl(all: &[Line]) -> Result<Vec<HexChunk>, HexError> {
     Ok(out)
 }
 
-/// The direction and connection of a kwire title line: `request, correlation_id` or
-/// `response, correlation_id`, and `conn N:`.
+/// `text` without ANSI escape sequences (CSI `ESC [ ... final` and two-byte `ESC x`):
+/// kwire's coloured output reads back as its plain text.
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut it = text.chars().peekable();
+    while let Some(c) = it.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        if it.next() == Some('[') {
+            for d in it.by_ref() {
+                if ('@'..='~').contains(&d) {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// kwire's own text output (`kwire decode`, `kwire read -x` or `-V -x`): blocks of a
+/// title or summary line, `byte layout (N bytes, 16 bytes per row)`, a column header and
+/// rows `OFFSET  HH HH ...  ASCII`, then the tree, which is left aside. Each byte layout
+/// is one chunk, with the direction and connection its title gives; the grids of
+/// decompressed buffers are left out (they are not frames). `None` when the text has no
+/// byte layout line.
+fn parse_kwire_text(text: &str) -> Option<Result<Vec<HexChunk>, HexError>> {
+    if !text.lines().any(|l| l.starts_with("byte layout (")) {
+        return None;
+    }
+    let mut out: Vec<HexChunk> = Vec::new();
+    let mut title: Option<&str> = None;
+    // Some((chunk index, offset width)) while inside a frame's rows; None elsewhere.
+    let mut rows: Option<(usize, usize)> = None;
+    let mut skipping = false;
+    for (i, l) in text.lines().enumerate() {
+        if l.starts_with("byte layout (") {
+            let (direction, stream) = title.map_or((None, None), title_facts);
+            out.push(HexChunk {
+                direction,
+                stream,
+                bytes: Vec::new(),
+                line: i + 2,
+            });
+            rows = Some((out.len() - 1, 0));
+            skipping = false;
+            continue;
+        }
+        if l.starts_with("decompressed buffer ") {
+            rows = None;
+            skipping = true;
+            continue;
+        }
+        let off_len = l.bytes().take_while(u8::is_ascii_hexdigit).count();
+        let is_row = off_len >= 4 && l[off_len..].starts_with("  ");
+        if is_row && (rows.is_some() || skipping) {
+            if let Some((k, _)) = rows {
+                let area: String = l[off_len + 2..].chars().take(47).collect();
+                for tok in area.split_whitespace() {
+                    match u8::from_str_radix(tok, 16) {
+                        Ok(b) if tok.len() == 2 => out[k].bytes.push(b),
+                        _ => {
+                            return Some(Err(HexError {
+                                line: i + 1,
+                                column: off_len + 3,
+                                kind: HexErrorKind::ByteTokenWidth {
+                                    found: tok.chars().count(),
+                                },
+                            }))
+                        }
+                    }
+                }
+                rows = Some((k, off_len));
+            }
+            continue;
+        }
+        if l.trim_start().starts_with("0  1  2") || l.starts_with("legend:") {
+            continue;
+        }
+        rows = None;
+        skipping = false;
+        if !l.trim().is_empty() && !l.starts_with(['+', '|', ' ']) {
+            title = Some(l);
+        }
+    }
+    out.retain(|c| !c.bytes.is_empty());
+    Some(Ok(out))
+}
+
+/// The direction and connection of a kwire title or summary line: `request,
+/// correlation_id` or `response, correlation_id` (`request corr=` in a summary line), and
+/// `conn N:`.
 fn title_facts(t: &str) -> (Option<Direction>, Option<u64>) {
-    let direction = if t.contains(" request, correlation_id") {
+    let direction = if t.contains(" request, correlation_id") || t.contains(" request corr=") {
         Some(Direction::ClientToServer)
-    } else if t.contains(" response, correlation_id") {
+    } else if t.contains(" response, correlation_id") || t.contains(" response corr=") {
         Some(Direction::ServerToClient)
     } else {
         None

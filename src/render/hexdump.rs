@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use hexyl::{BorderStyle, PrinterBuilder};
 
-use super::{text::title, Context, RenderOptions};
+use super::{text::title_with, Context, RenderOptions};
 use crate::tree::Message;
 
 /// Prints `msg` as a hex dump.
@@ -18,7 +18,7 @@ pub fn render(
     ctx: Option<&Context>,
     opts: &RenderOptions,
 ) -> io::Result<()> {
-    writeln!(w, "{}", title(msg, ctx, opts.color))?;
+    writeln!(w, "{}", title_with(msg, ctx, opts))?;
     dump(w, msg.frame, opts.color)?;
     for (i, b) in msg.buffers.iter().enumerate() {
         writeln!(w, "decompressed buffer {} ({} bytes)", i + 1, b.len())?;

@@ -14,9 +14,17 @@ use crate::tree::{Located, Message, Node, Value};
 /// one buffer, then to `w` in one call; it is byte for byte what serializing
 /// [`message_json`] gives.
 ///
+/// With `bytes`, the object ends with `"bytes"`: the frame's bytes, size prefix
+/// included, in lowercase hex (`--json-bytes`, or `-x` with `-T json`).
+///
 /// # Errors
 /// The writer's errors.
-pub fn render(w: &mut dyn Write, msg: &Message<'_>, ctx: Option<&Context>) -> io::Result<()> {
+pub fn render(
+    w: &mut dyn Write,
+    msg: &Message<'_>,
+    ctx: Option<&Context>,
+    bytes: bool,
+) -> io::Result<()> {
     thread_local! {
         /// The line buffer, reused from message to message.
         static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -33,6 +41,12 @@ pub fn render(w: &mut dyn Write, msg: &Message<'_>, ctx: Option<&Context>) -> io
         out.clear();
         out.reserve(1024 + 160 * msg.size.min(1 << 16));
         write_message(out, msg, ctx);
+        if bytes && out.last() == Some(&b'}') {
+            out.pop();
+            out.extend_from_slice(b",\"bytes\":\"");
+            out.extend_from_slice(super::hex(msg.frame).as_bytes());
+            out.extend_from_slice(b"\"}");
+        }
         out.push(b'\n');
         let res = w.write_all(out);
         if out.capacity() > KEEP {
@@ -587,7 +601,7 @@ mod tests {
             }),
         ] {
             let mut got = Vec::new();
-            render(&mut got, &msg, ctx.as_ref()).unwrap();
+            render(&mut got, &msg, ctx.as_ref(), false).unwrap();
             let want = serde_json::to_string(&message_json(&msg, ctx.as_ref())).unwrap() + "\n";
             assert_eq!(String::from_utf8(got).unwrap(), want);
         }

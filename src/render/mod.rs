@@ -17,6 +17,7 @@ pub mod hexdump;
 pub mod json;
 pub mod summary;
 pub mod text;
+pub mod time;
 pub mod values;
 
 use std::io::{self, Write};
@@ -46,6 +47,12 @@ pub struct RenderOptions {
     /// Text and summary: longest value text before it is elided with its length. For a
     /// string, characters; for bytes, hex digits (so half as many bytes).
     pub max_value_len: usize,
+    /// Summary and text: how capture times read (tshark's `-t`; RFC 3339 UTC by default).
+    pub time: time::TimeFormat,
+    /// The times the relative `time` formats count from, kept up to date by the caller.
+    pub time_refs: time::TimeRefs,
+    /// JSON: add the frame's bytes as `bytes` (lowercase hex).
+    pub json_bytes: bool,
 }
 
 impl Default for RenderOptions {
@@ -58,6 +65,9 @@ impl Default for RenderOptions {
             max_elements: 100,
             wide: false,
             max_value_len: 64,
+            time: time::TimeFormat::default(),
+            time_refs: time::TimeRefs::default(),
+            json_bytes: false,
         }
     }
 }
@@ -145,7 +155,7 @@ pub fn render(
 ) -> io::Result<()> {
     match format {
         Format::Text => text::render(w, msg, ctx, opts),
-        Format::Json => json::render(w, msg, ctx),
+        Format::Json => json::render(w, msg, ctx, opts.json_bytes),
         Format::Values => values::render(w, msg),
         Format::Summary => summary::render(w, msg, ctx, opts),
         Format::Hexdump => hexdump::render(w, msg, ctx, opts),

@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use super::{api_head, guess_note, latency_text, rfc3339, value_text, Context, RenderOptions};
+use super::{api_head, guess_note, latency_text, value_text, Context, RenderOptions};
 use crate::tree::{Message, Node, NodeKind, Value};
 
 /// Topics shown before `+N more`.
@@ -48,7 +48,7 @@ pub fn line(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> S
             s.push_str(num.format(c.frames.1));
         }
         s.push(' ');
-        s.push_str(&rfc3339(c.time.0, c.time.1));
+        s.push_str(&super::time::time_text(c.time, opts.time, &opts.time_refs));
         s.push(' ');
         s.push_str(&c.src);
         s.push_str(" -> ");
@@ -216,6 +216,21 @@ impl<'t> Facts<'t> {
         f
     }
 
+    /// Adds a topic; a name seen before (a topic listed twice, as a Fetch with two
+    /// sessions' worth of partitions lists it) gets the new partitions instead.
+    fn add_topic(&mut self, t: Topic<'t>) {
+        match self.topics.iter_mut().find(|x| x.name == t.name) {
+            Some(x) => {
+                for p in t.partitions {
+                    if !x.partitions.contains(&p) {
+                        x.partitions.push(p);
+                    }
+                }
+            }
+            None => self.topics.push(t),
+        }
+    }
+
     /// Visits `n`; `in_topic` is set under a topic struct, where no other topic is
     /// looked for (its configs and partitions are not topics).
     fn visit(&mut self, n: &'t Node<'t>, max: usize, in_topic: bool) {
@@ -239,7 +254,7 @@ impl<'t> Facts<'t> {
             "TopicNames" | "Topics" if n.kind == NodeKind::Array && !in_topic => {
                 for c in &n.children {
                     if let Some(s) = str_value(c, max) {
-                        self.topics.push(Topic {
+                        self.add_topic(Topic {
                             name: s,
                             partitions: Vec::new(),
                         });
@@ -262,7 +277,7 @@ impl<'t> Facts<'t> {
         }
         let topic = !in_topic && n.kind == NodeKind::Struct && is_topic_struct(n);
         if topic {
-            self.topics.push(topic_of(n, max));
+            self.add_topic(topic_of(n, max));
         }
         for c in &n.children {
             self.visit(c, max, in_topic || topic);
@@ -301,7 +316,8 @@ fn topic_of<'t>(n: &'t Node<'t>, max: usize) -> Topic<'t> {
                         // named by the capture session from an earlier Metadata response
                         (Value::Uuid(_), Some(name)) => Some(summary_text(name, max)),
                         (Value::Uuid(u), None) => {
-                            Some(Cow::Owned(format!("id:{}", &u.simple().to_string()[..8])))
+                            // Kafka's own form of the id, as its tools print it
+                            Some(Cow::Owned(format!("id:{}", crate::filter::uuid_base64(u))))
                         }
                         _ => None,
                     }

@@ -16,7 +16,7 @@ use owo_colors::Style;
 
 use super::{
     api_head, count_text, error_style, guess_note, is_record_payload, latency_text, paint,
-    region_style, rfc3339, value_text, warning_style, Context, RenderOptions,
+    region_style, value_text, warning_style, Context, RenderOptions,
 };
 use crate::tree::{Message, Node, NodeKind, Region, Value};
 
@@ -34,7 +34,7 @@ pub fn render(
     ctx: Option<&Context>,
     opts: &RenderOptions,
 ) -> io::Result<()> {
-    writeln!(w, "{}", title(msg, ctx, opts.color))?;
+    writeln!(w, "{}", title_with(msg, ctx, opts))?;
     if !opts.no_bytes {
         grid(w, msg, 0, opts.color)?;
         for id in 1..=msg.buffers.len() as u32 {
@@ -54,12 +54,22 @@ pub fn render(
 /// preceded by the capture context (`#3-4 TIME SRC -> DST conn N:`) and followed by the
 /// latency, an `incomplete` mark and the error and warning counts when there are any.
 pub fn title(msg: &Message<'_>, ctx: Option<&Context>, color: bool) -> String {
+    let opts = RenderOptions {
+        color,
+        ..RenderOptions::default()
+    };
+    title_with(msg, ctx, &opts)
+}
+
+/// [`title`] with the time in `opts.time` (tshark's `-t`) and colour from `opts.color`.
+pub fn title_with(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> String {
+    let color = opts.color;
     let mut s = String::new();
     if let Some(c) = ctx {
         s.push_str(&frames_text(c));
         s.push_str(&format!(
             " {} {} -> {} conn {}",
-            rfc3339(c.time.0, c.time.1),
+            super::time::time_text(c.time, opts.time, &opts.time_refs),
             c.src,
             c.dst,
             c.connection
@@ -233,7 +243,9 @@ pub fn grid_rows(
     }
     writeln!(w, "{}", head.trim_end())?;
     let err_style = grid_error_style();
-    let style_of = |i: usize| -> Option<Style> {
+    // Bytes of one region (or one error mark) in a row share one colour code: a run of
+    // them is painted once, not byte by byte.
+    let key = |i: usize| -> Option<Style> {
         if !color {
             None
         } else if errors[i] {
@@ -242,29 +254,42 @@ pub fn grid_rows(
             regions[i].map(region_style)
         }
     };
+    let run_key = |i: usize| (errors[i], regions[i]);
     for (row, chunk) in buf.chunks(16).enumerate() {
         let base = row * 16;
         let mut line = format!("{:0width$x} ", base);
         let mut ascii = String::with_capacity(16);
-        for (j, b) in chunk.iter().enumerate() {
-            let h = format!("{b:02x}");
-            let c = if b.is_ascii_graphic() || *b == b' ' {
-                (*b as char).to_string()
-            } else {
-                ".".to_string()
-            };
-            match style_of(base + j) {
+        let mut j = 0;
+        while j < chunk.len() {
+            let mut e = j + 1;
+            while color && e < chunk.len() && run_key(base + e) == run_key(base + j) {
+                e += 1;
+            }
+            let mut hex = String::with_capacity(3 * (e - j));
+            let mut text = String::with_capacity(e - j);
+            for (k, b) in chunk[j..e].iter().enumerate() {
+                if k > 0 {
+                    hex.push(' ');
+                }
+                hex.push_str(&format!("{b:02x}"));
+                text.push(if b.is_ascii_graphic() || *b == b' ' {
+                    *b as char
+                } else {
+                    '.'
+                });
+            }
+            line.push(' ');
+            match key(base + j) {
                 Some(st) => {
-                    line.push(' ');
-                    line.push_str(&paint(true, &h, st));
-                    ascii.push_str(&paint(true, &c, st));
+                    line.push_str(&paint(true, &hex, st));
+                    ascii.push_str(&paint(true, &text, st));
                 }
                 None => {
-                    line.push(' ');
-                    line.push_str(&h);
-                    ascii.push_str(&c);
+                    line.push_str(&hex);
+                    ascii.push_str(&text);
                 }
             }
+            j = e;
         }
         for _ in chunk.len()..16 {
             line.push_str("   ");
@@ -543,15 +568,25 @@ impl TreePrinter<'_> {
                 is_record_payload(parent, n),
             ))),
         };
+        // A non-zero error code stands out: value and error name in the error colour.
+        let error_code =
+            color && n.name.ends_with("ErrorCode") && matches!(n.value, Value::Int(c) if c != 0);
         if let Some(v) = value {
             s.push_str(" = ");
-            paint_into(s, color, &v, Style::new().green());
+            let style = if error_code {
+                error_style()
+            } else {
+                Style::new().green()
+            };
+            paint_into(s, color, &v, style);
         } else if let Some(v) = self.plain_value(n) {
             s.push_str(" = ");
             v(s);
         }
         if let Some(a) = &n.annotation {
-            if color {
+            if error_code {
+                s.push_str(&paint(color, &format!(" ({a})"), error_style()));
+            } else if color {
                 s.push_str(&paint(
                     color,
                     &format!(" ({a})"),

@@ -320,3 +320,16 @@ pub fn assert_tiles(root: &Node<'_>, len: usize) {
         "leaves end at 0x{pos:04x}, the frame is {len} bytes"
     );
 }
+
+/// The validator of docs/kwire-message.schema.json (the JSON output's shape).
+pub fn message_validator() -> jsonschema::Validator {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/kwire-message.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    jsonschema::draft202012::new(&schema).expect("the JSON Schema compiles")
+}

@@ -46,11 +46,13 @@ pub(super) fn batch_v2_fields<'a>(
     })?;
     let computed = crc32c::crc32c(whole.get(21..).unwrap_or(&[]));
     if crc == computed {
-        annotate(out, "valid");
+        annotate(out, r.fmt(format_args!("0x{crc:08x}, valid")));
     } else {
         annotate(
             out,
-            r.fmt(format_args!("invalid, computed 0x{computed:08x}")),
+            r.fmt(format_args!(
+                "0x{crc:08x}, invalid, computed 0x{computed:08x}"
+            )),
         );
         set_error(
             out,
@@ -146,7 +148,7 @@ pub(super) fn batch_v2_fields<'a>(
     match compress::decompress(codec, data, cx.decompress_budget(), false) {
         Err(e) => {
             comp.annotation = Some(r.fmt(format_args!("{}, {} B", codec.name(), data.len())));
-            comp.set_error(r.s(&e));
+            comp.set_error(r.s(&budget_words(e, cx)));
             out.push(comp);
         }
         Ok(d) => {

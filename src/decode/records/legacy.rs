@@ -33,11 +33,13 @@ pub(super) fn legacy_fields<'a>(
     })?;
     let computed = crc32fast::hash(whole.get(16..).unwrap_or(&[]));
     if crc == computed {
-        annotate(out, "valid");
+        annotate(out, r.fmt(format_args!("0x{crc:08x}, valid")));
     } else {
         annotate(
             out,
-            r.fmt(format_args!("invalid, computed 0x{computed:08x}")),
+            r.fmt(format_args!(
+                "0x{crc:08x}, invalid, computed 0x{computed:08x}"
+            )),
         );
         set_error(
             out,
@@ -93,7 +95,7 @@ pub(super) fn legacy_fields<'a>(
         Err(e) => {
             out[value_idx].annotation =
                 Some(r.fmt(format_args!("int32 len={}, {}", data.len(), codec.name())));
-            out[value_idx].set_error(r.s(&e));
+            out[value_idx].set_error(r.s(&budget_words(e, cx)));
         }
         Ok(d) => {
             let dlen = d.data.len();

@@ -26,6 +26,21 @@ use super::{texts, Cx, Detail, Reader};
 use crate::tree::{Node, NodeKind, Region, Value};
 use crate::wire::{self, LenPrefix, WResult};
 
+/// A decompression error over the budget left, in words that tell the budget left from
+/// the message's cap (earlier batches of the message used the rest).
+fn budget_words(e: String, cx: &Cx<'_>) -> String {
+    let left = cx.decompress_budget();
+    let cap = cx.opts.max_decompressed;
+    if left < cap && e == compress::cap_error(left) {
+        format!(
+            "decompressed size exceeds the {left} bytes left of the message's decompression cap of {cap} bytes ({} used by earlier batches)",
+            cap - left
+        )
+    } else {
+        e
+    }
+}
+
 /// Bytes before the magic byte of any entry (offset, length, epoch or CRC).
 const MAGIC_OFFSET: usize = 16;
 /// The smallest v2 record: length, attributes, timestampDelta, offsetDelta, key length,

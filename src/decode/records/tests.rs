@@ -265,7 +265,7 @@ fn empty_batch_is_61_bytes_with_a_valid_crc() {
             (n.name, n.ty, n.region, n.offset, n.length),
             ("RecordBatch", "RecordBatch", Region::RecordBatch, BASE, 61)
         );
-        assert_eq!(ann(child(n, "crc")), "valid");
+        assert!(ann(child(n, "crc")).ends_with(", valid"));
         assert_eq!(child(n, "crc").offset, BASE + 17);
         assert_eq!(ann(child(n, "partitionLeaderEpoch")), "none");
         assert_eq!(ann(child(n, "producerId")), "none");
@@ -299,7 +299,7 @@ fn three_records_with_null_key_and_header_cases() {
         assert!(k.error().unwrap().contains("null header key"));
         assert_eq!(o.errors.len(), 1, "{:?}", o.errors);
         assert_eq!(o.errors[0].1, k.offset);
-        assert_eq!(ann(child(&nodes[0], "crc")), "valid");
+        assert!(ann(child(&nodes[0], "crc")).ends_with(", valid"));
     });
     assert_eq!(
         {
@@ -441,7 +441,7 @@ fn legacy_v0_and_v1_plain() {
         assert_eq!(nodes.len(), 4);
         assert_eq!(nodes[0].ty, "LegacyRecord v0");
         assert_eq!(nodes[2].ty, "LegacyRecord v1");
-        assert_eq!(ann(child(&nodes[0], "crc")), "valid");
+        assert!(ann(child(&nodes[0], "crc")).ends_with(", valid"));
         assert_eq!(
             ann(child(&nodes[2], "timestamp")),
             "2024-05-01T12:00:00.123Z"
@@ -580,7 +580,7 @@ fn invalid_crc_is_an_error_at_the_crc_leaf() {
     run(&b, false, |nodes, o| {
         let crc = child(&nodes[0], "crc");
         assert_eq!(crc.value, Value::UInt(stored as u64));
-        assert!(ann(crc).starts_with("invalid, computed 0x"));
+        assert!(ann(crc).contains(", invalid, computed 0x"));
         let e = o.errors.iter().find(|e| e.2 == "crc").unwrap();
         assert_eq!(e.1, BASE + 17);
     });

@@ -1,0 +1,975 @@
+//! The display filter (`kwire read -Y EXPR`): Wireshark 4.x's filter language over
+//! kwire's decoded tree.
+//!
+//! ```
+//! use kwire::filter::Filter;
+//! let f = Filter::parse(r#"api == Fetch && Topic == "orders" && ErrorCode ~= 0"#).unwrap();
+//! assert!(f.needs_full_tree());
+//! let e = Filter::parse("Topic ==").unwrap_err();
+//! assert_eq!(e.column, 9);
+//! ```
+//!
+//! A name is a message property ([`PROPERTIES`], the JSON output's names and short
+//! aliases), `topic`, a predicate (`malformed`, `warning`, `incomplete`, `unanswered`),
+//! `error_code` (every field whose name ends in `ErrorCode`), or else any schema field by
+//! its name, found anywhere in the tree: headers, bodies, records, nested consumer
+//! protocols, decompressed batches. A field that occurs several times has several
+//! occurrences, and the relations follow Wireshark 4.x:
+//!
+//! | relation | true when |
+//! |---|---|
+//! | `NAME` | the name occurs (a predicate: holds) |
+//! | `==`, `eq`, `any_eq` | some occurrence equals |
+//! | `===`, `all_eq` | there are occurrences and every one equals |
+//! | `!=`, `ne`, `all_ne`, `!==` | there are occurrences and every one differs |
+//! | `~=`, `any_ne` | some occurrence differs |
+//! | `>` `>=` `<` `<=` | some occurrence compares so |
+//! | `contains` | some occurrence holds the text (or bytes) |
+//! | `matches`, `~` | some occurrence matches the regular expression, case-insensitively |
+//! | `in {a, b, lo..hi}` | some occurrence equals a member or lies in a range |
+//!
+//! A relation on a name that does not occur is false, so `!(x == 1)` and `x != 1`
+//! differ on messages without `x`, as in Wireshark.
+
+mod parse;
+
+pub use parse::column;
+use parse::{RawExpr, RawItem, RawLit, RelOp, Rhs};
+
+use crate::render::Context as Capture;
+use crate::tree::{Direction, Message, Node, Value};
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::collections::HashSet;
+
+/// A bad filter expression: where (1-based column, in characters) and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilterError {
+    /// 1-based column of the fault, in characters.
+    pub column: usize,
+    /// What is wrong there.
+    pub message: String,
+    /// The expression.
+    pub expr: String,
+}
+
+impl std::fmt::Display for FilterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "column {}: {}", self.column, self.message)
+    }
+}
+
+impl std::error::Error for FilterError {}
+
+impl FilterError {
+    /// The expression and a caret under the fault's column, as two lines.
+    pub fn pointer(&self) -> String {
+        format!(
+            "  {}\n  {}^",
+            self.expr,
+            " ".repeat(self.column.saturating_sub(1))
+        )
+    }
+}
+
+/// What a filter can know about a message besides its tree.
+#[derive(Clone, Copy, Default)]
+pub struct Context<'c> {
+    /// Where the message came from in a capture (none for `kwire decode`).
+    pub capture: Option<&'c Capture>,
+    /// Requests that got no response in the whole capture, as (connection, last frame);
+    /// `unanswered` is false for every message when this is none.
+    pub unanswered: Option<&'c HashSet<(u32, u64)>>,
+}
+
+/// The message properties a filter (and `-T fields -e`) can name: the JSON output's
+/// names, then their short aliases.
+pub const PROPERTIES: [(&str, &str); 20] = [
+    ("api_name", "the API's name (case-insensitive)"),
+    (
+        "api",
+        "api_key, or the API's name when compared with a name",
+    ),
+    ("api_key", "the api_key"),
+    ("api_version", "the api_version"),
+    ("header_version", "the header version"),
+    ("kind", "request or response"),
+    ("correlation_id", "the correlation_id (alias corr)"),
+    ("client_id", "the request header's client_id"),
+    ("connection", "the connection's number (alias conn)"),
+    (
+        "latency_ms",
+        "a response's latency in ms (alias latency; units us, ms, s)",
+    ),
+    ("size", "the frame's size in bytes, size prefix included"),
+    ("frame", "the first and last capture frame of the message"),
+    ("src", "source address:port (or the address alone)"),
+    ("dst", "destination address:port (or the address alone)"),
+    ("schema_release", "the release the definition came from"),
+    (
+        "topic",
+        "any topic name in the message, topic ids named included",
+    ),
+    ("error_code", "every field whose name ends in ErrorCode"),
+    (
+        "tls",
+        "a message decrypted from TLS: its TLS version (tls.version)",
+    ),
+    ("tls.sni", "the TLS ClientHello's server_name"),
+    ("tls.cipher_suite", "the TLS cipher suite's IANA name"),
+];
+
+/// The predicates: names that hold or not, and take no value.
+pub const PREDICATES: [(&str, &str); 5] = [
+    ("malformed", "some part of the message failed to decode"),
+    ("warning", "some part of the message carries a warning"),
+    ("incomplete", "the capture lost part of the message"),
+    (
+        "unanswered",
+        "a request that got no response in the capture",
+    ),
+    (
+        "guessed",
+        "the layout was guessed (a response whose request is not in the input)",
+    ),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Prop {
+    ApiName,
+    Api,
+    ApiKey,
+    ApiVersion,
+    HeaderVersion,
+    Kind,
+    CorrelationId,
+    ClientId,
+    Connection,
+    Latency,
+    Size,
+    Frame,
+    Src,
+    Dst,
+    SchemaRelease,
+    Topic,
+    ErrorCode,
+    Tls,
+    TlsSni,
+    TlsCipher,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pred {
+    Malformed,
+    Warning,
+    Incomplete,
+    Unanswered,
+    Guessed,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Name {
+    Prop(Prop),
+    Pred(Pred),
+    Field(String),
+}
+
+fn resolve(name: &str) -> Name {
+    let p = match name {
+        "api_name" => Prop::ApiName,
+        "api" => Prop::Api,
+        "api_key" => Prop::ApiKey,
+        "api_version" => Prop::ApiVersion,
+        "header_version" => Prop::HeaderVersion,
+        "kind" => Prop::Kind,
+        "correlation_id" | "corr" => Prop::CorrelationId,
+        "client_id" => Prop::ClientId,
+        "connection" | "conn" => Prop::Connection,
+        "latency_ms" | "latency" => Prop::Latency,
+        "size" => Prop::Size,
+        "frame" => Prop::Frame,
+        "src" => Prop::Src,
+        "dst" => Prop::Dst,
+        "schema_release" => Prop::SchemaRelease,
+        "topic" => Prop::Topic,
+        "error_code" => Prop::ErrorCode,
+        "tls" | "tls.version" => Prop::Tls,
+        "tls.sni" => Prop::TlsSni,
+        "tls.cipher_suite" => Prop::TlsCipher,
+        "malformed" => return Name::Pred(Pred::Malformed),
+        "warning" => return Name::Pred(Pred::Warning),
+        "incomplete" => return Name::Pred(Pred::Incomplete),
+        "unanswered" => return Name::Pred(Pred::Unanswered),
+        "guessed" => return Name::Pred(Pred::Guessed),
+        _ => return Name::Field(name.to_string()),
+    };
+    Name::Prop(p)
+}
+
+/// Whether `name` is a message property, `topic`, `error_code` or a predicate (read
+/// from the message and the capture) rather than a schema field (read from the tree).
+pub fn is_property(name: &str) -> bool {
+    !matches!(resolve(name), Name::Field(_))
+}
+
+/// A number as a literal gives it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Num {
+    Int(i128),
+    Float(f64),
+}
+
+impl Num {
+    fn f(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Float(f) => f,
+        }
+    }
+    fn cmp(self, o: Num) -> Option<Ordering> {
+        match (self, o) {
+            (Num::Int(a), Num::Int(b)) => Some(a.cmp(&b)),
+            (a, b) => a.f().partial_cmp(&b.f()),
+        }
+    }
+}
+
+/// A resolved literal.
+#[derive(Clone, Debug)]
+struct Lit {
+    text: String,
+    quoted: bool,
+    num: Option<Num>,
+}
+
+fn parse_num(s: &str) -> Option<Num> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let int = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        Some(h) => i128::from_str_radix(h, 16).ok(),
+        None => body.parse::<i128>().ok(),
+    };
+    if let Some(v) = int {
+        return Some(Num::Int(if neg { -v } else { v }));
+    }
+    if body.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return s
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .map(Num::Float);
+    }
+    None
+}
+
+/// A duration with a unit (`100ms`, `1.5s`, `250us`), in milliseconds.
+fn parse_duration(s: &str) -> Option<f64> {
+    for (unit, scale) in [
+        ("ms", 1.0),
+        ("us", 1e-3),
+        ("µs", 1e-3),
+        ("ns", 1e-6),
+        ("s", 1e3),
+    ] {
+        if let Some(n) = s.strip_suffix(unit) {
+            return parse_num(n).map(|n| n.f() * scale);
+        }
+    }
+    None
+}
+
+#[derive(Debug)]
+enum Rel {
+    Cmp(RelOp, Lit),
+    Matches(regex::Regex),
+    In(Vec<(Lit, Option<Lit>)>),
+}
+
+#[derive(Debug)]
+enum Expr {
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Not(Box<Expr>),
+    Test(Name, Option<Rel>),
+}
+
+/// A parsed display filter. Parse once with [`Filter::parse`], then ask
+/// [`Filter::matches`] of every message.
+#[derive(Debug)]
+pub struct Filter {
+    expr: Expr,
+    text: String,
+}
+
+impl Filter {
+    /// Parses `expr`.
+    ///
+    /// # Errors
+    /// A [`FilterError`] naming the 1-based column of the first fault: a missing value or
+    /// parenthesis, an unclosed string or set, a value given to a predicate, a unit on
+    /// anything but `latency`, a regular expression that does not compile.
+    pub fn parse(expr: &str) -> Result<Filter, FilterError> {
+        let err = |at: usize, message: String| FilterError {
+            column: column(expr, at),
+            message,
+            expr: expr.to_string(),
+        };
+        if expr.trim().is_empty() {
+            return Err(err(0, "the filter is empty".into()));
+        }
+        let raw = parse::expression(expr).map_err(|e| {
+            err(
+                expr.len() - e.at.len(),
+                e.msg.unwrap_or_else(|| "cannot parse here".into()),
+            )
+        })?;
+        let expr_tree = lower(raw, &|at, m| err(at, m))?;
+        Ok(Filter {
+            expr: expr_tree,
+            text: expr.to_string(),
+        })
+    }
+
+    /// The expression as given.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the filter reads schema fields (so the message must be decoded whole,
+    /// not at the summary detail level, which keeps only headers, topics, partitions,
+    /// group ids, error codes and problems).
+    pub fn needs_full_tree(&self) -> bool {
+        fn go(e: &Expr) -> bool {
+            match e {
+                Expr::And(a, b) | Expr::Or(a, b) => go(a) || go(b),
+                Expr::Not(a) => go(a),
+                Expr::Test(Name::Field(_), _) => true,
+                Expr::Test(..) => false,
+            }
+        }
+        go(&self.expr)
+    }
+
+    /// Whether the filter uses `unanswered` (which needs the whole capture read first).
+    pub fn uses_unanswered(&self) -> bool {
+        fn go(e: &Expr) -> bool {
+            match e {
+                Expr::And(a, b) | Expr::Or(a, b) => go(a) || go(b),
+                Expr::Not(a) => go(a),
+                Expr::Test(Name::Pred(Pred::Unanswered), _) => true,
+                Expr::Test(..) => false,
+            }
+        }
+        go(&self.expr)
+    }
+
+    /// Whether message `m` passes.
+    pub fn matches(&self, m: &Message<'_>, ctx: &Context<'_>) -> bool {
+        eval(&self.expr, m, ctx)
+    }
+}
+
+type Fault<'f> = dyn Fn(usize, String) -> FilterError + 'f;
+
+fn lit(r: &RawLit) -> Lit {
+    Lit {
+        text: r.text.clone(),
+        quoted: r.quoted,
+        num: if r.quoted { None } else { parse_num(&r.text) },
+    }
+}
+
+/// A literal for `name`: `latency` takes units and gives milliseconds; a unit anywhere
+/// else is an error.
+fn lit_for(name: &Name, r: &RawLit, err: &Fault<'_>) -> Result<Lit, FilterError> {
+    let mut l = lit(r);
+    if !r.quoted && l.num.is_none() {
+        if let Some(ms) = parse_duration(&r.text) {
+            if *name != Name::Prop(Prop::Latency) {
+                return Err(err(
+                    r.at,
+                    format!(
+                        "'{}' has a unit: units (us, ms, s) apply to latency only",
+                        r.text
+                    ),
+                ));
+            }
+            l.num = Some(Num::Float(ms));
+        }
+    }
+    Ok(l)
+}
+
+fn lower(e: RawExpr, err: &Fault<'_>) -> Result<Expr, FilterError> {
+    Ok(match e {
+        RawExpr::And(a, b) => Expr::And(Box::new(lower(*a, err)?), Box::new(lower(*b, err)?)),
+        RawExpr::Or(a, b) => Expr::Or(Box::new(lower(*a, err)?), Box::new(lower(*b, err)?)),
+        RawExpr::Not(a) => Expr::Not(Box::new(lower(*a, err)?)),
+        RawExpr::Test { name, at, rhs } => {
+            let n = resolve(&name);
+            let rel = match rhs {
+                None => None,
+                Some(_) if matches!(n, Name::Pred(_)) => {
+                    return Err(err(
+                        at,
+                        format!(
+                        "'{name}' is a predicate: it takes no value (write `{name}` or `!{name}`)"
+                    ),
+                    ))
+                }
+                Some(Rhs::Rel(RelOp::Matches, r)) => {
+                    let re = regex::RegexBuilder::new(&r.text)
+                        .case_insensitive(true)
+                        .size_limit(1 << 20)
+                        .build()
+                        .map_err(|e| {
+                            err(
+                                r.at,
+                                format!(
+                                    "not a regular expression: {}",
+                                    e.to_string().lines().last().unwrap_or("")
+                                ),
+                            )
+                        })?;
+                    Some(Rel::Matches(re))
+                }
+                Some(Rhs::Rel(op, r)) => Some(Rel::Cmp(op, lit_for(&n, &r, err)?)),
+                Some(Rhs::In(items)) => {
+                    let mut v = Vec::new();
+                    for it in items {
+                        v.push(match it {
+                            RawItem::One(a) => (lit_for(&n, &a, err)?, None),
+                            RawItem::Range(a, b) => {
+                                let (lo, hi) = (lit_for(&n, &a, err)?, lit_for(&n, &b, err)?);
+                                if lo.num.is_none() {
+                                    return Err(err(
+                                        a.at,
+                                        format!("a range needs numbers; '{}' is not one", a.text),
+                                    ));
+                                }
+                                if hi.num.is_none() {
+                                    return Err(err(
+                                        b.at,
+                                        format!("a range needs numbers; '{}' is not one", b.text),
+                                    ));
+                                }
+                                (lo, Some(hi))
+                            }
+                        });
+                    }
+                    Some(Rel::In(v))
+                }
+            };
+            Expr::Test(n, rel)
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Occurrences.
+
+/// One occurrence of a name in a message: a value and, for numbers, the annotation that
+/// names it (an error code's name, an api_key's API).
+#[derive(Clone, Debug)]
+pub struct Occurrence<'a> {
+    value: Occ<'a>,
+    label: Option<&'a str>,
+}
+
+#[derive(Clone, Debug)]
+enum Occ<'a> {
+    Num(Num),
+    /// Text compared as written.
+    Str(Cow<'a, str>),
+    /// Text compared without regard to case (API names, kind).
+    Ci(&'a str),
+    /// An `address:port`, equal to itself or its address alone.
+    Addr(&'a str),
+    Bytes(&'a [u8]),
+    Uuid(uuid::Uuid),
+    Bool(bool),
+    Null,
+    /// A node with no value (a struct, a header).
+    Empty,
+}
+
+impl Occurrence<'_> {
+    /// The text `-T fields` prints: numbers in decimal, bytes in hex, uuids canonical,
+    /// null and value-less nodes empty.
+    pub fn text(&self) -> String {
+        match &self.value {
+            Occ::Num(Num::Int(i)) => i.to_string(),
+            Occ::Num(Num::Float(f)) => format!("{f}"),
+            Occ::Str(s) => s.to_string(),
+            Occ::Ci(s) | Occ::Addr(s) => s.to_string(),
+            Occ::Bytes(b) => crate::render::hex(b),
+            Occ::Uuid(u) => u.to_string(),
+            Occ::Bool(b) => b.to_string(),
+            Occ::Null | Occ::Empty => String::new(),
+        }
+    }
+}
+
+/// Kafka's own text form of a uuid (`Uuid.toString()`): URL-safe base64, no padding.
+pub fn uuid_base64(u: &uuid::Uuid) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(u.as_bytes())
+}
+
+fn node_occ<'a>(n: &'a Node<'_>) -> Occurrence<'a> {
+    let value = match &n.value {
+        Value::None => Occ::Empty,
+        Value::Null => Occ::Null,
+        Value::Bool(b) => Occ::Bool(*b),
+        Value::Int(i) => Occ::Num(Num::Int(i128::from(*i))),
+        Value::UInt(u) | Value::Count(u) => Occ::Num(Num::Int(i128::from(*u))),
+        Value::Float(f) => Occ::Num(Num::Float(*f)),
+        Value::Str(s) => Occ::Str(Cow::Borrowed(s)),
+        Value::Bytes(b) => Occ::Bytes(b),
+        Value::Uuid(u) => Occ::Uuid(*u),
+    };
+    Occurrence {
+        value,
+        label: n.annotation,
+    }
+}
+
+/// Whether a node named `node` is field `field`: the same name, or an element of a
+/// primitive array of it (`Topics[3]`).
+fn is_field(node: &str, field: &str) -> bool {
+    match node.strip_prefix(field) {
+        Some("") => true,
+        Some(rest) => {
+            rest.len() > 2
+                && rest.starts_with('[')
+                && rest.ends_with(']')
+                && rest[1..rest.len() - 1].bytes().all(|b| b.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+/// Topic names in `m`, each once: `Name` or `...Topic...` strings, and `TopicId`s named
+/// from an earlier response (their annotation `topic NAME`).
+fn topics<'a>(m: &'a Message<'_>, out: &mut Vec<Occurrence<'a>>) {
+    let mut seen: Vec<&'a str> = Vec::new();
+    let mut add = |t: &'a str, out: &mut Vec<Occurrence<'a>>| {
+        if !seen.contains(&t) {
+            seen.push(t);
+            out.push(Occurrence {
+                value: Occ::Str(Cow::Borrowed(t)),
+                label: None,
+            });
+        }
+    };
+    m.tree.walk(&mut |n, _| {
+        if let Value::Str(s) = n.value {
+            let nm = n.name;
+            if nm == "Name" || nm.contains("Topic") {
+                add(s, out);
+            }
+        }
+        if n.name == "TopicId" {
+            if let Some(t) = n.annotation.and_then(|a| a.strip_prefix("topic ")) {
+                add(t, out);
+            }
+        }
+    });
+}
+
+/// Every occurrence of `name` (a property, a predicate or a schema field) in `m`.
+/// A predicate gives one `true` occurrence when it holds, none otherwise.
+pub fn occurrences<'a>(name: &str, m: &'a Message<'_>, ctx: &Context<'a>) -> Vec<Occurrence<'a>> {
+    let mut v = Vec::new();
+    match resolve(name) {
+        Name::Pred(p) => {
+            if pred(p, m, ctx) {
+                v.push(Occurrence {
+                    value: Occ::Bool(true),
+                    label: None,
+                });
+            }
+        }
+        n => collect(&n, m, ctx, &mut v),
+    }
+    v
+}
+
+fn num(i: impl Into<i128>) -> Occurrence<'static> {
+    Occurrence {
+        value: Occ::Num(Num::Int(i.into())),
+        label: None,
+    }
+}
+
+fn collect<'a>(name: &Name, m: &'a Message<'_>, ctx: &Context<'a>, out: &mut Vec<Occurrence<'a>>) {
+    let cap = ctx.capture;
+    match name {
+        Name::Pred(_) => {}
+        Name::Field(f) => m.tree.walk(&mut |n, _| {
+            if is_field(n.name, f) {
+                out.push(node_occ(n));
+            }
+        }),
+        Name::Prop(p) => match p {
+            Prop::ApiName => {
+                if let Some(a) = &m.api_name {
+                    out.push(Occurrence {
+                        value: Occ::Ci(a),
+                        label: None,
+                    });
+                }
+            }
+            Prop::Api => out.push(Occurrence {
+                value: Occ::Num(Num::Int(m.api_key.into())),
+                label: m.api_name.as_deref(),
+            }),
+            Prop::ApiKey => out.push(num(m.api_key)),
+            Prop::ApiVersion => out.push(num(m.api_version)),
+            Prop::HeaderVersion => out.push(num(m.header_version)),
+            Prop::Kind => out.push(Occurrence {
+                value: Occ::Ci(m.direction.as_str()),
+                label: None,
+            }),
+            Prop::CorrelationId => {
+                if let Some(c) = m.correlation_id {
+                    out.push(num(c));
+                }
+            }
+            Prop::ClientId => {
+                if let Some(h) = m
+                    .tree
+                    .children
+                    .iter()
+                    .find(|c| c.kind == crate::tree::NodeKind::Header)
+                {
+                    if let Some(c) = h.children.iter().find(|c| c.name == "client_id") {
+                        out.push(node_occ(c));
+                    }
+                }
+            }
+            Prop::Size => out.push(num(m.size as u64)),
+            Prop::SchemaRelease => {
+                if let Some(r) = &m.schema_release {
+                    out.push(Occurrence {
+                        value: Occ::Str(Cow::Borrowed(r)),
+                        label: None,
+                    });
+                }
+            }
+            Prop::Topic => topics(m, out),
+            Prop::ErrorCode => m.tree.walk(&mut |n, _| {
+                if n.name.ends_with("ErrorCode") && matches!(n.value, Value::Int(_)) {
+                    out.push(node_occ(n));
+                }
+            }),
+            Prop::Connection => {
+                if let Some(c) = cap {
+                    out.push(num(c.connection));
+                }
+            }
+            Prop::Latency => {
+                if let Some(l) = cap.and_then(|c| c.latency) {
+                    out.push(Occurrence {
+                        value: Occ::Num(Num::Float(l.as_nanos() as f64 / 1e6)),
+                        label: None,
+                    });
+                }
+            }
+            Prop::Frame => {
+                if let Some(c) = cap {
+                    out.push(num(c.frames.0));
+                    if c.frames.1 != c.frames.0 {
+                        out.push(num(c.frames.1));
+                    }
+                }
+            }
+            Prop::Tls | Prop::TlsSni | Prop::TlsCipher => {
+                if let Some(t) = cap.and_then(|c| c.tls.as_ref()) {
+                    let v = match p {
+                        Prop::Tls => Some(t.session.version),
+                        Prop::TlsCipher => Some(t.session.cipher_suite),
+                        _ => t.session.sni.as_deref(),
+                    };
+                    if let Some(v) = v {
+                        out.push(Occurrence {
+                            value: Occ::Ci(v),
+                            label: None,
+                        });
+                    }
+                }
+            }
+            Prop::Src | Prop::Dst => {
+                if let Some(c) = cap {
+                    out.push(Occurrence {
+                        value: Occ::Addr(if *p == Prop::Src { &c.src } else { &c.dst }),
+                        label: None,
+                    });
+                }
+            }
+        },
+    }
+}
+
+fn pred(p: Pred, m: &Message<'_>, ctx: &Context<'_>) -> bool {
+    match p {
+        Pred::Malformed => m.error_count() > 0,
+        Pred::Warning => m.warning_count() > 0,
+        Pred::Incomplete => ctx.capture.is_some_and(|c| c.incomplete),
+        Pred::Guessed => m.guess.is_some(),
+        Pred::Unanswered => {
+            m.direction == Direction::Request
+                && match (ctx.capture, ctx.unanswered) {
+                    (Some(c), Some(set)) => set.contains(&(c.connection, c.frames.1)),
+                    _ => false,
+                }
+        }
+    }
+}
+
+fn eval(e: &Expr, m: &Message<'_>, ctx: &Context<'_>) -> bool {
+    match e {
+        Expr::And(a, b) => eval(a, m, ctx) && eval(b, m, ctx),
+        Expr::Or(a, b) => eval(a, m, ctx) || eval(b, m, ctx),
+        Expr::Not(a) => !eval(a, m, ctx),
+        Expr::Test(Name::Pred(p), _) => pred(*p, m, ctx),
+        Expr::Test(n, rel) => {
+            let mut occ = Vec::new();
+            collect(n, m, ctx, &mut occ);
+            match rel {
+                None => !occ.is_empty(),
+                Some(r) => relation(r, &occ),
+            }
+        }
+    }
+}
+
+fn relation(r: &Rel, occ: &[Occurrence<'_>]) -> bool {
+    match r {
+        Rel::Cmp(op, l) => match op {
+            RelOp::AnyEq => occ.iter().any(|o| equal(o, l)),
+            RelOp::AllEq => !occ.is_empty() && occ.iter().all(|o| equal(o, l)),
+            RelOp::AllNe => !occ.is_empty() && occ.iter().all(|o| !equal(o, l)),
+            RelOp::AnyNe => occ.iter().any(|o| !equal(o, l)),
+            RelOp::Gt => occ.iter().any(|o| order(o, l) == Some(Ordering::Greater)),
+            RelOp::Ge => occ
+                .iter()
+                .any(|o| matches!(order(o, l), Some(Ordering::Greater | Ordering::Equal))),
+            RelOp::Lt => occ.iter().any(|o| order(o, l) == Some(Ordering::Less)),
+            RelOp::Le => occ
+                .iter()
+                .any(|o| matches!(order(o, l), Some(Ordering::Less | Ordering::Equal))),
+            RelOp::Contains => occ.iter().any(|o| contains(o, l)),
+            RelOp::Matches => false,
+        },
+        Rel::Matches(re) => occ.iter().any(|o| texts(o).iter().any(|t| re.is_match(t))),
+        Rel::In(items) => occ.iter().any(|o| {
+            items.iter().any(|(lo, hi)| match hi {
+                None => equal(o, lo),
+                Some(hi) => {
+                    matches!(order(o, lo), Some(Ordering::Greater | Ordering::Equal))
+                        && matches!(order(o, hi), Some(Ordering::Less | Ordering::Equal))
+                }
+            })
+        }),
+    }
+}
+
+/// Bytes from a bare hex literal (`0a1b`, `0a:1b`, `0x0a1b`).
+fn hex_bytes(s: &str) -> Option<Vec<u8>> {
+    let s = s.strip_prefix("0x").unwrap_or(s);
+    let digits: String = s
+        .chars()
+        .filter(|c| !matches!(c, ':' | '-' | '.'))
+        .collect();
+    if digits.is_empty() || !digits.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..digits.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(digits.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+fn equal(o: &Occurrence<'_>, l: &Lit) -> bool {
+    match &o.value {
+        Occ::Num(n) => match l.num {
+            Some(x) => n.cmp(x) == Some(Ordering::Equal),
+            None => o.label.is_some_and(|a| a.eq_ignore_ascii_case(&l.text)),
+        },
+        Occ::Str(s) => s.as_ref() == l.text,
+        Occ::Ci(s) => s.eq_ignore_ascii_case(&l.text),
+        Occ::Addr(s) => {
+            *s == l.text
+                || s.rsplit_once(':')
+                    .is_some_and(|(h, _)| h == l.text || h.trim_matches(['[', ']']) == l.text)
+        }
+        Occ::Bytes(b) => {
+            if l.quoted {
+                *b == l.text.as_bytes()
+            } else {
+                hex_bytes(&l.text).is_some_and(|h| h == *b)
+            }
+        }
+        Occ::Uuid(u) => u.to_string().eq_ignore_ascii_case(&l.text) || uuid_base64(u) == l.text,
+        Occ::Bool(b) => match l.text.to_ascii_lowercase().as_str() {
+            "true" | "1" => *b,
+            "false" | "0" => !*b,
+            _ => false,
+        },
+        Occ::Null => !l.quoted && l.text == "null",
+        Occ::Empty => false,
+    }
+}
+
+fn order(o: &Occurrence<'_>, l: &Lit) -> Option<Ordering> {
+    match &o.value {
+        Occ::Num(n) => n.cmp(l.num?),
+        Occ::Str(s) => Some(s.as_ref().cmp(l.text.as_str())),
+        Occ::Ci(s) | Occ::Addr(s) => Some(s.cmp(&l.text.as_str())),
+        _ => None,
+    }
+}
+
+/// The texts `matches` and `contains` look in: the value's text, and a number's label.
+fn texts(o: &Occurrence<'_>) -> Vec<String> {
+    let mut v = match &o.value {
+        Occ::Bytes(b) => vec![String::from_utf8_lossy(b).into_owned()],
+        Occ::Uuid(u) => vec![u.to_string(), uuid_base64(u)],
+        _ => vec![o.text()],
+    };
+    if let Some(a) = o.label {
+        v.push(a.to_string());
+    }
+    v
+}
+
+fn contains(o: &Occurrence<'_>, l: &Lit) -> bool {
+    if let Occ::Bytes(b) = &o.value {
+        let needle = if l.quoted {
+            l.text.as_bytes().to_vec()
+        } else {
+            match hex_bytes(&l.text) {
+                Some(h) => h,
+                None => l.text.as_bytes().to_vec(),
+            }
+        };
+        return needle.is_empty() || b.windows(needle.len()).any(|w| w == needle.as_slice());
+    }
+    texts(o).iter().any(|t| t.contains(l.text.as_str()))
+}
+
+/// Quotes `s` as a filter string literal (for building filters from other options).
+pub fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::{Buffers, NodeKind};
+
+    fn msg<'a>(arena: &'a Buffers, codes: &[i64], topics: &[&'a str]) -> Message<'a> {
+        let mut body = Node::new("ProduceResponse", "struct", NodeKind::Body, 0);
+        let mut kids = Vec::new();
+        for (i, c) in codes.iter().enumerate() {
+            let mut n = Node::leaf("ErrorCode", "int16", Value::Int(*c), i * 2, 2);
+            if *c == 3 {
+                n = n.annotate("UNKNOWN_TOPIC_OR_PARTITION");
+            }
+            kids.push(n);
+        }
+        for t in topics {
+            kids.push(Node::leaf("Name", "string", Value::Str(t), 0, 0));
+        }
+        body.children = arena.seal(kids);
+        let mut root = Node::new("m", "message v9", NodeKind::Message, 0);
+        root.children = arena.seal(vec![body]);
+        Message {
+            direction: Direction::Response,
+            api_key: 0,
+            api_name: Some("Produce".into()),
+            api_version: 9,
+            correlation_id: Some(7),
+            header_version: 1,
+            size: 40,
+            schema_release: None,
+            frame: &[],
+            buffers: vec![],
+            tree: root,
+            guess: None,
+        }
+    }
+
+    fn yes(f: &str, m: &Message<'_>) -> bool {
+        Filter::parse(f).unwrap().matches(m, &Context::default())
+    }
+
+    #[test]
+    fn filter_occurrence_semantics() {
+        let arena = Buffers::new();
+        let m = msg(&arena, &[0, 3], &["orders"]);
+        assert!(yes("ErrorCode == 0", &m));
+        assert!(yes("ErrorCode == 3", &m));
+        assert!(!yes("ErrorCode != 0", &m), "!= is all-differ");
+        assert!(yes("ErrorCode ~= 0", &m), "~= is any-differs");
+        assert!(!yes("ErrorCode === 0", &m));
+        assert!(yes("ErrorCode == UNKNOWN_TOPIC_OR_PARTITION", &m));
+        assert!(yes("ErrorCode in {1..5}", &m));
+        assert!(!yes("ErrorCode in {4, 5}", &m));
+        assert!(yes("ErrorCode > 2 && ErrorCode < 4", &m));
+        assert!(
+            !yes("Absent != 1", &m),
+            "a relation on an absent name is false"
+        );
+        assert!(yes("!(Absent == 1)", &m));
+        assert!(yes(
+            "topic == \"orders\" and api == Produce and api == 0",
+            &m
+        ));
+        assert!(yes(
+            "api_name == produce && kind == RESPONSE && corr == 7",
+            &m
+        ));
+        assert!(yes("Name matches \"^ORD\"", &m));
+        assert!(yes("Name contains \"der\"", &m));
+        assert!(!yes("malformed", &m));
+        assert!(yes("not malformed or warning", &m));
+        let one = msg(&arena, &[0], &[]);
+        assert!(yes("ErrorCode != 1 and ErrorCode === 0", &one));
+    }
+
+    #[test]
+    fn filter_semantic_errors_point_at_columns() {
+        for (src, col) in [
+            ("malformed == 1", 1),
+            ("size > 10ms", 8),
+            ("Name matches \"(\"", 14),
+            ("frame in {a..3}", 11),
+        ] {
+            let e = Filter::parse(src).unwrap_err();
+            assert_eq!(e.column, col, "{src}: {e}");
+        }
+        assert!(Filter::parse("latency > 1.5ms").is_ok());
+    }
+
+    #[test]
+    fn filter_uuid_both_forms() {
+        let u = uuid::Uuid::parse_str("01a227dc-bad8-76c0-b454-8785495f3b8b").unwrap();
+        assert_eq!(uuid_base64(&u), "AaIn3LrYdsC0VIeFSV87iw");
+    }
+}
