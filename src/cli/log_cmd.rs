@@ -296,17 +296,18 @@ pub fn log_command(
     a: &LogArgs,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    for l in super::output::ignored_options(&a.out) {
+    let format = a.out.format.unwrap_or(Format::Text);
+    for l in super::output::ignored_options(&a.out, format) {
         eprintln!("{l}");
     }
-    if matches!(a.out.format, Format::Md | Format::Html) {
+    if matches!(format, Format::Md | Format::Html) {
         return Err(CliError::Msg(
             "kwire log prints text, json, summary or hexdump; md and html pages are for \
              API messages (kwire read, kwire decode)"
                 .to_string(),
         ));
     }
-    if a.out.format == Format::Values {
+    if format == Format::Values {
         eprintln!(
             "kwire: --format values applies to API messages; kwire log prints its summary lines"
         );
@@ -314,10 +315,7 @@ pub fn log_command(
     let opts = LogOptions {
         topic: a.topic.clone(),
         verify: a.verify,
-        detail: if matches!(
-            a.out.format,
-            Format::Summary | Format::Values | Format::Hexdump
-        ) {
+        detail: if matches!(format, Format::Summary | Format::Values | Format::Hexdump) {
             Detail::Summary
         } else {
             Detail::Full
@@ -325,7 +323,7 @@ pub fn log_command(
     };
     let mut p = Printer {
         out,
-        format: a.out.format,
+        format,
         ropts,
         verify: a.verify,
     };
@@ -344,7 +342,7 @@ pub fn log_command(
         if info == 1 { "" } else { "s" },
     );
     if a.verify {
-        match a.out.format {
+        match format {
             Format::Json => writeln!(
                 p.out,
                 "{}",
@@ -507,6 +505,6 @@ pub fn record_command(
         key.as_ref().map(Vec::len),
         value.is_none(),
     );
-    super::output::print_message(&m, None, ropts, a.out.format, out)?;
+    super::output::print_message(&m, None, ropts, a.out.format.unwrap_or(Format::Text), out)?;
     Ok(())
 }

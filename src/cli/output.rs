@@ -54,7 +54,7 @@ pub fn ignored_options(o: &OutputArgs, format: Format) -> Vec<String> {
             given.push("--bytes-only");
         }
     }
-    if o.format != Format::Text && !page {
+    if format != Format::Text && !page {
         if o.depth.is_some() {
             given.push("--depth");
         }
