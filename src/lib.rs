@@ -12,6 +12,7 @@ pub mod encode;
 pub mod errors;
 pub mod input;
 pub mod page;
+pub mod pipeline;
 pub mod render;
 pub mod schema;
 pub mod session;

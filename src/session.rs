@@ -7,11 +7,31 @@
 
 use crate::decode::{self, DecodeOptions, Known};
 use crate::input::{self, DefaultPlausibility, Frame, FrameKind, FramePlausibility, Pairer};
-use crate::render::Context;
 use crate::schema::Schema;
 use crate::tree::{Buffers, Direction, Message, Node, Value};
 use foldhash::{HashMap, HashMapExt};
+use std::sync::Arc;
 use std::time::Duration;
+
+/// Where a message came from, when it came from a capture.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Context {
+    /// Numbers of the first and last capture frames that carried the message (1-based,
+    /// as Wireshark counts).
+    pub frames: (u64, u64),
+    /// Capture time of the first frame: seconds and nanoseconds since the Unix epoch.
+    pub time: (i64, u32),
+    /// Source endpoint (`10.0.0.1:51234`).
+    pub src: String,
+    /// Destination endpoint (`10.0.0.2:9092`).
+    pub dst: String,
+    /// The connection's number in the capture.
+    pub connection: u32,
+    /// For a response: the time since its request.
+    pub latency: Option<Duration>,
+    /// The message was cut short (the capture ended or lost segments).
+    pub incomplete: bool,
+}
 
 /// Pairing state over one capture.
 pub struct Session<'s> {
@@ -25,7 +45,9 @@ pub struct Session<'s> {
     /// Topic ids learned from responses that carry both a name and an id (Metadata,
     /// CreateTopics, DescribeTopicPartitions...), so later messages that carry only the
     /// id (Fetch v13+, Produce v13+) can show the name.
-    topic_names: HashMap<uuid::Uuid, String>,
+    topic_names: TopicNames,
+    /// [`Facts`] per (request?, api_key, api_version), as definitions are met.
+    facts: HashMap<(bool, i16, i16), Facts>,
     /// Notices raised while pairing (oldest pending request dropped).
     pub notices: Vec<input::Notice>,
 }
@@ -53,6 +75,11 @@ impl FramePlausibility for SchemaPlausibility<'_> {
 /// Most topic ids remembered at once.
 const MAX_TOPIC_IDS: usize = 100_000;
 
+/// Topic names by topic id, shared with the frames in flight on worker threads (see
+/// [`Session::prepare`]): copied only when a frame adds a name while older frames still
+/// hold the previous map.
+type TopicNames = Arc<HashMap<uuid::Uuid, String>>;
+
 /// Annotates every non-zero `TopicId` whose name is known.
 fn name_topic_ids(n: &mut Node<'_>, names: &HashMap<uuid::Uuid, String>) {
     if names.is_empty() {
@@ -70,24 +97,126 @@ fn name_topic_ids(n: &mut Node<'_>, names: &HashMap<uuid::Uuid, String>) {
     }
 }
 
-impl<'s> Session<'s> {
-    fn learn_topic_ids(&mut self, n: &Node<'_>) {
-        let mut name = None;
-        let mut id = None;
-        for c in &n.children {
-            match (&*c.name, &c.value) {
-                ("Name" | "Topic" | "TopicName", Value::Str(s)) if !s.is_empty() => name = Some(*s),
-                ("TopicId", Value::Uuid(u)) if !u.is_nil() => id = Some(*u),
+/// The topic (name, id) pairs of a tree: a `Name`/`Topic`/`TopicName` string beside a
+/// non-nil `TopicId` among the children of one node.
+fn topic_ids<'a>(n: &Node<'a>, out: &mut Vec<(uuid::Uuid, &'a str)>) {
+    let mut name = None;
+    let mut id = None;
+    for c in &n.children {
+        match (&*c.name, &c.value) {
+            ("Name" | "Topic" | "TopicName", Value::Str(s)) if !s.is_empty() => name = Some(*s),
+            ("TopicId", Value::Uuid(u)) if !u.is_nil() => id = Some(*u),
+            _ => {}
+        }
+    }
+    if let (Some(name), Some(id)) = (name, id) {
+        out.push((id, name));
+    }
+    for c in &n.children {
+        topic_ids(c, out);
+    }
+}
+
+/// Which session facts a kind of message can carry, from its definition at its version
+/// (see [`Session::prepare`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Facts {
+    /// A struct with a topic name beside a `TopicId`: the message can teach topic names.
+    topic_names: bool,
+    /// A `ProtocolType` field (requests: carried to the response).
+    protocol_type: bool,
+}
+
+impl Facts {
+    /// Every fact: for messages whose tree holds more than their definition says
+    /// (nested requests and protocols).
+    const ALL: Facts = Facts {
+        topic_names: true,
+        protocol_type: true,
+    };
+
+    fn of_fields(
+        def: &crate::schema::MessageDef,
+        fields: &[crate::schema::Field],
+        version: i16,
+        depth: usize,
+    ) -> Facts {
+        let mut f = Facts::default();
+        if depth > 32 {
+            return Facts::ALL;
+        }
+        let (mut name, mut id) = (false, false);
+        for x in fields.iter().filter(|x| x.versions.contains(version)) {
+            match x.name.as_str() {
+                "Name" | "Topic" | "TopicName" => name = true,
+                "TopicId" => id = true,
+                "ProtocolType" => f.protocol_type = true,
                 _ => {}
             }
-        }
-        if let (Some(name), Some(id)) = (name, id) {
-            if self.topic_names.len() < MAX_TOPIC_IDS || self.topic_names.contains_key(&id) {
-                self.topic_names.insert(id, name.to_string());
+            if let Some(sn) = x.struct_name() {
+                let sub = if x.fields.is_empty() {
+                    def.struct_fields(sn).unwrap_or(&[])
+                } else {
+                    &x.fields
+                };
+                let g = Facts::of_fields(def, sub, version, depth + 1);
+                f.topic_names |= g.topic_names;
+                f.protocol_type |= g.protocol_type;
             }
         }
-        for c in &n.children {
-            self.learn_topic_ids(c);
+        f.topic_names |= name && id;
+        f
+    }
+}
+
+/// What the session's in-order pass ([`Session::prepare`]) hands a frame so that it can
+/// be decoded on any thread, in any order, into the message [`Session::decode`] gives.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// The frame's capture context (latency included for a paired response).
+    pub ctx: Context,
+    /// What is known before decoding (a response's request, its protocol type).
+    known: Known,
+    /// The frame is a raw SASL token in this direction.
+    sasl: Option<Direction>,
+    /// Topic names learned up to and including this frame.
+    names: TopicNames,
+}
+
+impl Prepared {
+    /// Decodes the frame this was prepared from (`f`: the same frame) with decoder limits
+    /// `opts`: the message equals what [`Session::decode`] gives for it in capture order.
+    pub fn decode<'a>(
+        &self,
+        schema: &'a Schema,
+        opts: &'a DecodeOptions,
+        f: &'a Frame,
+        arena: &'a Buffers,
+    ) -> Message<'a> {
+        if let Some(dir) = self.sasl {
+            return decode::sasl_token(&f.bytes, dir);
+        }
+        let mut m = decode::decode(schema, opts, arena, &f.bytes, &self.known);
+        name_topic_ids(&mut m.tree, &self.names);
+        m
+    }
+}
+
+/// Bytes of a Produce request decoded on the reading thread to find its `Acks` (the
+/// header, the transactional id and acks; a longer header or id decodes the whole frame).
+const ACKS_PREFIX: usize = 4096;
+
+impl<'s> Session<'s> {
+    fn learn_topic_ids(&mut self, n: &Node<'_>) {
+        let mut found = Vec::new();
+        topic_ids(n, &mut found);
+        for (id, name) in found {
+            if self.topic_names.get(&id).map(String::as_str) == Some(name) {
+                continue;
+            }
+            if self.topic_names.len() < MAX_TOPIC_IDS || self.topic_names.contains_key(&id) {
+                Arc::make_mut(&mut self.topic_names).insert(id, name.to_string());
+            }
         }
     }
 
@@ -98,18 +227,15 @@ impl<'s> Session<'s> {
             opts,
             pairer: Pairer::default(),
             protocol_types: HashMap::new(),
-            topic_names: HashMap::new(),
+            topic_names: Arc::new(HashMap::new()),
+            facts: HashMap::new(),
             notices: Vec::new(),
         }
     }
 
-    /// Decodes one frame from the input layer. The message borrows from `f` and `arena`;
-    /// the context carries frame numbers, time, endpoints, connection and, for a paired
-    /// response, the latency since its request.
-    pub fn decode<'a>(&mut self, f: &'a Frame, arena: &'a Buffers) -> (Message<'a>, Context)
-    where
-        's: 'a,
-    {
+    /// The frame's context, direction and what is known before decoding it: for a
+    /// response, its request (found and forgotten) and the latency since it.
+    fn begin(&mut self, f: &Frame) -> (Context, Direction, Known) {
         let c = &f.ctx;
         let mut ctx = Context {
             frames: (c.first_frame, c.last_frame),
@@ -126,7 +252,7 @@ impl<'s> Session<'s> {
             Direction::Response
         };
         if f.kind == FrameKind::SaslToken {
-            return (decode::sasl_token(&f.bytes, dir), ctx);
+            return (ctx, dir, Known::request());
         }
         let known = if dir == Direction::Request {
             Known::request()
@@ -147,37 +273,159 @@ impl<'s> Session<'s> {
                 },
             }
         };
+        (ctx, dir, known)
+    }
+
+    /// Remembers a decoded request: its protocol type for the response, and the request
+    /// itself for pairing (unless it expects no response: Produce with acks=0).
+    fn note_request(&mut self, f: &Frame, m: &Message<'_>) {
+        let Some(corr) = m.correlation_id else {
+            return;
+        };
+        // Produce requests carry no ProtocolType: spare the walk over their records.
+        let pt = if m.api_key == 0 {
+            None
+        } else {
+            m.tree.find("ProtocolType").map(|n| n.value.clone())
+        };
+        if let Some(Value::Str(pt)) = pt {
+            self.note_protocol_type(f.ctx.connection, corr, pt);
+        }
+        self.note_pending(f, m.api_key, m.api_version, corr, !acks_zero(m));
+    }
+
+    fn note_protocol_type(&mut self, connection: u32, corr: i32, pt: &str) {
+        if self.protocol_types.len() < 100_000 {
+            self.protocol_types
+                .insert((connection, corr), pt.to_string());
+        }
+    }
+
+    fn note_pending(&mut self, f: &Frame, key: i16, ver: i16, corr: i32, expects: bool) {
+        if let Some(n) = self.pairer.request(
+            f.ctx.connection,
+            corr,
+            key,
+            ver,
+            expects,
+            f.ctx.last_frame,
+            f.ctx.time,
+        ) {
+            self.notices.push(n);
+        }
+    }
+
+    /// Decodes one frame from the input layer. The message borrows from `f` and `arena`;
+    /// the context carries frame numbers, time, endpoints, connection and, for a paired
+    /// response, the latency since its request.
+    pub fn decode<'a>(&mut self, f: &'a Frame, arena: &'a Buffers) -> (Message<'a>, Context)
+    where
+        's: 'a,
+    {
+        let (ctx, dir, known) = self.begin(f);
+        if f.kind == FrameKind::SaslToken {
+            return (decode::sasl_token(&f.bytes, dir), ctx);
+        }
         let mut m = decode::decode(self.schema, self.opts, arena, &f.bytes, &known);
         self.learn_topic_ids(&m.tree);
         name_topic_ids(&mut m.tree, &self.topic_names);
         if dir == Direction::Request {
-            if let Some(corr) = m.correlation_id {
-                // Produce requests carry no ProtocolType: spare the walk over their records.
-                let pt = if m.api_key == 0 {
-                    None
-                } else {
-                    m.tree.find("ProtocolType").map(|n| n.value.clone())
-                };
-                if let Some(Value::Str(pt)) = pt {
-                    if self.protocol_types.len() < 100_000 {
-                        self.protocol_types
-                            .insert((c.connection, corr), pt.to_string());
-                    }
-                }
-                let expects = !acks_zero(&m);
-                if let Some(n) = self.pairer.request(
-                    c.connection,
-                    corr,
-                    m.api_key,
-                    m.api_version,
-                    expects,
-                    c.last_frame,
-                    c.time,
-                ) {
-                    self.notices.push(n);
-                }
-            }
+            self.note_request(f, &m);
         }
         (m, ctx)
+    }
+
+    /// The facts messages of `(direction, api_key, api_version)` can carry.
+    fn facts(&mut self, dir: Direction, key: i16, ver: i16) -> Facts {
+        if matches!(key, 11 | 14 | 58) {
+            // JoinGroup and SyncGroup carry nested consumer protocols, Envelope a whole
+            // request: their trees hold more than their definitions.
+            return Facts::ALL;
+        }
+        let kind = if dir == Direction::Request {
+            crate::schema::MessageKind::Request
+        } else {
+            crate::schema::MessageKind::Response
+        };
+        let Some(d) = self.schema.resolve(kind, key, ver) else {
+            return Facts::default();
+        };
+        *self
+            .facts
+            .entry((dir == Direction::Request, key, ver))
+            .or_insert_with(|| Facts::of_fields(&d.def, &d.def.fields, ver, 0))
+    }
+
+    /// The in-order half of [`Session::decode`], for decoding on other threads: pairs a
+    /// response with its request, and learns from the frame what later frames need
+    /// (a request's api_key, api_version and correlation_id from its header, a Produce
+    /// request's acks, a JoinGroup/SyncGroup request's protocol type, topic names), then
+    /// returns what [`Prepared::decode`] needs to decode the frame anywhere. Only the
+    /// messages whose definitions can teach topic names or carry a protocol type are
+    /// decoded here in full (small: Metadata, CreateTopics, JoinGroup...); a Produce
+    /// request decodes its first [`ACKS_PREFIX`] bytes; any other frame is not decoded.
+    pub fn prepare(&mut self, f: &Frame) -> Prepared {
+        let (ctx, dir, known) = self.begin(f);
+        let mut p = Prepared {
+            ctx,
+            known,
+            sasl: None,
+            names: Arc::clone(&self.topic_names),
+        };
+        if f.kind == FrameKind::SaslToken {
+            p.sasl = Some(dir);
+            return p;
+        }
+        let (key, ver) = if dir == Direction::Request {
+            match Pairer::request_header(&f.bytes) {
+                Some((k, v, _)) => (k, v),
+                None => return p, // no correlation_id: nothing to pair, nothing to learn
+            }
+        } else {
+            (
+                p.known.api_key.unwrap_or(-1),
+                p.known.api_version.unwrap_or(-1),
+            )
+        };
+        let facts = self.facts(dir, key, ver);
+        if facts.topic_names || (dir == Direction::Request && facts.protocol_type) {
+            let arena = Buffers::new();
+            let m = decode::decode(self.schema, self.opts, &arena, &f.bytes, &p.known);
+            self.learn_topic_ids(&m.tree);
+            if dir == Direction::Request {
+                self.note_request(f, &m);
+            }
+            p.names = Arc::clone(&self.topic_names);
+            return p;
+        }
+        if dir == Direction::Response {
+            return p;
+        }
+        let Some((_, _, corr)) = Pairer::request_header(&f.bytes) else {
+            return p;
+        };
+        let mut expects = true;
+        if key == 0 {
+            // acks=0: the decoder's Acks, from a prefix of the frame when it holds the
+            // whole field.
+            let arena = Buffers::new();
+            let n = f.bytes.len().min(ACKS_PREFIX);
+            let m = decode::decode(self.schema, self.opts, &arena, &f.bytes[..n], &p.known);
+            let whole = n == f.bytes.len();
+            let acks = m
+                .tree
+                .find("Acks")
+                .map(|a| (a.value.clone(), a.end() <= n && a.error().is_none()));
+            expects = match acks {
+                Some((v, true)) => v != Value::Int(0),
+                _ if whole => true,
+                _ => {
+                    let m = decode::decode(self.schema, self.opts, &arena, &f.bytes, &p.known);
+                    !acks_zero(&m)
+                }
+            };
+        }
+        self.note_pending(f, key, ver, corr, expects);
+        p
     }
 }

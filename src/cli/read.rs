@@ -5,7 +5,7 @@ use super::{Cli, CliError, OutputArgs};
 use crate::decode::{DecodeOptions, Detail};
 use crate::input::{self, CaptureOptions, Event, FrameKind};
 use crate::schema::Schema;
-use crate::session::Session;
+use crate::session::{Context, Prepared, Session};
 use crate::tree::{Buffers, Direction, Message, Value};
 use clap::Args;
 use std::collections::BTreeMap;
@@ -26,6 +26,22 @@ pub struct CaptureArgs {
     /// Largest frame accepted, in bytes (like the broker's socket.request.max.bytes).
     #[arg(long, default_value_t = 100 << 20)]
     pub max_frame: usize,
+    /// Worker threads that decode and print (default: the number of cores; 1 when
+    /// reading stdin, so a live capture prints each message as it comes). `--threads 1`
+    /// decodes on the reading thread. The output is the same at any count.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+}
+
+impl CaptureArgs {
+    /// Worker threads to use (see `--threads`).
+    pub fn threads(&self) -> usize {
+        match self.threads {
+            Some(n) => usize::from(n),
+            None if self.file.as_os_str() == "-" => 1,
+            None => crate::pipeline::default_threads(),
+        }
+    }
 }
 
 /// `kwire read` options.
@@ -62,6 +78,17 @@ pub struct ReadArgs {
 const NOTICE_LINES_PER_KIND: u64 = 50;
 
 impl Tally {
+    /// Counts a frame as it is read.
+    fn frame(&mut self, f: &input::Frame) {
+        self.messages += 1;
+        if f.kind == FrameKind::SaslToken {
+            self.sasl_tokens += 1;
+        }
+        if f.ctx.incomplete {
+            self.incomplete += 1;
+        }
+    }
+
     /// Counts notice `n` and returns the line to print for it, if any: the first
     /// [`NOTICE_LINES_PER_KIND`] of each kind, then one line saying the rest are counted.
     fn notice(&mut self, n: &input::Notice) -> Option<String> {
@@ -167,20 +194,44 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
     true
 }
 
-/// Reads a capture, decodes every Kafka message (pairing responses with requests) and
-/// hands each to `on_message`, decoded at `detail` (see [`Detail`]: `Summary` keeps only
-/// what the summary line and the filters read); notices go to stderr as they come. Returns the closing
-/// lines for stderr (requests left unanswered, then one line counting packets,
-/// connections, messages, errors and what was skipped), for the caller to print once
-/// its output is flushed.
+/// The work done for each message, on a worker thread (or on the reading thread with
+/// `--threads 1`): write the message's output, if any, to the writer given, and return
+/// what the reading thread gathers in capture order.
+pub type MessageWork<'w, O> =
+    dyn Fn(&Message<'_>, &Context, &mut dyn Write) -> std::io::Result<O> + Sync + 'w;
+
+/// Whether a message counts as having decode errors, and as undecodable (its body
+/// did not decode at all), for the closing line.
+fn problems(m: &Message<'_>) -> (bool, bool) {
+    let undecodable = m
+        .tree
+        .children
+        .iter()
+        .any(|n| n.name == "body" && n.error().is_some());
+    (m.error_count() > 0, undecodable)
+}
+
+/// Reads a capture, decodes every Kafka message (pairing responses with requests) at
+/// `detail` (see [`Detail`]: `Summary` keeps only what the summary line and the filters
+/// read), runs `work` on each, writing what it writes to `out` in capture order, and
+/// hands its results to `collect` in capture order (`collect` says whether the message
+/// was shown). With more than one thread (`a.threads()`), messages are decoded and
+/// `work` runs on worker threads (see [`crate::pipeline`]) while this thread reads,
+/// reassembles and pairs: the output is the same. Notices go to stderr as they come.
+/// Returns the closing lines for stderr (requests left unanswered, then one line
+/// counting packets, connections, messages, errors and what was skipped), for the
+/// caller to print once its output is flushed.
 ///
 /// # Errors
-/// A file that cannot be opened or is not a capture; the first error `on_message` returns.
-pub fn run_capture(
+/// A file that cannot be opened or is not a capture; the first error `work` returns or
+/// writing to `out` gives.
+pub fn run_capture<O: Send>(
     schema: &Schema,
     a: &CaptureArgs,
     detail: Detail,
-    mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
+    out: &mut dyn Write,
+    work: &MessageWork<'_, O>,
+    collect: &mut dyn FnMut(O) -> bool,
 ) -> Result<Vec<String>, CliError> {
     // A progress bar on stderr for large files, when stderr is a terminal.
     let mut bar = indicatif::ProgressBar::hidden();
@@ -225,53 +276,98 @@ pub fn run_capture(
     let mut session = Session::new(schema, &dopts);
     let mut tally = Tally::default();
     let mut io_err: Option<std::io::Error> = None;
-    let stats = input::read_capture(input, &copts, &plaus, |ev| {
-        if io_err.is_some() {
-            return;
-        }
-        match ev {
-            Event::Notice(n) => {
-                if let Some(line) = tally.notice(&n) {
-                    say(line);
-                }
+    // Counted in capture order as each message's output is written.
+    let (mut shown, mut with_errors, mut undecodable) = (0u64, 0u64, 0u64);
+    let mut count = |o: O, (errors, undec): (bool, bool)| {
+        shown += u64::from(collect(o));
+        with_errors += u64::from(errors);
+        undecodable += u64::from(undec);
+    };
+    let threads = a.threads();
+    let read = if threads <= 1 {
+        input::read_capture(input, &copts, &plaus, |ev| {
+            if io_err.is_some() {
+                return;
             }
-            Event::Frame(f) => {
-                let arena = Buffers::new();
-                if f.kind == FrameKind::SaslToken {
-                    tally.sasl_tokens += 1;
-                }
-                let (m, ctx) = session.decode(&f, &arena);
-                for n in session.notices.drain(..) {
+            match ev {
+                Event::Notice(n) => {
                     if let Some(line) = tally.notice(&n) {
                         say(line);
                     }
                 }
-                tally.messages += 1;
-                if f.ctx.incomplete {
-                    tally.incomplete += 1;
-                }
-                if m.error_count() > 0 {
-                    tally.with_errors += 1;
-                }
-                if m.tree
-                    .children
-                    .iter()
-                    .any(|n| n.name == "body" && n.error().is_some())
-                {
-                    tally.undecodable += 1;
-                }
-                match on_message(&m, &ctx) {
-                    Ok(shown) => tally.shown += u64::from(shown),
-                    Err(e) => io_err = Some(e),
+                Event::Frame(f) => {
+                    let arena = Buffers::new();
+                    tally.frame(&f);
+                    let (m, ctx) = session.decode(&f, &arena);
+                    for n in session.notices.drain(..) {
+                        if let Some(line) = tally.notice(&n) {
+                            say(line);
+                        }
+                    }
+                    match work(&m, &ctx, out) {
+                        Ok(o) => count(o, problems(&m)),
+                        Err(e) => io_err = Some(e),
+                    }
                 }
             }
+        })
+    } else {
+        let dopts = &dopts;
+        let job = move |(f, p): (input::Frame, Prepared), w: &mut dyn Write| {
+            let arena = Buffers::new();
+            let m = p.decode(schema, dopts, &f, &arena);
+            let o = work(&m, &p.ctx, w)?;
+            Ok((o, problems(&m)))
+        };
+        let budget = crate::pipeline::Budget::for_threads(threads);
+        let piped = crate::pipeline::run(
+            threads,
+            budget,
+            &job,
+            out,
+            &mut |(o, p)| count(o, p),
+            |feeder| {
+                input::read_capture(input, &copts, &plaus, |ev| {
+                    if feeder.error().is_some() {
+                        return;
+                    }
+                    match ev {
+                        Event::Notice(n) => {
+                            if let Some(line) = tally.notice(&n) {
+                                say(line);
+                            }
+                        }
+                        Event::Frame(f) => {
+                            tally.frame(&f);
+                            let p = session.prepare(&f);
+                            for n in session.notices.drain(..) {
+                                if let Some(line) = tally.notice(&n) {
+                                    say(line);
+                                }
+                            }
+                            let len = f.bytes.len();
+                            feeder.submit((f, p), len);
+                        }
+                    }
+                })
+            },
+        );
+        match piped {
+            Ok(r) => r,
+            Err(e) => {
+                io_err = Some(e);
+                Ok(input::CaptureStats::default())
+            }
         }
-    })
-    .map_err(|e| CliError::Msg(format!("{}: {e}", a.file.display())))?;
+    };
+    let stats = read.map_err(|e| CliError::Msg(format!("{}: {e}", a.file.display())))?;
     bar.finish_and_clear();
     if let Some(e) = io_err {
         return Err(CliError::Io(e));
     }
+    tally.shown = shown;
+    tally.with_errors = with_errors;
+    tally.undecodable = undecodable;
     let waiting = session.pairer.unanswered();
     let mut lines = Vec::new();
     for p in &waiting {
@@ -359,14 +455,16 @@ pub fn read_command(
     } else {
         Detail::Full
     };
-    let closing = run_capture(schema, &a.capture, detail, |m, ctx| {
+    let format = a.out.format;
+    let work = |m: &Message<'_>, ctx: &Context, w: &mut dyn Write| {
         if matches_filters(a, schema, m) {
-            print_message(m, Some(ctx), &ropts, a.out.format, out)?;
+            print_message(m, Some(ctx), &ropts, format, w)?;
             Ok(true)
         } else {
             Ok(false)
         }
-    })?;
+    };
+    let closing = run_capture(schema, &a.capture, detail, out, &work, &mut |shown| shown)?;
     out.flush()?;
     closing.iter().for_each(|l| eprintln!("{l}"));
     Ok(())
@@ -389,10 +487,19 @@ pub struct StatsArgs {
 /// A file that cannot be opened or is not a capture; output errors.
 pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut st = crate::stats::Stats::default();
-    let closing = run_capture(schema, &a.capture, Detail::Full, |m, ctx| {
-        st.add(m, ctx);
-        Ok(true)
-    })?;
+    let work =
+        |m: &Message<'_>, ctx: &Context, _: &mut dyn Write| Ok(crate::stats::Item::of(m, ctx));
+    let closing = run_capture(
+        schema,
+        &a.capture,
+        Detail::Full,
+        &mut std::io::sink(),
+        &work,
+        &mut |item| {
+            st.add_item(item);
+            true
+        },
+    )?;
     match a.format {
         super::ListFormat::Json => writeln!(
             out,
