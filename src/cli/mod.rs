@@ -1,20 +1,15 @@
 //! The command line: clap definitions and wiring only.
 
+pub mod decode_cmd;
 pub mod encode_cmd;
 pub mod output;
 pub mod page_cmd;
 pub mod read;
 pub mod schema_cmd;
 
-use output::{print_message, render_options};
-
-use crate::decode::{self, DecodeOptions, Known, Layout};
-use crate::input::hex;
 use crate::schema::{load, Schema};
-use crate::tree::{Buffers, Direction};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 /// kwire: a Kafka wire-protocol inspector.
@@ -374,7 +369,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
         }
         Command::Decode(a) => {
             let schema = load_schema(cli.schema.as_deref())?;
-            decode_command(&schema, cli, a, out)
+            decode_cmd::decode_command(&schema, cli, a, out)
         }
         Command::Page {
             name,
@@ -402,237 +397,4 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             encode_cmd::encode_command(&schema, file.as_deref(), *format, out)
         }
     }
-}
-
-/// One frame to decode, with what its source line said.
-struct Frame {
-    bytes: Vec<u8>,
-    direction: Option<hex::Direction>,
-    stream: u64,
-}
-
-/// The chunks of the input, and the hex-dump style they were written in (for text).
-type Input = (Vec<hex::HexChunk>, Option<hex::HexFormat>);
-
-fn read_decode_input(a: &DecodeArgs) -> Result<Input, CliError> {
-    let text_chunks = |t: &str| {
-        let chunks = hex::parse_hex(t).map_err(|e| CliError::Msg(format!("hex input: {e}")))?;
-        Ok((chunks, Some(hex::detect_format(t))))
-    };
-    let raw = |b: Vec<u8>| {
-        vec![hex::HexChunk {
-            direction: None,
-            stream: None,
-            bytes: b,
-            line: 1,
-        }]
-    };
-    if let Some(h) = &a.hex {
-        return text_chunks(h);
-    }
-    if let Some(f) = &a.hex_file {
-        let t = std::fs::read_to_string(f)
-            .map_err(|e| CliError::Msg(format!("{}: {e}", f.display())))?;
-        return text_chunks(&t);
-    }
-    if let Some(b) = &a.base64 {
-        let bytes =
-            hex::parse_base64(b).map_err(|e| CliError::Msg(format!("base64 input: {e}")))?;
-        return Ok((raw(bytes), None));
-    }
-    if let Some(f) = &a.raw {
-        let mut v = Vec::new();
-        if f.as_os_str() == "-" {
-            io::stdin().lock().read_to_end(&mut v)?;
-        } else {
-            v = std::fs::read(f).map_err(|e| CliError::Msg(format!("{}: {e}", f.display())))?;
-        }
-        return Ok((raw(v), None));
-    }
-    let mut t = String::new();
-    io::stdin().lock().read_to_string(&mut t)?;
-    text_chunks(&t)
-}
-
-/// Wireshark and `tshark -x` dumps hold whole packets: where a chunk parses as
-/// Ethernet/IP/TCP (etherparse), its TCP payload is what kwire decodes, and packets with
-/// no payload are left out with a note.
-fn tcp_payloads(chunks: Vec<hex::HexChunk>, notes: &mut Vec<String>) -> Vec<hex::HexChunk> {
-    let mut out = Vec::new();
-    for mut c in chunks {
-        let payload = match etherparse::SlicedPacket::from_ethernet(&c.bytes) {
-            Ok(etherparse::SlicedPacket {
-                transport: Some(etherparse::TransportSlice::Tcp(t)),
-                ..
-            }) => Some(t.payload().to_vec()),
-            _ => None,
-        };
-        match payload {
-            None => out.push(c),
-            Some(p) if p.is_empty() => notes.push(format!(
-                "line {}: a TCP packet with no payload, left out",
-                c.line
-            )),
-            Some(p) => {
-                notes.push(format!(
-                    "line {}: a whole packet ({} bytes): decoding its TCP payload ({} bytes)",
-                    c.line,
-                    c.bytes.len(),
-                    p.len()
-                ));
-                c.bytes = p;
-                out.push(c);
-            }
-        }
-    }
-    out
-}
-
-/// Splits a chunk into frames by their size prefixes; what does not split is reported.
-fn split_frames(c: &hex::HexChunk, size_prefix: bool, notes: &mut Vec<String>) -> Vec<Frame> {
-    let stream = c.stream.unwrap_or(0);
-    if !size_prefix {
-        return vec![Frame {
-            bytes: c.bytes.clone(),
-            direction: c.direction,
-            stream,
-        }];
-    }
-    let mut out = Vec::new();
-    let mut rest = &c.bytes[..];
-    while !rest.is_empty() {
-        let size = if rest.len() >= 4 {
-            i32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]])
-        } else {
-            -1
-        };
-        let whole = size >= 0 && (size as usize) <= rest.len() - 4;
-        let take = if whole { size as usize + 4 } else { rest.len() };
-        if !whole {
-            let why = if rest.len() < 4 {
-                "too few for a size prefix".to_string()
-            } else {
-                format!("size prefix {size}")
-            };
-            let bytes = if rest.len() == 1 {
-                "byte does"
-            } else {
-                "bytes do"
-            };
-            notes.push(format!(
-                "line {}: {} {bytes} not hold a whole frame ({why}): decoded as they are",
-                c.line,
-                rest.len(),
-            ));
-        }
-        out.push(Frame {
-            bytes: rest[..take].to_vec(),
-            direction: c.direction,
-            stream,
-        });
-        rest = &rest[take..];
-    }
-    out
-}
-
-fn decode_command(
-    schema: &Schema,
-    cli: &Cli,
-    a: &DecodeArgs,
-    out: &mut dyn Write,
-) -> Result<(), CliError> {
-    if a.body_only && (a.api_key.is_none() || a.api_version.is_none() || a.kind.is_none()) {
-        return Err(CliError::Msg(
-            "--body-only needs --api-key, --api-version and --kind".into(),
-        ));
-    }
-    if a.api_key.is_some() != a.api_version.is_some() {
-        return Err(CliError::Msg(
-            "--api-key and --api-version go together".into(),
-        ));
-    }
-    let (chunks, format) = read_decode_input(a)?;
-    let mut notes = Vec::new();
-    let chunks = if format == Some(hex::HexFormat::Wireshark) {
-        tcp_payloads(chunks, &mut notes)
-    } else {
-        chunks
-    };
-    if chunks.iter().all(|c| c.bytes.is_empty()) {
-        for n in &notes {
-            eprintln!("kwire: {n}");
-        }
-        return Err(CliError::Msg("no bytes in the input".into()));
-    }
-    let layout = Layout {
-        size_prefix: !(a.no_size_prefix || a.body_only),
-        header: !a.body_only,
-    };
-    let frames: Vec<Frame> = chunks
-        .iter()
-        .flat_map(|c| split_frames(c, layout.size_prefix, &mut notes))
-        .collect();
-    for n in &notes {
-        eprintln!("kwire: {n}");
-    }
-    let opts = DecodeOptions::default();
-    let ropts = render_options(cli, &a.out);
-    for line in output::ignored_options(&a.out) {
-        eprintln!("{line}");
-    }
-    let mut pending: HashMap<(u64, i32), (i16, i16, Option<String>)> = HashMap::new();
-    let mut errors = 0usize;
-    for f in &frames {
-        let dir = match (f.direction, a.kind) {
-            (Some(hex::Direction::ClientToServer), _) => Direction::Request,
-            (Some(hex::Direction::ServerToClient), _) => Direction::Response,
-            (None, Some(KindArg::Request)) => Direction::Request,
-            (None, Some(KindArg::Response)) => Direction::Response,
-            (None, None) if a.api_key.is_some() => Direction::Response,
-            (None, None) => Direction::Request,
-        };
-        let mut known = Known {
-            direction: dir,
-            api_key: a.api_key,
-            api_version: a.api_version,
-            hints: Default::default(),
-            layout,
-        };
-        if dir == Direction::Response && a.api_key.is_none() && layout.header {
-            let o = if layout.size_prefix { 4 } else { 0 };
-            if f.bytes.len() >= o + 4 {
-                let corr = i32::from_be_bytes([
-                    f.bytes[o],
-                    f.bytes[o + 1],
-                    f.bytes[o + 2],
-                    f.bytes[o + 3],
-                ]);
-                if let Some((k, v, pt)) = pending.get(&(f.stream, corr)) {
-                    known.api_key = Some(*k);
-                    known.api_version = Some(*v);
-                    known.hints.protocol_type = pt.clone();
-                }
-            }
-        }
-        let arena = Buffers::new();
-        let m = decode::decode(schema, &opts, &arena, &f.bytes, &known);
-        if dir == Direction::Request {
-            if let Some(c) = m.correlation_id {
-                let pt = m.tree.find("ProtocolType").and_then(|n| match n.value {
-                    crate::tree::Value::Str(s) => Some(s.to_string()),
-                    _ => None,
-                });
-                pending.insert((f.stream, c), (m.api_key, m.api_version, pt));
-            }
-        }
-        errors += m.errors().len();
-        print_message(&m, None, &ropts, a.out.format, out)?;
-    }
-    if errors > 0 {
-        eprintln!(
-            "kwire: {} frame(s), {errors} error(s) (shown in the tree at their offsets)",
-            frames.len()
-        );
-    }
-    Ok(())
 }

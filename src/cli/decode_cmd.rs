@@ -1,0 +1,372 @@
+//! `kwire decode`: frames from hex text, base64 or raw bytes, decoded one at a time.
+//!
+//! Raw bytes (`--raw FILE`, `--raw -`) stream: a frame is read (by its size prefix),
+//! decoded, printed and dropped before the next is read, so memory stays flat however
+//! many frames the input holds; no frame holds more than [`MAX_FRAME`] bytes (what
+//! is over is counted and said). Hex and base64 text is read whole, up to
+//! [`MAX_TEXT`] bytes (a larger dump is refused with a hint: `xxd -r` and `--raw`),
+//! and its frames are decoded one at a time.
+
+use super::output::{self, print_message, render_options};
+use super::{Cli, CliError, DecodeArgs, KindArg};
+use crate::decode::{self, DecodeOptions, Known, Layout};
+use crate::input::hex;
+use crate::schema::Schema;
+use crate::tree::{Buffers, Direction, Value};
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, Read, Write};
+
+/// Largest frame `kwire decode` holds, in bytes (`kwire read --max-frame`'s default, the
+/// broker's `socket.request.max.bytes` is 100 MiB too).
+pub const MAX_FRAME: usize = 100 << 20;
+
+/// Largest hex or base64 text `kwire decode` reads, in bytes (its parse holds the text,
+/// its lines and the bytes at once).
+pub const MAX_TEXT: usize = 64 << 20;
+
+/// Requests remembered for pairing their responses (`c>s`/`s>c` dumps); the oldest is
+/// forgotten past this, as `kwire read` does.
+const MAX_PENDING: usize = 100_000;
+
+/// One frame to decode, with what its source line said.
+struct Frame<'b> {
+    bytes: &'b [u8],
+    direction: Option<hex::Direction>,
+    stream: u64,
+}
+
+/// Reads at most `limit` bytes of text from `r`.
+fn read_text(r: &mut dyn Read, what: &str) -> Result<String, CliError> {
+    let mut v = Vec::new();
+    r.take(MAX_TEXT as u64 + 1).read_to_end(&mut v)?;
+    if v.len() > MAX_TEXT {
+        return Err(CliError::Msg(format!(
+            "{what}: more than {} MiB of text; for a larger dump, turn it into bytes (xxd -r, or xxd -r -p for plain hex) and use --raw FILE, which streams",
+            MAX_TEXT >> 20
+        )));
+    }
+    String::from_utf8(v).map_err(|e| CliError::Msg(format!("{what}: not UTF-8 text: {e}")))
+}
+
+/// Wireshark and `tshark -x` dumps hold whole packets: where a chunk parses as
+/// Ethernet/IP/TCP (etherparse), its TCP payload is what kwire decodes, and packets with
+/// no payload are left out with a note.
+fn tcp_payloads(chunks: Vec<hex::HexChunk>, notes: &mut Vec<String>) -> Vec<hex::HexChunk> {
+    let mut out = Vec::new();
+    for mut c in chunks {
+        let payload = match etherparse::SlicedPacket::from_ethernet(&c.bytes) {
+            Ok(etherparse::SlicedPacket {
+                transport: Some(etherparse::TransportSlice::Tcp(t)),
+                ..
+            }) => Some(t.payload().to_vec()),
+            _ => None,
+        };
+        match payload {
+            None => out.push(c),
+            Some(p) if p.is_empty() => notes.push(format!(
+                "line {}: a TCP packet with no payload, left out",
+                c.line
+            )),
+            Some(p) => {
+                notes.push(format!(
+                    "line {}: a whole packet ({} bytes): decoding its TCP payload ({} bytes)",
+                    c.line,
+                    c.bytes.len(),
+                    p.len()
+                ));
+                c.bytes = p;
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// The note for `n` bytes at `line` that do not hold a whole frame.
+fn not_whole(line: usize, n: usize, size: Option<i32>) -> String {
+    let why = match size {
+        None => "too few for a size prefix".to_string(),
+        Some(s) => format!("size prefix {s}"),
+    };
+    let bytes = if n == 1 { "byte does" } else { "bytes do" };
+    format!("line {line}: {n} {bytes} not hold a whole frame ({why}): decoded as they are")
+}
+
+/// Splits a chunk into frames by their size prefixes and hands each to `each`; what does
+/// not split is said in a note first.
+fn split_frames(
+    c: &hex::HexChunk,
+    size_prefix: bool,
+    each: &mut dyn FnMut(Frame<'_>, &[String]) -> io::Result<()>,
+) -> io::Result<()> {
+    let stream = c.stream.unwrap_or(0);
+    let frame = |bytes| Frame {
+        bytes,
+        direction: c.direction,
+        stream,
+    };
+    if !size_prefix {
+        return each(frame(&c.bytes), &[]);
+    }
+    let mut rest = &c.bytes[..];
+    while !rest.is_empty() {
+        let size =
+            (rest.len() >= 4).then(|| i32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]));
+        let whole = size.is_some_and(|s| s >= 0 && (s as usize) <= rest.len() - 4);
+        if whole {
+            let take = size.unwrap_or(0) as usize + 4;
+            each(frame(&rest[..take]), &[])?;
+            rest = &rest[take..];
+        } else {
+            each(frame(rest), &[not_whole(c.line, rest.len(), size)])?;
+            rest = &[];
+        }
+    }
+    Ok(())
+}
+
+/// Reads frames from raw bytes one at a time, by their size prefixes, and hands each to
+/// `each` (with the notes that go before it). A frame never holds more than
+/// [`MAX_FRAME`] bytes: over that, the first [`MAX_FRAME`] are decoded and the rest
+/// counted in a note.
+fn stream_frames(
+    r: &mut dyn Read,
+    size_prefix: bool,
+    each: &mut dyn FnMut(Frame<'_>, &[String]) -> io::Result<()>,
+) -> Result<u64, CliError> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut total = 0u64;
+    fn frame(bytes: &[u8]) -> Frame<'_> {
+        Frame {
+            bytes,
+            direction: None,
+            stream: 0,
+        }
+    }
+    // Reads up to `n` more bytes into `buf`; returns how many came.
+    let fill = |r: &mut dyn Read, buf: &mut Vec<u8>, n: usize| -> io::Result<usize> {
+        r.take(n as u64).read_to_end(buf)
+    };
+    // Counts the bytes left after a frame cut at MAX_FRAME.
+    let over = |r: &mut dyn Read| -> io::Result<Option<String>> {
+        let n = io::copy(r, &mut io::sink())?;
+        Ok((n > 0).then(|| {
+            format!(
+                "line 1: {n} more bytes follow the first {} MiB of that frame (kwire decode holds at most {} MiB of a frame): not decoded",
+                MAX_FRAME >> 20,
+                MAX_FRAME >> 20
+            )
+        }))
+    };
+    if !size_prefix {
+        fill(r, &mut buf, MAX_FRAME)?;
+        total += buf.len() as u64;
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let note: Vec<String> = over(r)?.into_iter().collect();
+        each(frame(&buf), &note)?;
+        return Ok(total);
+    }
+    loop {
+        buf.clear();
+        let got = fill(r, &mut buf, 4)?;
+        total += got as u64;
+        if got == 0 {
+            return Ok(total);
+        }
+        if got < 4 {
+            each(frame(&buf), &[not_whole(1, got, None)])?;
+            return Ok(total);
+        }
+        let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+        if size >= 0 && (size as usize) <= MAX_FRAME - 4 {
+            let got = fill(r, &mut buf, size as usize)?;
+            total += got as u64;
+            if got == size as usize {
+                each(frame(&buf), &[])?;
+                continue;
+            }
+            each(frame(&buf), &[not_whole(1, buf.len(), Some(size))])?;
+            return Ok(total);
+        }
+        // A size that cannot be a frame here: the rest is decoded as it is, as far as
+        // MAX_FRAME.
+        let got = fill(r, &mut buf, MAX_FRAME - 4)?;
+        total += got as u64;
+        let mut notes = vec![not_whole(1, buf.len(), Some(size))];
+        if buf.len() == MAX_FRAME {
+            notes.extend(over(r)?);
+        }
+        each(frame(&buf), &notes)?;
+        return Ok(total);
+    }
+}
+
+/// Runs `kwire decode`.
+///
+/// # Errors
+/// Unreadable or empty input, conflicting options, output errors.
+pub fn decode_command(
+    schema: &Schema,
+    cli: &Cli,
+    a: &DecodeArgs,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    if a.body_only && (a.api_key.is_none() || a.api_version.is_none() || a.kind.is_none()) {
+        return Err(CliError::Msg(
+            "--body-only needs --api-key, --api-version and --kind".into(),
+        ));
+    }
+    if a.api_key.is_some() != a.api_version.is_some() {
+        return Err(CliError::Msg(
+            "--api-key and --api-version go together".into(),
+        ));
+    }
+    let layout = Layout {
+        size_prefix: !(a.no_size_prefix || a.body_only),
+        header: !a.body_only,
+    };
+    let opts = DecodeOptions::default();
+    let ropts = render_options(cli, &a.out);
+    let mut ignored = output::ignored_options(&a.out);
+    let mut pending: HashMap<(u64, i32), (i16, i16, Option<String>)> = HashMap::new();
+    let mut order: VecDeque<(u64, i32)> = VecDeque::new();
+    let mut forgot = false;
+    let (mut frames, mut errors) = (0usize, 0usize);
+    let mut each = |f: Frame<'_>, notes: &[String]| -> io::Result<()> {
+        for n in notes {
+            eprintln!("kwire: {n}");
+        }
+        for line in ignored.drain(..) {
+            eprintln!("{line}");
+        }
+        let dir = match (f.direction, a.kind) {
+            (Some(hex::Direction::ClientToServer), _) => Direction::Request,
+            (Some(hex::Direction::ServerToClient), _) => Direction::Response,
+            (None, Some(KindArg::Request)) => Direction::Request,
+            (None, Some(KindArg::Response)) => Direction::Response,
+            (None, None) if a.api_key.is_some() => Direction::Response,
+            (None, None) => Direction::Request,
+        };
+        let mut known = Known {
+            direction: dir,
+            api_key: a.api_key,
+            api_version: a.api_version,
+            hints: Default::default(),
+            layout,
+        };
+        if dir == Direction::Response && a.api_key.is_none() && layout.header {
+            let o = if layout.size_prefix { 4 } else { 0 };
+            if let Some(c) = f.bytes.get(o..o + 4) {
+                let corr = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                if let Some((k, v, pt)) = pending.get(&(f.stream, corr)) {
+                    known.api_key = Some(*k);
+                    known.api_version = Some(*v);
+                    known.hints.protocol_type = pt.clone();
+                }
+            }
+        }
+        let arena = Buffers::new();
+        let m = decode::decode(schema, &opts, &arena, f.bytes, &known);
+        if dir == Direction::Request {
+            if let Some(c) = m.correlation_id {
+                let pt = m.tree.find("ProtocolType").and_then(|n| match n.value {
+                    Value::Str(s) => Some(s.to_string()),
+                    _ => None,
+                });
+                let key = (f.stream, c);
+                if pending
+                    .insert(key, (m.api_key, m.api_version, pt))
+                    .is_none()
+                {
+                    order.push_back(key);
+                }
+                while pending.len() > MAX_PENDING {
+                    if let Some(old) = order.pop_front() {
+                        pending.remove(&old);
+                    }
+                    if !forgot {
+                        forgot = true;
+                        eprintln!("kwire: more than {MAX_PENDING} requests wait for their responses: the oldest are forgotten (their responses decode without the request's version)");
+                    }
+                }
+            }
+        }
+        frames += 1;
+        errors += m.errors().len();
+        print_message(&m, None, &ropts, a.out.format, out)
+    };
+    let raw = |name: &std::path::Path| -> Result<Box<dyn Read>, CliError> {
+        if name.as_os_str() == "-" {
+            Ok(Box::new(io::stdin().lock()))
+        } else {
+            let f = std::fs::File::open(name)
+                .map_err(|e| CliError::Msg(format!("{}: {e}", name.display())))?;
+            Ok(Box::new(io::BufReader::with_capacity(1 << 16, f)))
+        }
+    };
+    let text = if let Some(h) = &a.hex {
+        Some(h.clone())
+    } else if let Some(f) = &a.hex_file {
+        let mut r = raw(f)?;
+        Some(read_text(&mut r, &f.display().to_string())?)
+    } else if a.base64.is_some() || a.raw.is_some() {
+        None
+    } else {
+        Some(read_text(&mut io::stdin().lock(), "stdin")?)
+    };
+    let empty = || CliError::Msg("no bytes in the input".into());
+    if let Some(t) = text {
+        let chunks = hex::parse_hex(&t).map_err(|e| CliError::Msg(format!("hex input: {e}")))?;
+        let format = hex::detect_format(&t);
+        drop(t);
+        let mut notes = Vec::new();
+        let chunks = if format == hex::HexFormat::Wireshark {
+            tcp_payloads(chunks, &mut notes)
+        } else {
+            chunks
+        };
+        if chunks.iter().all(|c| c.bytes.is_empty()) {
+            for n in &notes {
+                eprintln!("kwire: {n}");
+            }
+            return Err(empty());
+        }
+        // The notes on whole packets first, as they are found while reading.
+        let mut first = Some(notes);
+        for c in &chunks {
+            let mut pre = first.take().unwrap_or_default();
+            split_frames(c, layout.size_prefix, &mut |f, n| {
+                pre.extend_from_slice(n);
+                let r = each(f, &pre);
+                pre.clear();
+                r
+            })?;
+        }
+    } else if let Some(b) = &a.base64 {
+        let bytes =
+            hex::parse_base64(b).map_err(|e| CliError::Msg(format!("base64 input: {e}")))?;
+        if bytes.is_empty() {
+            return Err(empty());
+        }
+        let c = hex::HexChunk {
+            direction: None,
+            stream: None,
+            bytes,
+            line: 1,
+        };
+        split_frames(&c, layout.size_prefix, &mut each)?;
+    } else if let Some(f) = &a.raw {
+        let mut r = raw(f)?;
+        if stream_frames(&mut r, layout.size_prefix, &mut each)? == 0 {
+            return Err(empty());
+        }
+    }
+    if errors > 0 {
+        eprintln!(
+            "kwire: {frames} frame(s), {errors} error(s) (shown in the tree at their offsets)"
+        );
+    }
+    Ok(())
+}
