@@ -47,7 +47,7 @@ if [ ! -x /usr/bin/time ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null
 fi
 
-cargo build --release --quiet --bin kwire --bin kwire-gen
+cargo build --release --quiet -p kwire -p kwire-gen
 mkdir -p "$BENCH_DIR"
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 RESULTS="$BENCH_DIR/results-$STAMP.md"
