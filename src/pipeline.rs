@@ -70,31 +70,44 @@ struct Pending<O> {
     out: Receiver<Piece<O>>,
 }
 
-/// A job's output on its way to the printing thread, in [`CHUNK`]s.
+/// A job's output on its way to the printing thread, in pieces of at most [`CHUNK`]
+/// bytes. The buffer is the worker's, kept from job to job: a job's last piece goes out
+/// as a copy of its size, so a small output costs one small allocation.
 struct Chunks<'c, O> {
     tx: &'c Sender<Piece<O>>,
-    buf: Vec<u8>,
+    buf: &'c mut Vec<u8>,
 }
 
 impl<O> Chunks<'_, O> {
-    fn send(&mut self) -> io::Result<()> {
+    fn closed() -> io::Error {
+        io::Error::new(io::ErrorKind::BrokenPipe, "output closed")
+    }
+
+    /// Sends a full buffer, taking a fresh one.
+    fn send_full(&mut self) -> io::Result<()> {
+        let b = std::mem::replace(self.buf, Vec::with_capacity(CHUNK));
+        self.tx.send(Piece::Bytes(b)).map_err(|_| Self::closed())
+    }
+
+    /// Sends what is left at the end of a job.
+    fn send_rest(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let b = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
-        self.tx
-            .send(Piece::Bytes(b))
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "output closed"))
+        let b = self.buf.as_slice().to_vec();
+        self.buf.clear();
+        self.tx.send(Piece::Bytes(b)).map_err(|_| Self::closed())
     }
 }
 
 impl<O> Write for Chunks<'_, O> {
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.buf.extend_from_slice(b);
+        let n = b.len().min(CHUNK - self.buf.len());
+        self.buf.extend_from_slice(&b[..n]);
         if self.buf.len() >= CHUNK {
-            self.send()?;
+            self.send_full()?;
         }
-        Ok(b.len())
+        Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
@@ -228,12 +241,14 @@ where
         for _ in 0..threads.max(1) {
             let jrx = jrx.clone();
             s.spawn(move || {
+                let mut buf = Vec::with_capacity(CHUNK);
                 while let Ok(job) = jrx.recv() {
+                    buf.clear();
                     let mut w = Chunks {
                         tx: &job.out,
-                        buf: Vec::with_capacity(CHUNK),
+                        buf: &mut buf,
                     };
-                    let r = work(job.payload, &mut w).and_then(|o| w.send().map(|()| o));
+                    let r = work(job.payload, &mut w).and_then(|o| w.send_rest().map(|()| o));
                     // The printing thread may have stopped reading: nothing to do then.
                     let _ = job.out.send(Piece::Done(r));
                 }

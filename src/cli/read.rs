@@ -200,6 +200,12 @@ fn matches_filters(a: &ReadArgs, schema: &Schema, m: &Message<'_>) -> bool {
 pub type MessageWork<'w, O> =
     dyn Fn(&Message<'_>, &Context, &mut dyn Write) -> std::io::Result<O> + Sync + 'w;
 
+/// Most frames in one job handed to a worker thread.
+const BATCH_FRAMES: usize = 64;
+
+/// A job handed to a worker thread closes once its frames hold this many bytes.
+const BATCH_BYTES: usize = 256 << 10;
+
 /// Whether a message counts as having decode errors, and as undecodable (its body
 /// did not decode at all), for the closing line.
 fn problems(m: &Message<'_>) -> (bool, bool) {
@@ -313,11 +319,17 @@ pub fn run_capture<O: Send>(
         })
     } else {
         let dopts = &dopts;
-        let job = move |(f, p): (input::Frame, Prepared), w: &mut dyn Write| {
-            let arena = Buffers::new();
-            let m = p.decode(schema, dopts, &f, &arena);
-            let o = work(&m, &p.ctx, w)?;
-            Ok((o, problems(&m)))
+        // A job is a batch of frames, so that small messages do not each pay for a
+        // hand-over between threads.
+        let job = move |batch: Vec<(input::Frame, Prepared)>, w: &mut dyn Write| {
+            let mut outs = Vec::with_capacity(batch.len());
+            for (f, p) in batch {
+                let arena = Buffers::new();
+                let m = p.decode(schema, dopts, &f, &arena);
+                let o = work(&m, &p.ctx, w)?;
+                outs.push((o, problems(&m)));
+            }
+            Ok(outs)
         };
         let budget = crate::pipeline::Budget::for_threads(threads);
         let piped = crate::pipeline::run(
@@ -325,9 +337,11 @@ pub fn run_capture<O: Send>(
             budget,
             &job,
             out,
-            &mut |(o, p)| count(o, p),
+            &mut |outs| outs.into_iter().for_each(|(o, p)| count(o, p)),
             |feeder| {
-                input::read_capture(input, &copts, &plaus, |ev| {
+                let mut batch = Vec::new();
+                let mut batch_bytes = 0;
+                let r = input::read_capture(input, &copts, &plaus, |ev| {
                     if feeder.error().is_some() {
                         return;
                     }
@@ -345,11 +359,19 @@ pub fn run_capture<O: Send>(
                                     say(line);
                                 }
                             }
-                            let len = f.bytes.len();
-                            feeder.submit((f, p), len);
+                            batch_bytes += f.bytes.len();
+                            batch.push((f, p));
+                            if batch.len() >= BATCH_FRAMES || batch_bytes >= BATCH_BYTES {
+                                feeder.submit(std::mem::take(&mut batch), batch_bytes);
+                                batch_bytes = 0;
+                            }
                         }
                     }
-                })
+                });
+                if !batch.is_empty() {
+                    feeder.submit(batch, batch_bytes);
+                }
+                r
             },
         );
         match piped {
