@@ -285,7 +285,11 @@ mod tests {
         let work = |n: u64, w: &mut dyn Write| -> io::Result<u64> {
             std::thread::sleep(std::time::Duration::from_micros((50 - n % 50) * 20));
             // Some jobs write more than a chunk, so their output streams.
-            let rep = if n % 7 == 0 { CHUNK * 3 + 5 } else { 3 };
+            let rep = if n.is_multiple_of(7) {
+                CHUNK * 3 + 5
+            } else {
+                3
+            };
             for _ in 0..rep {
                 write!(w, "{}", n % 10)?;
             }

@@ -178,7 +178,8 @@ fn read_with_threads_stays_within_the_budget() {
         };
         assert_eq!(c, 0, "{err}");
         assert!(err.contains("24 messages decoded"), "{err}");
-        for threads in ["4"] {
+        {
+            let threads = "4";
             let Some((c, err, many)) =
                 peak(&["read", s(&cap), "--format", format, "--threads", threads])
             else {
