@@ -89,10 +89,14 @@ impl<O> Chunks<'_, O> {
         self.tx.send(Piece::Bytes(b)).map_err(|_| Self::closed())
     }
 
-    /// Sends what is left at the end of a job.
+    /// Sends what is left at the end of a job: a copy when it is small (the buffer stays
+    /// for the next job), else the buffer itself.
     fn send_rest(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
+        }
+        if self.buf.len() >= CHUNK / 4 {
+            return self.send_full();
         }
         let b = self.buf.as_slice().to_vec();
         self.buf.clear();

@@ -202,9 +202,24 @@ impl Prepared {
     }
 }
 
-/// Bytes of a Produce request decoded on the reading thread to find its `Acks` (the
-/// header, the transactional id and acks; a longer header or id decodes the whole frame).
+/// Bytes of a Produce request decoded on the reading thread to find its `Acks` when
+/// [`Session::acks_end`] cannot tell where it ends (a longer header or id decodes the
+/// whole frame).
 const ACKS_PREFIX: usize = 4096;
+
+/// An unsigned varint at `b[*at..]`, moving `*at` past it.
+fn uvarint(b: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for i in 0..5 {
+        let x = *b.get(*at)?;
+        *at += 1;
+        v |= u64::from(x & 0x7f) << (7 * i);
+        if x & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
 
 impl<'s> Session<'s> {
     fn learn_topic_ids(&mut self, n: &Node<'_>) {
@@ -335,11 +350,46 @@ impl<'s> Session<'s> {
         (m, ctx)
     }
 
+    /// Where a Produce request's `Acks` field ends in its frame (size prefix included),
+    /// read by hand from the header and the fields before it (nullable strings only), so
+    /// that the decoder need not walk the records to find it; `None` when the bytes or
+    /// the definition are not what that expects. Only a guess at how many bytes to
+    /// decode: the decoder's own `Acks` is what counts.
+    fn acks_end(&self, b: &[u8], ver: i16) -> Option<usize> {
+        let d = self.schema.request(0, ver)?;
+        let flexible = d.def.flexible_versions.contains(ver);
+        let mut at = 12; // size, api_key, api_version, correlation_id
+        let len = i16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]);
+        at += 2 + usize::try_from(len.max(0)).ok()?;
+        if self.schema.request_header_version(0, ver) >= 2 {
+            for _ in 0..uvarint(b, &mut at)? {
+                uvarint(b, &mut at)?;
+                let size = uvarint(b, &mut at)?;
+                at = at.checked_add(usize::try_from(size).ok()?)?;
+            }
+        }
+        for field in d.def.fields.iter().filter(|x| x.versions.contains(ver)) {
+            if field.name == "Acks" {
+                return Some(at + 2);
+            }
+            if field.ty != crate::schema::FieldType::Prim(crate::schema::Prim::String) {
+                return None;
+            }
+            if flexible {
+                let n = uvarint(b, &mut at)?;
+                at = at.checked_add(usize::try_from(n.saturating_sub(1)).ok()?)?;
+            } else {
+                let n = i16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]);
+                at += 2 + usize::try_from(n.max(0)).ok()?;
+            }
+        }
+        None
+    }
+
     /// The facts messages of `(direction, api_key, api_version)` can carry.
     fn facts(&mut self, dir: Direction, key: i16, ver: i16) -> Facts {
-        if matches!(key, 11 | 14 | 58) {
-            // JoinGroup and SyncGroup carry nested consumer protocols, Envelope a whole
-            // request: their trees hold more than their definitions.
+        if key == 58 {
+            // Envelope carries a whole request: its tree holds more than its definition.
             return Facts::ALL;
         }
         let kind = if dir == Direction::Request {
@@ -350,10 +400,31 @@ impl<'s> Session<'s> {
         let Some(d) = self.schema.resolve(kind, key, ver) else {
             return Facts::default();
         };
+        let schema = self.schema;
         *self
             .facts
             .entry((dir == Direction::Request, key, ver))
-            .or_insert_with(|| Facts::of_fields(&d.def, &d.def.fields, ver, 0))
+            .or_insert_with(|| {
+                let mut f = Facts::of_fields(&d.def, &d.def.fields, ver, 0);
+                if matches!(key, 11 | 14) {
+                    // JoinGroup and SyncGroup carry the consumer protocol's structures in
+                    // bytes fields, which the decoder decodes too: any of their versions.
+                    for n in ["ConsumerProtocolSubscription", "ConsumerProtocolAssignment"] {
+                        for nd in schema.by_name(n) {
+                            for v in nd.def.valid_versions.lo..=nd.def.valid_versions.hi {
+                                let g = Facts::of_fields(&nd.def, &nd.def.fields, v, 0);
+                                f.topic_names |= g.topic_names;
+                                f.protocol_type |= g.protocol_type;
+                            }
+                        }
+                    }
+                    // Unknown to this schema: assume the worst.
+                    if schema.by_name("ConsumerProtocolSubscription").is_empty() {
+                        f = Facts::ALL;
+                    }
+                }
+                f
+            })
     }
 
     /// The in-order half of [`Session::decode`], for decoding on other threads: pairs a
@@ -406,19 +477,21 @@ impl<'s> Session<'s> {
         };
         let mut expects = true;
         if key == 0 {
-            // acks=0: the decoder's Acks, from a prefix of the frame when it holds the
-            // whole field.
+            // acks=0: the decoder's Acks, from the frame's first bytes when they hold the
+            // whole field (else from the whole frame).
             let arena = Buffers::new();
-            let n = f.bytes.len().min(ACKS_PREFIX);
+            let n = self
+                .acks_end(&f.bytes, ver)
+                .unwrap_or(ACKS_PREFIX)
+                .min(f.bytes.len());
             let m = decode::decode(self.schema, self.opts, &arena, &f.bytes[..n], &p.known);
-            let whole = n == f.bytes.len();
             let acks = m
                 .tree
                 .find("Acks")
                 .map(|a| (a.value.clone(), a.end() <= n && a.error().is_none()));
             expects = match acks {
                 Some((v, true)) => v != Value::Int(0),
-                _ if whole => true,
+                _ if n == f.bytes.len() => true,
                 _ => {
                     let m = decode::decode(self.schema, self.opts, &arena, &f.bytes, &p.known);
                     !acks_zero(&m)
