@@ -48,6 +48,8 @@ pub struct Session<'s> {
     topic_names: TopicNames,
     /// [`Facts`] per (request?, api_key, api_version), as definitions are met.
     facts: HashMap<(bool, i16, i16), Facts>,
+    /// The arena of the messages [`Session::prepare`] decodes, reused.
+    scratch: Buffers,
     /// Notices raised while pairing (oldest pending request dropped).
     pub notices: Vec<input::Notice>,
 }
@@ -81,19 +83,19 @@ const MAX_TOPIC_IDS: usize = 100_000;
 type TopicNames = Arc<HashMap<uuid::Uuid, String>>;
 
 /// Annotates every non-zero `TopicId` whose name is known.
-fn name_topic_ids(n: &mut Node<'_>, names: &HashMap<uuid::Uuid, String>) {
+fn name_topic_ids<'a>(n: &mut Node<'a>, names: &HashMap<uuid::Uuid, String>, arena: &'a Buffers) {
     if names.is_empty() {
         return;
     }
     if let Value::Uuid(u) = n.value {
         if n.name == "TopicId" && n.annotation.is_none() {
             if let Some(name) = names.get(&u) {
-                n.annotation = Some(format!("topic {name}").into());
+                n.annotation = Some(arena.fmt(format_args!("topic {name}")));
             }
         }
     }
     for c in &mut n.children {
-        name_topic_ids(c, names);
+        name_topic_ids(c, names, arena);
     }
 }
 
@@ -103,7 +105,7 @@ fn topic_ids<'a>(n: &Node<'a>, out: &mut Vec<(uuid::Uuid, &'a str)>) {
     let mut name = None;
     let mut id = None;
     for c in &n.children {
-        match (&*c.name, &c.value) {
+        match (c.name, &c.value) {
             ("Name" | "Topic" | "TopicName", Value::Str(s)) if !s.is_empty() => name = Some(*s),
             ("TopicId", Value::Uuid(u)) if !u.is_nil() => id = Some(*u),
             _ => {}
@@ -194,10 +196,10 @@ impl Prepared {
         arena: &'a Buffers,
     ) -> Message<'a> {
         if let Some(dir) = self.sasl {
-            return decode::sasl_token(&f.bytes, dir);
+            return decode::sasl_token(arena, &f.bytes, dir);
         }
         let mut m = decode::decode(schema, opts, arena, &f.bytes, &self.known);
-        name_topic_ids(&mut m.tree, &self.names);
+        name_topic_ids(&mut m.tree, &self.names, arena);
         m
     }
 }
@@ -244,6 +246,7 @@ impl<'s> Session<'s> {
             protocol_types: HashMap::new(),
             topic_names: Arc::new(HashMap::new()),
             facts: HashMap::new(),
+            scratch: Buffers::new(),
             notices: Vec::new(),
         }
     }
@@ -339,11 +342,11 @@ impl<'s> Session<'s> {
     {
         let (ctx, dir, known) = self.begin(f);
         if f.kind == FrameKind::SaslToken {
-            return (decode::sasl_token(&f.bytes, dir), ctx);
+            return (decode::sasl_token(arena, &f.bytes, dir), ctx);
         }
         let mut m = decode::decode(self.schema, self.opts, arena, &f.bytes, &known);
         self.learn_topic_ids(&m.tree);
-        name_topic_ids(&mut m.tree, &self.topic_names);
+        name_topic_ids(&mut m.tree, &self.topic_names, arena);
         if dir == Direction::Request {
             self.note_request(f, &m);
         }
@@ -459,27 +462,29 @@ impl<'s> Session<'s> {
             )
         };
         let facts = self.facts(dir, key, ver);
+        // The scratch arena, out of `self` while a message borrows from it.
+        let mut arena = std::mem::take(&mut self.scratch);
+        arena.reset();
         if facts.topic_names || (dir == Direction::Request && facts.protocol_type) {
-            let arena = Buffers::new();
             let m = decode::decode(self.schema, self.opts, &arena, &f.bytes, &p.known);
             self.learn_topic_ids(&m.tree);
             if dir == Direction::Request {
                 self.note_request(f, &m);
             }
+            drop(m);
+            self.scratch = arena;
             p.names = Arc::clone(&self.topic_names);
             return p;
         }
-        if dir == Direction::Response {
-            return p;
-        }
-        let Some((_, _, corr)) = Pairer::request_header(&f.bytes) else {
+        let corr = Pairer::request_header(&f.bytes).map(|(_, _, c)| c);
+        let Some(corr) = corr.filter(|_| dir == Direction::Request) else {
+            self.scratch = arena;
             return p;
         };
         let mut expects = true;
         if key == 0 {
             // acks=0: the decoder's Acks, from the frame's first bytes when they hold the
             // whole field (else from the whole frame).
-            let arena = Buffers::new();
             let n = self
                 .acks_end(&f.bytes, ver)
                 .unwrap_or(ACKS_PREFIX)
@@ -498,6 +503,7 @@ impl<'s> Session<'s> {
                 }
             };
         }
+        self.scratch = arena;
         self.note_pending(f, key, ver, corr, expects);
         p
     }

@@ -6,12 +6,11 @@
 //! those buffers. For a well-formed frame the leaves tile each buffer: every byte in
 //! exactly one leaf, in order.
 
-use std::borrow::Cow;
-
 /// A node's value, borrowing from the frame or a decompressed buffer.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub enum Value<'a> {
     /// No value of its own (messages, headers, structs, groups).
+    #[default]
     None,
     /// An explicit null (string, bytes, array, struct, records).
     Null,
@@ -34,7 +33,7 @@ pub enum Value<'a> {
 }
 
 /// What a node stands for; decides how its line reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum NodeKind {
     /// The message root (`DeleteTopicsRequest message v6`).
     Message,
@@ -49,15 +48,17 @@ pub enum NodeKind {
     /// An array (`= 1 element`).
     Array,
     /// A primitive value (a leaf, or bytes with a nested tree under them).
+    #[default]
     Field,
     /// Any other container (RecordBatch, record, tagged field, attributes...).
     Group,
 }
 
 /// The colour region of a byte in the grid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Region {
     /// The size prefix.
+    #[default]
     Frame,
     /// Request or response header.
     Header,
@@ -99,12 +100,22 @@ impl Region {
 }
 
 /// One node of the tree.
-#[derive(Clone, Debug)]
+///
+/// Nodes live in the per-message arena ([`Buffers`]): a node's children are one
+/// contiguous slice of that arena, and its texts are `&'a str` borrowed from the
+/// schema, from kwire's static tables, from the input, or (rarely: error messages,
+/// numbered names past the cached tables) copied into the arena. Building a tree thus
+/// allocates nothing on the heap per node, and dropping it frees nothing: the arena is
+/// emptied at once by [`Buffers::reset`] and reused for the next message.
+///
+/// Read a node through its fields or the accessors ([`Node::children`], [`Node::walk`],
+/// [`Node::find`], [`Node::error`], [`Node::warning`], [`Node::end`]).
+#[derive(Debug, Default)]
 pub struct Node<'a> {
     /// The name (`Topics`, `DeleteTopicState[0]`, `length`).
-    pub name: Cow<'a, str>,
+    pub name: &'a str,
     /// The type label (`[]DeleteTopicState`, `int32`, `message v6`, `header v2`).
-    pub ty: Cow<'a, str>,
+    pub ty: &'a str,
     /// What the node stands for.
     pub kind: NodeKind,
     /// The value.
@@ -118,84 +129,148 @@ pub struct Node<'a> {
     /// The colour region of its bytes.
     pub region: Region,
     /// Text in parentheses after the value (`compact, len+1=1`, `DeleteTopics`).
-    pub annotation: Option<Cow<'a, str>>,
+    pub annotation: Option<&'a str>,
     /// A description (the `about` text with a run-time schema, or kwire's own phrase).
-    pub description: Option<Cow<'a, str>>,
-    /// An error and a warning found at this node, boxed because most nodes have
-    /// neither (it keeps every node 40 bytes smaller). Read them with [`Node::error`]
-    /// and [`Node::warning`], set them with [`Node::set_error`] and [`Node::set_warning`].
-    pub problems: Option<Box<Problems>>,
-    /// Children, in byte order.
-    pub children: Vec<Node<'a>>,
+    pub description: Option<&'a str>,
+    /// The error found at this node (the byte offset is the node's); read it with
+    /// [`Node::error`], set it with [`Node::set_error`].
+    err: Option<&'a str>,
+    /// Something legal but odd (trailing bytes, a partial batch); see [`Node::warning`].
+    warn: Option<&'a str>,
+    /// Children, in byte order: one slice of the message's arena.
+    pub children: Children<'a>,
 }
 
-/// What a [`Node`] may carry besides its value.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Problems {
-    /// An error found at the node (the byte offset is the node's).
-    pub error: Option<String>,
-    /// Something legal but odd (trailing bytes, a partial batch).
-    pub warning: Option<String>,
+/// A node's children: one contiguous slice of the message's arena. It reads as a slice
+/// (`len`, `is_empty`, `iter`, indexing, `last`) and iterates with `for c in &n.children`.
+///
+/// It owns its slice the way a `Box<[Node]>` would (the arena gave it out once, and
+/// nothing else points at it), so, like a box, it is covariant in `'a`: a `&Node<'a>`
+/// passes where a `&Node<'shorter>` is asked for.
+pub struct Children<'a> {
+    ptr: std::ptr::NonNull<Node<'a>>,
+    len: usize,
+    _owns: std::marker::PhantomData<&'a [Node<'a>]>,
+}
+
+// SAFETY: `Children` is the sole owner of its slice (see above), so it is as Send and
+// Sync as a `Box<[Node<'a>]>` would be, and a `Node` holds nothing else that is not
+// both (shared `&str`/`&[u8]`, plain values); the unit test `message_and_arena_are_send`
+// checks the rest of `Message`. (A `where Node<'a>: Send` bound would recurse.)
+unsafe impl Send for Children<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for Children<'_> {}
+
+impl<'a> Children<'a> {
+    /// Takes ownership of a slice the arena handed out.
+    pub fn new(s: &'a mut [Node<'a>]) -> Children<'a> {
+        Children {
+            len: s.len(),
+            ptr: std::ptr::NonNull::from(s).cast(),
+            _owns: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Default for Children<'_> {
+    fn default() -> Self {
+        Children {
+            ptr: std::ptr::NonNull::dangling(),
+            len: 0,
+            _owns: std::marker::PhantomData,
+        }
+    }
+}
+
+impl std::fmt::Debug for Children<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<'a> std::ops::Deref for Children<'a> {
+    type Target = [Node<'a>];
+    fn deref(&self) -> &[Node<'a>] {
+        // SAFETY: `ptr` and `len` come from a live `&'a mut [Node<'a>]` (or are the
+        // dangling empty slice), which this value owns alone.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for Children<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        // SAFETY: as in `deref`; `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<'n, 'a> IntoIterator for &'n Children<'a> {
+    type Item = &'n Node<'a>;
+    type IntoIter = std::slice::Iter<'n, Node<'a>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<'n, 'a> IntoIterator for &'n mut Children<'a> {
+    type Item = &'n mut Node<'a>;
+    type IntoIter = std::slice::IterMut<'n, Node<'a>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
 }
 
 impl<'a> Node<'a> {
     /// A node with no value, annotation or children.
-    pub fn new(
-        name: impl Into<Cow<'a, str>>,
-        ty: impl Into<Cow<'a, str>>,
-        kind: NodeKind,
-        offset: usize,
-    ) -> Node<'a> {
+    pub fn new(name: &'a str, ty: &'a str, kind: NodeKind, offset: usize) -> Node<'a> {
         Node {
-            name: name.into(),
-            ty: ty.into(),
+            name,
+            ty,
             kind,
-            value: Value::None,
             offset,
-            length: 0,
-            buffer: 0,
-            region: Region::Frame,
-            annotation: None,
-            description: None,
-            problems: None,
-            children: Vec::new(),
+            ..Node::default()
         }
     }
 
+    /// The children, in byte order.
+    pub fn children(&self) -> std::slice::Iter<'_, Node<'a>> {
+        self.children.iter()
+    }
+
     /// The error found at this node, if any.
-    pub fn error(&self) -> Option<&str> {
-        self.problems.as_ref()?.error.as_deref()
+    pub fn error(&self) -> Option<&'a str> {
+        self.err
     }
 
     /// The warning at this node, if any.
-    pub fn warning(&self) -> Option<&str> {
-        self.problems.as_ref()?.warning.as_deref()
+    pub fn warning(&self) -> Option<&'a str> {
+        self.warn
     }
 
-    /// The error and warning, to change (made empty when there are none yet).
-    pub fn problems_mut(&mut self) -> &mut Problems {
-        self.problems.get_or_insert_with(Box::default)
+    /// Sets (or with `None` clears) the error at this node.
+    pub fn set_error_opt(&mut self, e: Option<&'a str>) {
+        self.err = e;
     }
 
     /// Sets the error at this node.
-    pub fn set_error(&mut self, e: impl Into<String>) {
-        self.problems_mut().error = Some(e.into());
+    pub fn set_error(&mut self, e: &'a str) {
+        self.err = Some(e);
     }
 
     /// Sets the warning at this node.
-    pub fn set_warning(&mut self, w: impl Into<String>) {
-        self.problems_mut().warning = Some(w.into());
+    pub fn set_warning(&mut self, w: &'a str) {
+        self.warn = Some(w);
     }
 
     /// Takes the error away from this node.
-    pub fn take_error(&mut self) -> Option<String> {
-        self.problems.as_mut()?.error.take()
+    pub fn take_error(&mut self) -> Option<&'a str> {
+        self.err.take()
     }
 
     /// A leaf with a value.
     pub fn leaf(
-        name: impl Into<Cow<'a, str>>,
-        ty: impl Into<Cow<'a, str>>,
+        name: &'a str,
+        ty: &'a str,
         value: Value<'a>,
         offset: usize,
         length: usize,
@@ -207,14 +282,14 @@ impl<'a> Node<'a> {
     }
 
     /// Sets the annotation (builder style).
-    pub fn annotate(mut self, a: impl Into<Cow<'a, str>>) -> Self {
-        self.annotation = Some(a.into());
+    pub fn annotate(mut self, a: &'a str) -> Self {
+        self.annotation = Some(a);
         self
     }
 
     /// Sets the description (builder style).
-    pub fn describe(mut self, d: impl Into<Cow<'a, str>>) -> Self {
-        self.description = Some(d.into());
+    pub fn describe(mut self, d: &'a str) -> Self {
+        self.description = Some(d);
         self
     }
 
@@ -227,7 +302,7 @@ impl<'a> Node<'a> {
     pub fn walk<'n>(&'n self, f: &mut impl FnMut(&'n Node<'a>, usize)) {
         fn go<'n, 'a>(n: &'n Node<'a>, d: usize, f: &mut impl FnMut(&'n Node<'a>, usize)) {
             f(n, d);
-            for c in &n.children {
+            for c in n.children.iter() {
                 go(c, d + 1, f);
             }
         }
@@ -248,7 +323,7 @@ impl<'a> Node<'a> {
         if self.region == Region::Frame {
             self.region = r;
         }
-        for c in &mut self.children {
+        for c in self.children.iter_mut() {
             c.set_region(r);
         }
     }
@@ -312,6 +387,11 @@ pub struct Message<'a> {
 }
 
 impl<'a> Message<'a> {
+    /// The root node (the message node): the same as `&self.tree`.
+    pub fn root(&self) -> &Node<'a> {
+        &self.tree
+    }
+
     /// Every error in the tree, in tree order.
     pub fn errors(&self) -> Vec<Located> {
         let mut out = Vec::new();
@@ -378,20 +458,145 @@ impl<'a> Message<'a> {
     }
 }
 
-/// An arena for decompressed record data: the decoder puts each decompressed buffer here
-/// so that the tree's values can borrow from it for as long as the arena lives.
+/// The per-message arena: the decoder puts the tree's nodes, the texts it had to make,
+/// and each decompressed buffer here, so that the tree borrows from it for as long as
+/// the arena lives.
+///
+/// One arena serves one message at a time: decode, print, drop the [`Message`], then
+/// [`Buffers::reset`] and decode the next one into the same memory. `Buffers` is `Send`
+/// (not `Sync`): a worker thread can own one, decode a frame it owns into it, render the
+/// message into a `Vec<u8>` and hand the bytes back, and a [`Message`] is `Send` too
+/// (it holds only shared data), so it may also cross to another thread inside a scoped
+/// thread that the arena outlives.
 #[derive(Default)]
 pub struct Buffers {
     arena: typed_arena::Arena<Vec<u8>>,
+    bump: bumpalo::Bump,
 }
+
+impl std::fmt::Debug for Buffers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Buffers")
+            .field("node_bytes", &self.bump.allocated_bytes())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Above this many bytes, [`Buffers::reset`] hands the node memory back to the
+/// allocator instead of keeping it for the next message.
+const KEEP_BYTES: usize = 8 << 20;
 
 impl Buffers {
     /// A new, empty arena.
     pub fn new() -> Buffers {
         Buffers::default()
     }
+
     /// Moves `v` into the arena and returns a slice of it that lives as long as the arena.
     pub fn alloc(&self, v: Vec<u8>) -> &[u8] {
         self.arena.alloc(v).as_slice()
+    }
+
+    /// Copies `s` into the arena.
+    pub fn text(&self, s: &str) -> &str {
+        self.bump.alloc_str(s)
+    }
+
+    /// Formats into the arena (no heap allocation of its own).
+    pub fn fmt(&self, args: std::fmt::Arguments<'_>) -> &str {
+        if let Some(s) = args.as_str() {
+            return s;
+        }
+        use std::fmt::Write;
+        let mut s = bumpalo::collections::String::new_in(&self.bump);
+        let _ = s.write_fmt(args);
+        s.into_bump_str()
+    }
+
+    /// Moves `nodes` into the arena as one contiguous slice (a node's children).
+    pub fn nodes<'a, I>(&'a self, nodes: I) -> Children<'a>
+    where
+        I: IntoIterator<Item = Node<'a>>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        Children::new(self.bump.alloc_slice_fill_iter(nodes))
+    }
+
+    /// Moves the nodes out of `v` into the arena as one contiguous slice, leaving `v`
+    /// empty (with its capacity, for reuse).
+    pub fn seal<'a>(&'a self, mut v: Vec<Node<'a>>) -> Children<'a> {
+        self.seal_from(&mut v)
+    }
+
+    /// Like [`Buffers::seal`], draining a vector the caller keeps.
+    pub fn seal_from<'a>(&'a self, v: &mut Vec<Node<'a>>) -> Children<'a> {
+        if v.is_empty() {
+            return Children::default();
+        }
+        Children::new(self.bump.alloc_slice_fill_iter(v.drain(..)))
+    }
+
+    /// Bytes the arena holds for nodes and texts (decompressed buffers not counted).
+    pub fn node_bytes(&self) -> usize {
+        self.bump.allocated_bytes()
+    }
+
+    /// Empties the arena for the next message, keeping its memory unless it grew large.
+    pub fn reset(&mut self) {
+        self.arena = typed_arena::Arena::new();
+        if self.bump.allocated_bytes() > KEEP_BYTES {
+            self.bump = bumpalo::Bump::new();
+        } else {
+            self.bump.reset();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send<T: Send>() {}
+
+    /// A worker thread can own an arena and a message decoded into it.
+    #[test]
+    fn message_and_arena_are_send() {
+        send::<Buffers>();
+        send::<Message<'static>>();
+        send::<Node<'static>>();
+        // What a node holds besides its children (their Send/Sync impls rely on it).
+        fn both<T: Send + Sync>() {}
+        both::<Value<'static>>();
+        both::<Option<&'static str>>();
+        both::<(NodeKind, Region, usize, u32)>();
+    }
+
+    /// Children sealed into the arena read back in order; a reset arena starts empty and
+    /// keeps its memory for the next message.
+    #[test]
+    fn arena_children_and_reset() {
+        let mut arena = Buffers::new();
+        for round in 0..3 {
+            let kids: Vec<Node> = (0..100)
+                .map(|i| {
+                    Node::leaf(
+                        arena.fmt(format_args!("x[{i}]")),
+                        "int8",
+                        Value::Int(i),
+                        0,
+                        1,
+                    )
+                })
+                .collect();
+            let mut root = Node::new("root", "struct", NodeKind::Struct, 0);
+            root.children = arena.seal(kids);
+            assert_eq!(root.children.len(), 100);
+            assert_eq!(root.children[7].name, "x[7]");
+            assert_eq!((&root.children).into_iter().count(), 100);
+            assert_eq!(root.find("x[99]").map(|n| &n.value), Some(&Value::Int(99)));
+            let used = arena.node_bytes();
+            assert!(used > 0, "round {round}");
+            arena.reset();
+        }
     }
 }

@@ -66,7 +66,7 @@ fn struct_map(msg: &Message<'_>, children: &[Node<'_>]) -> Map<String, Value> {
     let mut o = Map::new();
     let mut unknown = Map::new();
     for c in children {
-        match c.name.as_ref() {
+        match c.name {
             "present" | "length" | "unread" | "trailing bytes" => {}
             "tagged_fields" => {
                 for t in c.children.iter().filter(|t| t.name != "count") {

@@ -50,7 +50,7 @@ fn envelope_wraps_a_request_and_a_principal() {
     );
     let a = m.tree.find("ClientHostAddress").unwrap();
     assert!(
-        a.annotation.as_deref().unwrap().ends_with("127.0.0.1"),
+        a.annotation.unwrap().ends_with("127.0.0.1"),
         "{:?}",
         a.annotation
     );

@@ -276,7 +276,7 @@ fn check_rules(n: &Node<'_>, legacy: bool, path: &str, bad: &mut Vec<String>) {
     if n.name == "RecordBatch"
         || n.region == kwire::tree::Region::Frame
         || matches!(
-            &*n.name,
+            n.name,
             "length" | "present" | "request_api_key" | "request_api_version"
         )
     {

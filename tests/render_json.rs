@@ -141,7 +141,7 @@ fn json_values_and_errors() {
     let big = [1u8, 2, 0xab];
     let mut root = Node::new("X", "message v0", NodeKind::Message, 0);
     root.length = 3;
-    root.children = vec![
+    let mut kids = vec![
         Node::leaf("a", "int64", Value::Int(i64::MIN), 0, 1),
         Node::leaf("b", "uint32", Value::UInt(u64::MAX), 0, 1),
         Node::leaf("c", "int64", Value::Int(1 << 53), 0, 1),
@@ -155,7 +155,8 @@ fn json_values_and_errors() {
     inner.buffer = 1;
     inner.set_error("bad");
     inner.set_warning("odd");
-    root.children.push(inner);
+    kids.push(inner);
+    root.children = common::kids(kids);
     let m = Message {
         direction: kwire::tree::Direction::Response,
         api_key: 99,
@@ -262,7 +263,7 @@ fn summary_lines() {
         let st = &mut r.tree.children[2].children[1].children[1];
         st.children[0].value = Value::Str("orders");
         st.children[2].value = Value::Int(3);
-        st.children[2].annotation = Some("UNKNOWN_TOPIC_OR_PARTITION".into());
+        st.children[2].annotation = Some("UNKNOWN_TOPIC_OR_PARTITION");
     }
     assert_eq!(
         summary::line(&r, Some(&ctx()), &o),

@@ -277,7 +277,7 @@ fn many(n: usize) -> Node<'static> {
     )];
     for i in 0..n {
         children.push(Node::leaf(
-            format!("Partitions[{i}]"),
+            Box::leak(format!("Partitions[{i}]").into_boxed_str()),
             "int32",
             Value::Int(i as i64),
             1 + 4 * i,
@@ -287,7 +287,7 @@ fn many(n: usize) -> Node<'static> {
     let mut a = Node::new("Partitions", "[]int32", NodeKind::Array, 0);
     a.value = Value::Count(n as u64);
     a.length = 1 + 4 * n;
-    a.children = children;
+    a.children = common::kids(children);
     a
 }
 
@@ -371,19 +371,12 @@ fn error_title_and_grid() {
 fn values_elided_and_record_payloads_as_text() {
     let long = "x".repeat(100);
     let mut rec = Node::new("Record[0]", "Record", NodeKind::Group, 0);
-    rec.children
-        .push(Node::leaf("key", "varbytes", Value::Bytes(b"user-1"), 0, 6));
-    rec.children.push(Node::leaf(
-        "value",
-        "varbytes",
-        Value::Bytes(&[0, 1, 0xff]),
-        6,
-        3,
-    ));
-    rec.children
-        .push(Node::leaf("note", "string", Value::Str(&long), 9, 100));
-    rec.children
-        .push(Node::leaf("blob", "bytes", Value::Bytes(b"user-1"), 109, 6));
+    rec.children = common::kids(vec![
+        Node::leaf("key", "varbytes", Value::Bytes(b"user-1"), 0, 6),
+        Node::leaf("value", "varbytes", Value::Bytes(&[0, 1, 0xff]), 6, 3),
+        Node::leaf("note", "string", Value::Str(&long), 9, 100),
+        Node::leaf("blob", "bytes", Value::Bytes(b"user-1"), 109, 6),
+    ]);
     rec.length = 115;
     let mut v = Vec::new();
     text::node_tree(
@@ -409,7 +402,8 @@ fn values_elided_and_record_payloads_as_text() {
 
 #[test]
 fn wide_keeps_whole_descriptions() {
-    let n = Node::leaf("x", "int8", Value::Int(1), 0, 1).describe("d".repeat(80));
+    let d = "d".repeat(80);
+    let n = Node::leaf("x", "int8", Value::Int(1), 0, 1).describe(&d);
     let cut = text::node_line(&n, None, &plain());
     assert!(cut.ends_with(&format!("{}...", "d".repeat(75))));
     let wide = text::node_line(
@@ -439,8 +433,8 @@ fn decompressed_buffers_and_wide_offsets() {
     let mut x = Node::leaf("Record[0]", "Record", Value::Bytes(&inner), 0, 5);
     x.buffer = 1;
     x.region = Region::Record;
-    r.children.push(x);
-    root.children.push(r);
+    r.children = common::kids(vec![x]);
+    root.children = common::kids(vec![r]);
     let m = Message {
         direction: kwire::tree::Direction::Request,
         api_key: 0,

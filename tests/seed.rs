@@ -40,7 +40,7 @@ fn rows(n: &Node<'_>) -> Vec<(usize, String, String, String, String, usize, usiz
             x.name.to_string(),
             x.ty.to_string(),
             fmt_value(&x.value),
-            x.annotation.as_deref().unwrap_or("").to_string(),
+            x.annotation.unwrap_or("").to_string(),
             x.offset,
             x.length,
         ))

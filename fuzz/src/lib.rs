@@ -53,11 +53,7 @@ fn topics(m: &Message<'_>) -> Vec<String> {
         if let kwire::tree::Value::Str(s) = n.value {
             out.push(s.to_string());
         }
-        if let Some(t) = n
-            .annotation
-            .as_deref()
-            .and_then(|a| a.strip_prefix("topic "))
-        {
+        if let Some(t) = n.annotation.and_then(|a| a.strip_prefix("topic ")) {
             out.push(t.to_string());
         }
     });

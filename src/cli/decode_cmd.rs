@@ -234,6 +234,8 @@ pub fn decode_command(
     let mut order: VecDeque<(u64, i32)> = VecDeque::new();
     let mut forgot = false;
     let (mut frames, mut errors) = (0usize, 0usize);
+    // One arena for every frame: emptied before each, so its memory is reused.
+    let mut arena = Buffers::new();
     let mut each = |f: Frame<'_>, notes: &[String]| -> io::Result<()> {
         for n in notes {
             eprintln!("kwire: {n}");
@@ -267,7 +269,7 @@ pub fn decode_command(
                 }
             }
         }
-        let arena = Buffers::new();
+        arena.reset();
         let m = decode::decode(schema, &opts, &arena, f.bytes, &known);
         if dir == Direction::Request {
             if let Some(c) = m.correlation_id {

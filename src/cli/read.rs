@@ -130,17 +130,12 @@ pub fn mentions_topic(m: &Message<'_>, t: &str) -> bool {
     let mut hit = false;
     m.tree.walk(&mut |n, _| {
         if let Value::Str(s) = n.value {
-            let nm = n.name.as_ref();
+            let nm = n.name;
             if s == t && (nm == "Name" || nm.contains("Topic")) {
                 hit = true;
             }
         }
-        if n.name == "TopicId"
-            && n.annotation
-                .as_deref()
-                .and_then(|a| a.strip_prefix("topic "))
-                == Some(t)
-        {
+        if n.name == "TopicId" && n.annotation.and_then(|a| a.strip_prefix("topic ")) == Some(t) {
             hit = true;
         }
     });
@@ -291,6 +286,8 @@ pub fn run_capture<O: Send>(
     };
     let threads = a.threads();
     let read = if threads <= 1 {
+        // One arena for every message: emptied after each, so its memory is reused.
+        let mut arena = Buffers::new();
         input::read_capture(input, &copts, &plaus, |ev| {
             if io_err.is_some() {
                 return;
@@ -302,9 +299,10 @@ pub fn run_capture<O: Send>(
                     }
                 }
                 Event::Frame(f) => {
-                    let arena = Buffers::new();
+                    arena.reset();
+                    let arena = &arena;
                     tally.frame(&f);
-                    let (m, ctx) = session.decode(&f, &arena);
+                    let (m, ctx) = session.decode(&f, arena);
                     for n in session.notices.drain(..) {
                         if let Some(line) = tally.notice(&n) {
                             say(line);
@@ -323,9 +321,12 @@ pub fn run_capture<O: Send>(
         // hand-over between threads.
         let job = move |batch: Vec<(input::Frame, Prepared)>, w: &mut dyn Write| {
             let mut outs = Vec::with_capacity(batch.len());
+            // One arena for the batch, emptied after each message.
+            let mut arena = Buffers::new();
             for (f, p) in batch {
-                let arena = Buffers::new();
-                let m = p.decode(schema, dopts, &f, &arena);
+                arena.reset();
+                let arena = &arena;
+                let m = p.decode(schema, dopts, &f, arena);
                 let o = work(&m, &p.ctx, w)?;
                 outs.push((o, problems(&m)));
             }

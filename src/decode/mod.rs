@@ -18,7 +18,7 @@ use crate::wire::{WResult, WireError};
 /// Texts that thousands of nodes share (`compact, len+1=5`, `Record[12]`), made once
 /// and handed out as `&'static str`: a tree then allocates nothing for them.
 pub(crate) mod texts {
-    use std::borrow::Cow;
+    use crate::tree::Buffers;
     use std::sync::OnceLock;
 
     /// How many numbers each table holds (0..N).
@@ -33,11 +33,11 @@ pub(crate) mod texts {
     macro_rules! cached {
         ($(#[$m:meta])* $name:ident, $prefix:expr, $suffix:expr) => {
             $(#[$m])*
-            pub(crate) fn $name<'a>(n: i64) -> Cow<'a, str> {
+            pub(crate) fn $name(n: i64, arena: &Buffers) -> &str {
                 static T: OnceLock<Box<[&'static str]>> = OnceLock::new();
                 match usize::try_from(n) {
-                    Ok(i) if i < N => Cow::Borrowed(T.get_or_init(|| table($prefix, $suffix))[i]),
-                    _ => Cow::Owned(format!("{}{n}{}", $prefix, $suffix)),
+                    Ok(i) if i < N => T.get_or_init(|| table($prefix, $suffix))[i],
+                    _ => arena.fmt(format_args!("{}{n}{}", $prefix, $suffix)),
                 }
             }
         };
@@ -136,6 +136,8 @@ pub struct Cx<'a> {
     pub opts: &'a DecodeOptions,
     /// Current nesting depth.
     pub depth: usize,
+    /// Emptied vectors kept for the next node's children (no allocation per node).
+    pool: Vec<Vec<Node<'a>>>,
 }
 
 impl<'a> Cx<'a> {
@@ -148,7 +150,30 @@ impl<'a> Cx<'a> {
             decompressed: 0,
             opts,
             depth: 0,
+            pool: Vec::new(),
         }
+    }
+
+    /// An empty vector to collect a node's children in; hand it to [`Cx::seal`].
+    pub fn vec(&mut self) -> Vec<Node<'a>> {
+        self.pool.pop().unwrap_or_default()
+    }
+
+    /// Moves collected children into the arena and keeps the vector for reuse.
+    pub fn seal(&mut self, mut v: Vec<Node<'a>>) -> crate::tree::Children<'a> {
+        let s = self.arena.seal_from(&mut v);
+        self.pool.push(v);
+        s
+    }
+
+    /// A text owned by the arena.
+    pub fn s(&self, s: &str) -> &'a str {
+        self.arena.text(s)
+    }
+
+    /// Formats into the arena: `cx.fmt(format_args!(...))`.
+    pub fn fmt(&self, args: std::fmt::Arguments<'_>) -> &'a str {
+        self.arena.fmt(args)
     }
 
     /// Registers a decompressed buffer; returns its id (1-based) and the slice that the
@@ -176,15 +201,18 @@ pub struct Reader<'a> {
     pub pos: usize,
     /// Buffer id (0 = frame).
     pub buffer: u32,
+    /// The message's arena, for the texts of the nodes made from these bytes.
+    pub arena: &'a Buffers,
 }
 
 impl<'a> Reader<'a> {
     /// A reader over `data`, whose first byte sits at `pos` in buffer `buffer`.
-    pub fn new(data: &'a [u8], pos: usize, buffer: u32) -> Reader<'a> {
+    pub fn new(data: &'a [u8], pos: usize, buffer: u32, arena: &'a Buffers) -> Reader<'a> {
         Reader {
             rest: data,
             pos,
             buffer,
+            arena,
         }
     }
 
@@ -225,6 +253,7 @@ impl<'a> Reader<'a> {
             rest: &self.rest[..n],
             pos: self.pos,
             buffer: self.buffer,
+            arena: self.arena,
         };
         self.rest = &self.rest[n..];
         self.pos += n;
@@ -236,11 +265,22 @@ impl<'a> Reader<'a> {
         self.rest.len()
     }
 
-    /// A leaf covering every byte left, with an error: what a walk leaves where it stops.
-    pub fn error_leaf(&mut self, name: &str, ty: &str, msg: String) -> Node<'a> {
+    /// A text owned by the message's arena.
+    pub fn s(&self, s: &str) -> &'a str {
+        self.arena.text(s)
+    }
+
+    /// Formats into the message's arena: `r.fmt(format_args!(...))`.
+    pub fn fmt(&self, args: std::fmt::Arguments<'_>) -> &'a str {
+        self.arena.fmt(args)
+    }
+
+    /// A leaf covering every byte left, with the error `msg` (copied into the arena).
+    pub fn error_leaf(&mut self, name: &'a str, ty: &'a str, msg: impl AsRef<str>) -> Node<'a> {
+        let msg = self.arena.text(msg.as_ref());
         let mut n = Node::leaf(
-            name.to_string(),
-            ty.to_string(),
+            name,
+            ty,
             crate::tree::Value::Bytes(self.rest),
             self.pos,
             self.rest.len(),
@@ -257,7 +297,6 @@ pub use walk::{decode_data, Hints};
 
 use crate::schema::{MessageKind, Source};
 use crate::tree::{Direction, Message, NodeKind, Region, Value};
-use std::borrow::Cow;
 use walk::{Stop, Walk};
 
 /// How the bytes given to the decoder are laid out.
@@ -345,10 +384,10 @@ pub fn decode<'a>(
         let mut cx0 = Cx::new(schema, arena, opts);
         let mut m0 = decode_in(&mut cx0, frame, 0, &k);
         if m0.errors().is_empty() {
-            m0.tree.set_warning(format!(
+            m0.tree.set_warning(cx0.fmt(format_args!(
                 "the request was ApiVersions v{}; the broker answered UNSUPPORTED_VERSION with a v0 body",
                 msg.api_version
-            ));
+            )));
             m0.buffers = cx0.buffers;
             return m0;
         }
@@ -374,9 +413,10 @@ const HEADER_DESC: [(&str, &str); 6] = [
 fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -> Message<'a> {
     let schema = cx.schema;
     let is_req = known.direction == Direction::Request;
-    let mut r = Reader::new(frame, base, 0);
+    let mut r = Reader::new(frame, base, 0, cx.arena);
     let mut root = Node::new("", "", NodeKind::Message, base);
     root.length = frame.len();
+    let mut kids = cx.vec();
     let mut msg = Message {
         direction: known.direction,
         api_key: known.api_key.unwrap_or(-1),
@@ -404,29 +444,28 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
                     });
                 let have = frame.len() - 4;
                 if size < 0 {
-                    s.set_error(format!("negative frame size {size}"));
+                    s.set_error(cx.fmt(format_args!("negative frame size {size}")));
                 } else if size == 0 && known.layout.header {
-                    s.set_error("frame size 0: no header follows".to_string());
+                    s.set_error("frame size 0: no header follows");
                 } else if (size as usize) > have {
-                    s.set_error(format!(
+                    s.set_error(cx.fmt(format_args!(
                         "frame truncated: size says {size} bytes, {have} present"
-                    ));
+                    )));
                 } else if (size as usize) < have {
-                    s.set_warning(format!(
+                    s.set_warning(cx.fmt(format_args!(
                         "{} bytes beyond the frame's size",
                         have - size as usize
-                    ));
+                    )));
                 }
-                fnode.children.push(s);
+                fnode.children = cx.arena.nodes([s]);
             }
             Err(e) => {
-                fnode
-                    .children
-                    .push(r.error_leaf("size", "int32", format!("size: {}", e.kind)))
+                let m = cx.fmt(format_args!("size: {}", e.kind));
+                fnode.children = cx.arena.nodes([r.error_leaf("size", "int32", m)]);
             }
         }
         fnode.length = r.pos - fnode.offset;
-        root.children.push(fnode);
+        kids.push(fnode);
     }
     // Header.
     let mut api_key = known.api_key;
@@ -450,8 +489,8 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
         MessageKind::Response
     };
     let body_def = schema.resolve(kind, key, ver);
-    let api_name = schema.api_name(key).map(str::to_string);
-    msg.api_name = api_name.clone();
+    let api_name = schema.api_name(key);
+    msg.api_name = api_name.map(str::to_string);
     let hv = if is_req {
         schema.request_header_version(key, ver)
     } else {
@@ -474,9 +513,10 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
         } else {
             "ResponseHeader"
         };
+        let mut hk = cx.vec();
         let mut h = Node::new(
             hname,
-            texts::header_version(hv.into()),
+            texts::header_version(hv.into(), cx.arena),
             NodeKind::Header,
             r.pos,
         )
@@ -492,7 +532,7 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
                 if w.fields(
                     &mut r,
                     &hd.def.fields,
-                    &mut h.children,
+                    &mut hk,
                     "number of tagged fields in the header",
                 )
                 .is_err()
@@ -501,15 +541,12 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
                 }
             }
             None => {
-                h.children.push(r.error_leaf(
-                    "header",
-                    "bytes",
-                    format!("{hname} v{hv} is not in the schema"),
-                ));
+                let m = cx.fmt(format_args!("{hname} v{hv} is not in the schema"));
+                hk.push(r.error_leaf("header", "bytes", m));
                 stopped = true;
             }
         }
-        for c in &mut h.children {
+        for c in hk.iter_mut() {
             c.region = if c.name == "tagged_fields" {
                 Region::TaggedFields
             } else {
@@ -517,10 +554,9 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
             };
             if let Some((_, d)) = HEADER_DESC.iter().find(|(n, _)| *n == c.name) {
                 if c.name != "correlation_id" || is_req {
-                    c.description = Some(Cow::Borrowed(d));
+                    c.description = Some(d);
                 } else {
-                    c.description =
-                        Some(Cow::Borrowed("matches the correlation_id of the request"));
+                    c.description = Some("matches the correlation_id of the request");
                 }
             }
             if c.name == "correlation_id" {
@@ -530,7 +566,8 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
             }
         }
         h.length = r.pos - h.offset;
-        root.children.push(h);
+        h.children = cx.seal(hk);
+        kids.push(h);
     }
     // Body.
     let dir_s = if is_req { "Request" } else { "Response" };
@@ -539,13 +576,13 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
     } else {
         Region::ResponseBody
     };
-    let root_name: Cow<'a, str> = match (&body_def, &api_name) {
-        (Some(d), _) => Cow::Borrowed(d.def.name.as_str()),
-        (None, Some(a)) => Cow::Owned(format!("{a}{dir_s}")),
-        (None, None) => Cow::Owned(format!("ApiKey{key}{dir_s}")),
+    let root_name: &'a str = match (&body_def, api_name) {
+        (Some(d), _) => d.def.name.as_str(),
+        (None, Some(a)) => cx.fmt(format_args!("{a}{dir_s}")),
+        (None, None) => cx.fmt(format_args!("ApiKey{key}{dir_s}")),
     };
-    root.name = root_name.clone();
-    root.ty = texts::message(ver.into());
+    root.name = root_name;
+    root.ty = texts::message(ver.into(), cx.arena);
     if !stopped && !r.rest.is_empty() {
         match body_def {
             Some(d) => {
@@ -554,50 +591,51 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
                     Source::Release(x) => x.clone(),
                 });
                 let def = &d.def;
-                let mut body = Node::new(root_name.clone(), "struct", NodeKind::Body, r.pos)
-                    .describe(texts::body(ver.into()));
+                let mut body = Node::new(root_name, "struct", NodeKind::Body, r.pos)
+                    .describe(texts::body(ver.into(), cx.arena));
                 body.region = region;
+                let mut bk = cx.vec();
                 let mut w = Walk::new(cx, def, ver, region);
                 w.hints = known.hints.clone();
                 let res = w.fields(
                     &mut r,
                     &def.fields,
-                    &mut body.children,
+                    &mut bk,
                     "number of tagged fields in this struct",
                 );
                 body.length = r.pos - body.offset;
+                body.children = cx.seal(bk);
                 body.set_region(region);
-                root.children.push(body);
+                kids.push(body);
                 if res == Err(Stop) {
                     stopped = true;
                 }
             }
             None => {
-                let why = match (&api_name, is_req) {
-                    (None, _) => format!("unknown api_key {key}: body shown raw"),
-                    (Some(a), true) => {
-                        format!("{a} has no request version {ver} in the schema: body shown raw")
-                    }
+                let why = match (api_name, is_req) {
+                    (None, _) => cx.fmt(format_args!("unknown api_key {key}: body shown raw")),
+                    (Some(a), true) => cx.fmt(format_args!(
+                        "{a} has no request version {ver} in the schema: body shown raw"
+                    )),
                     (Some(a), false) if known.api_key.is_none() => {
-                        format!("{a} response: body shown raw")
+                        cx.fmt(format_args!("{a} response: body shown raw"))
                     }
-                    (Some(a), false) => {
-                        format!("{a} has no response version {ver} in the schema: body shown raw")
-                    }
+                    (Some(a), false) => cx.fmt(format_args!(
+                        "{a} has no response version {ver} in the schema: body shown raw"
+                    )),
                 };
                 let mut n = Node::leaf("body", "bytes", Value::Bytes(r.rest), r.pos, r.left());
                 n.region = region;
                 if !is_req && known.api_key.is_none() {
                     // Not a fault of the bytes: the request was not seen.
                     n.set_warning(
-                        "request not captured: body shown raw (pass --api-key and --api-version to decode it)"
-                            .to_string(),
+                        "request not captured: body shown raw (pass --api-key and --api-version to decode it)",
                     );
                 } else {
                     n.set_error(why);
                 }
                 r.split(r.left());
-                root.children.push(n);
+                kids.push(n);
             }
         }
     }
@@ -610,13 +648,14 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
             r.left(),
         );
         t.region = region;
-        t.set_warning(format!(
+        t.set_warning(cx.fmt(format_args!(
             "{} bytes after the end of the body (brokers ignore them)",
             r.left()
-        ));
+        )));
         r.split(r.left());
-        root.children.push(t);
+        kids.push(t);
     }
+    root.children = cx.seal(kids);
     msg.tree = root;
     msg
 }
@@ -643,37 +682,38 @@ pub fn nested_request<'a>(cx: &mut Cx<'a>, sub: &mut Reader<'a>) -> Node<'a> {
             sub.split(sub.left());
             m.tree
         }
-        None => sub.error_leaf(
-            "RequestData",
-            "bytes",
-            format!(
+        None => {
+            let m = cx.fmt(format_args!(
                 "nesting deeper than the cap of {} levels",
                 cx.opts.max_depth
-            ),
-        ),
+            ));
+            sub.error_leaf("RequestData", "bytes", m)
+        }
     }
 }
 
 /// A raw SASL token (sent after a SaslHandshake v0, KIP-43): a size prefix and opaque
 /// bytes, no Kafka header.
-pub fn sasl_token(frame: &[u8], direction: Direction) -> Message<'_> {
-    let mut r = Reader::new(frame, 0, 0);
+///
+/// The tree's nodes go into `arena`.
+pub fn sasl_token<'a>(arena: &'a Buffers, frame: &'a [u8], direction: Direction) -> Message<'a> {
+    let mut r = Reader::new(frame, 0, 0, arena);
     let mut root = Node::new("SaslToken", "raw SASL token", NodeKind::Message, 0);
     root.length = frame.len();
-    root.description = Some("opaque authentication bytes after SaslHandshake v0".into());
+    root.description = Some("opaque authentication bytes after SaslHandshake v0");
     let mut fnode =
         Node::new("Frame", "frame", NodeKind::Frame, 0).describe("length-delimited framing");
-    match r.read(crate::wire::int32) {
-        Ok((size, off, len)) => fnode.children.push(
-            Node::leaf("size", "int32", Value::Int(size as i64), off, len)
-                .describe("number of bytes that follow"),
-        ),
-        Err(e) => fnode
-            .children
-            .push(r.error_leaf("size", "int32", e.kind.to_string())),
-    }
+    let size = match r.read(crate::wire::int32) {
+        Ok((size, off, len)) => Node::leaf("size", "int32", Value::Int(size as i64), off, len)
+            .describe("number of bytes that follow"),
+        Err(e) => {
+            let m = arena.fmt(format_args!("{}", e.kind));
+            r.error_leaf("size", "int32", m)
+        }
+    };
+    fnode.children = arena.nodes([size]);
     fnode.length = r.pos;
-    root.children.push(fnode);
+    let mut kids = vec![fnode];
     if r.left() > 0 {
         let mut t = Node::leaf("token", "bytes", Value::Bytes(r.rest), r.pos, r.left());
         t.region = if direction == Direction::Request {
@@ -681,8 +721,9 @@ pub fn sasl_token(frame: &[u8], direction: Direction) -> Message<'_> {
         } else {
             Region::ResponseBody
         };
-        root.children.push(t);
+        kids.push(t);
     }
+    root.children = arena.seal(kids);
     Message {
         direction,
         api_key: -1,

@@ -21,8 +21,6 @@
 //!   `Messages (decompressed)` with the inner message set.
 //! - `partial batch` (leaf, ty `bytes`): a last entry cut short.
 
-use std::borrow::Cow;
-
 use super::compress::{self, Codec};
 use super::{texts, Cx, Detail, Reader};
 use crate::tree::{Node, NodeKind, Region, Value};
@@ -41,24 +39,20 @@ const MIN_RECORD: usize = 7;
 /// Returns the nodes that tile those bytes: batches, legacy messages, and a leaf for a
 /// partial or unreadable rest.
 pub fn decode_records<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, partial_ok: bool) -> Vec<Node<'a>> {
-    let mut out = Vec::new();
+    let mut out = cx.vec();
     while r.left() > 0 {
         let left = r.left();
         if left < 12 {
-            out.push(partial(
-                r,
-                partial_ok,
-                format!("partial batch: {left} bytes, too few for an offset and a length"),
+            let m = r.fmt(format_args!(
+                "partial batch: {left} bytes, too few for an offset and a length"
             ));
+            out.push(partial(r, partial_ok, m));
             break;
         }
         let len = i32::from_be_bytes([r.rest[8], r.rest[9], r.rest[10], r.rest[11]]);
         if len < 0 {
-            let mut n = r.error_leaf(
-                "RecordBatch",
-                "bytes",
-                format!("negative batch length {len}"),
-            );
+            let msg = r.fmt(format_args!("negative batch length {len}"));
+            let mut n = r.error_leaf("RecordBatch", "bytes", msg);
             n.region = Region::RecordBatch;
             out.push(n);
             break;
@@ -71,22 +65,20 @@ pub fn decode_records<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, partial_ok: bool)
             } else {
                 "the records field ends inside it"
             };
-            out.push(partial(
-                r,
-                partial_ok,
-                format!("partial batch: {left} of {total} bytes, {why}"),
+            let m = r.fmt(format_args!(
+                "partial batch: {left} of {total} bytes, {why}"
             ));
+            out.push(partial(r, partial_ok, m));
             break;
         }
         let Some(mut entry) = r.split(total) else {
             break;
         };
         if total <= MAGIC_OFFSET {
-            let mut n = entry.error_leaf(
-                "RecordBatch",
-                "bytes",
-                format!("batch length {len} leaves no room for a magic byte"),
-            );
+            let msg = r.fmt(format_args!(
+                "batch length {len} leaves no room for a magic byte"
+            ));
+            let mut n = entry.error_leaf("RecordBatch", "bytes", msg);
             n.region = Region::RecordBatch;
             out.push(n);
             continue;
@@ -95,11 +87,11 @@ pub fn decode_records<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, partial_ok: bool)
             2 => decode_batch_v2(cx, &mut entry),
             m @ (0 | 1) => decode_legacy(cx, &mut entry, m as i8),
             m => {
-                let mut n = entry.error_leaf(
-                    "RecordBatch",
-                    "bytes",
-                    format!("unknown magic {} at byte 16 of the entry", m as i8),
-                );
+                let msg = r.fmt(format_args!(
+                    "unknown magic {} at byte 16 of the entry",
+                    m as i8
+                ));
+                let mut n = entry.error_leaf("RecordBatch", "bytes", msg);
                 n.region = Region::RecordBatch;
                 n
             }
@@ -110,12 +102,14 @@ pub fn decode_records<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, partial_ok: bool)
 }
 
 /// The leaf for a cut last entry: a warning where brokers may cut, else an error.
-fn partial<'a>(r: &mut Reader<'a>, partial_ok: bool, msg: String) -> Node<'a> {
+fn partial<'a>(r: &mut Reader<'a>, partial_ok: bool, msg: &str) -> Node<'a> {
     let mut n = r.error_leaf("partial batch", "bytes", msg);
     n.region = Region::RecordBatch;
     if partial_ok {
-        n.problems_mut().warning = n.take_error();
-        n.description = Some("the rest of a batch the broker cut at the fetch's max bytes".into());
+        if let Some(w) = n.take_error() {
+            n.set_warning(w);
+        }
+        n.description = Some("the rest of a batch the broker cut at the fetch's max bytes");
     }
     n
 }
@@ -131,7 +125,7 @@ type Res<T> = Result<T, Stop>;
 
 fn leaf<'a>(
     r: &Reader<'a>,
-    name: impl Into<Cow<'a, str>>,
+    name: &'a str,
     ty: &'static str,
     v: Value<'a>,
     off: usize,
@@ -142,10 +136,12 @@ fn leaf<'a>(
     n
 }
 
-/// A group over `[offset, end)` of `buffer` (children may also sit in other buffers).
+/// A group over `[offset, end)` of `buffer` (children may also sit in other buffers);
+/// the children move into the arena and `children` goes back to the pool.
 fn group<'a>(
-    name: impl Into<Cow<'a, str>>,
-    ty: impl Into<Cow<'a, str>>,
+    cx: &mut Cx<'a>,
+    name: &'a str,
+    ty: &'a str,
     buffer: u32,
     offset: usize,
     end: usize,
@@ -154,7 +150,7 @@ fn group<'a>(
     let mut n = Node::new(name, ty, NodeKind::Group, offset);
     n.buffer = buffer;
     n.length = end.saturating_sub(offset);
-    n.children = children;
+    n.children = cx.seal(children);
     n
 }
 
@@ -172,7 +168,8 @@ fn read<'a, T>(
             Ok(v)
         }
         Err(e) => {
-            out.push(r.error_leaf(name, ty, format!("{name}: {}", e.kind)));
+            let m = r.fmt(format_args!("{name}: {}", e.kind));
+            out.push(r.error_leaf(name, ty, m));
             Err(Stop)
         }
     }
@@ -188,13 +185,13 @@ fn int<'a, T: Into<i64> + Copy>(
     read(r, out, name, ty, p, |v| Value::Int((*v).into())).map(Into::into)
 }
 
-fn annotate<'a>(out: &mut [Node<'a>], a: impl Into<Cow<'a, str>>) {
+fn annotate<'a>(out: &mut [Node<'a>], a: &'a str) {
     if let Some(n) = out.last_mut() {
-        n.annotation = Some(a.into());
+        n.annotation = Some(a);
     }
 }
 
-fn set_error(out: &mut [Node<'_>], e: String) {
+fn set_error<'a>(out: &mut [Node<'a>], e: &'a str) {
     if let Some(n) = out.last_mut() {
         n.set_error(e);
     }
@@ -211,7 +208,8 @@ fn none_if_minus_one(out: &mut [Node<'_>], v: i64) {
 fn trailing<'a>(r: &mut Reader<'a>, out: &mut Vec<Node<'a>>, what: &str) {
     if r.left() > 0 {
         let n = r.left();
-        out.push(r.error_leaf("trailing bytes", "bytes", format!("{n} bytes after {what}")));
+        let m = r.fmt(format_args!("{n} bytes after {what}"));
+        out.push(r.error_leaf("trailing bytes", "bytes", m));
     }
 }
 
@@ -230,16 +228,17 @@ fn bytes_leaf<'a>(
     match r.read(wire::sized(prefix)) {
         Ok(((l, b), off, n)) => {
             let v = b.map_or(Value::Null, Value::Bytes);
-            let ann: Cow<'a, str> = match (b.is_some(), prefix) {
-                (true, LenPrefix::Varint) => texts::varint_len(l.raw),
-                (true, _) => texts::int32_len(l.raw),
-                (false, _) => Cow::Owned(format!("{label} len={}, null", l.raw)),
+            let ann: &'a str = match (b.is_some(), prefix) {
+                (true, LenPrefix::Varint) => texts::varint_len(l.raw, r.arena),
+                (true, _) => texts::int32_len(l.raw, r.arena),
+                (false, _) => r.fmt(format_args!("{label} len={}, null", l.raw)),
             };
             out.push(leaf(r, name, "bytes", v, off, n).annotate(ann));
             Ok(b)
         }
         Err(e) => {
-            out.push(r.error_leaf(name, "bytes", format!("{name}: {}", e.kind)));
+            let m = r.fmt(format_args!("{name}: {}", e.kind));
+            out.push(r.error_leaf(name, "bytes", m));
             Err(Stop)
         }
     }
@@ -259,9 +258,9 @@ fn varint_sized<'a>(
     }
     if len < 0 || len as usize > r.left() {
         let msg = if len < 0 {
-            format!("negative length {len}")
+            r.fmt(format_args!("negative length {len}"))
         } else {
-            format!("length {len}, {} bytes left", r.left())
+            r.fmt(format_args!("length {len}, {} bytes left", r.left()))
         };
         return stop_after_bad_length(r, out, msg, "length");
     }
@@ -273,84 +272,99 @@ fn varint_sized<'a>(
 fn stop_after_bad_length<'a, T>(
     r: &mut Reader<'a>,
     out: &mut Vec<Node<'a>>,
-    msg: String,
+    msg: &'a str,
     what: &str,
 ) -> Res<T> {
     set_error(out, msg);
     let n = r.left();
     if n > 0 {
-        out.push(r.error_leaf(
-            "rest",
-            "bytes",
-            format!("{n} bytes not decoded after a bad {what}"),
-        ));
+        let m = r.fmt(format_args!("{n} bytes not decoded after a bad {what}"));
+        out.push(r.error_leaf("rest", "bytes", m));
     }
     Err(Stop)
 }
 
-/// `a` `b` and the decimal digits of `n` in one allocation (`varint len=12`).
-fn cat2(a: &str, b: &str, n: impl itoa::Integer) -> String {
-    let mut buf = itoa::Buffer::new();
-    let d = buf.format(n);
-    let mut s = String::with_capacity(a.len() + b.len() + d.len() + 8);
-    s.push_str(a);
-    s.push_str(b);
-    s.push_str(d);
-    s
-}
-
 /// `v` as `width` zero-padded decimal digits (`v` in `0..10^width`).
-fn push_padded(s: &mut String, v: i64, width: u32) {
+fn push_padded(s: &mut [u8; 24], at: &mut usize, v: i64, width: u32) {
     let mut div = 10i64.pow(width - 1);
     while div > 0 {
-        s.push(char::from(b'0' + (v / div % 10) as u8));
+        s[*at] = b'0' + (v / div % 10) as u8;
+        *at += 1;
         div /= 10;
     }
 }
 
 /// Formats epoch milliseconds as RFC 3339 UTC with millis (`2024-05-01T12:00:00.123Z`).
 pub fn format_millis(ms: i64) -> Option<String> {
-    let secs = ms.div_euclid(1000);
-    let milli = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    if !(0..=9999).contains(&y) {
-        return None;
-    }
-    // Written digit by digit: one allocation, no formatting machinery (one per record).
-    let mut s = String::with_capacity(24);
-    push_padded(&mut s, y, 4);
-    s.push('-');
-    push_padded(&mut s, m, 2);
-    s.push('-');
-    push_padded(&mut s, d, 2);
-    s.push('T');
-    push_padded(&mut s, sod / 3600, 2);
-    s.push(':');
-    push_padded(&mut s, sod / 60 % 60, 2);
-    s.push(':');
-    push_padded(&mut s, sod % 60, 2);
-    s.push('.');
-    push_padded(&mut s, milli, 3);
-    s.push('Z');
-    Some(s)
+    Millis::new(ms).map(|m| m.as_str().to_string())
 }
 
-fn time_annotation(ms: i64) -> String {
-    if ms == -1 {
-        return "none".into();
+/// Epoch milliseconds as RFC 3339 UTC text, on the stack (one per record: no allocation).
+struct Millis {
+    buf: [u8; 24],
+}
+
+impl Millis {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf).unwrap_or("")
     }
-    format_millis(ms).unwrap_or_else(|| "out of the date range".into())
+
+    /// `None` outside years 0..=9999.
+    fn new(ms: i64) -> Option<Millis> {
+        let secs = ms.div_euclid(1000);
+        let milli = ms.rem_euclid(1000);
+        let days = secs.div_euclid(86_400);
+        let sod = secs.rem_euclid(86_400);
+        // Howard Hinnant's civil_from_days.
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = yoe + era * 400 + i64::from(m <= 2);
+        if !(0..=9999).contains(&y) {
+            return None;
+        }
+        // Written digit by digit: no formatting machinery (one per record).
+        let mut s = [0u8; 24];
+        let at = &mut 0;
+        push_padded(&mut s, at, y, 4);
+        s[4] = b'-';
+        *at += 1;
+        push_padded(&mut s, at, m, 2);
+        s[7] = b'-';
+        *at += 1;
+        push_padded(&mut s, at, d, 2);
+        s[10] = b'T';
+        *at += 1;
+        push_padded(&mut s, at, sod / 3600, 2);
+        s[13] = b':';
+        *at += 1;
+        push_padded(&mut s, at, sod / 60 % 60, 2);
+        s[16] = b':';
+        *at += 1;
+        push_padded(&mut s, at, sod % 60, 2);
+        s[19] = b'.';
+        *at += 1;
+        push_padded(&mut s, at, milli, 3);
+        s[23] = b'Z';
+        Some(Millis { buf: s })
+    }
+}
+
+/// The annotation of a timestamp: `none` for -1, else its RFC 3339 text, with `suffix`.
+fn time_annotation<'a>(r: &Reader<'a>, ms: i64, suffix: &str) -> &'a str {
+    if ms == -1 && suffix.is_empty() {
+        return "none";
+    }
+    match Millis::new(ms) {
+        _ if ms == -1 => r.fmt(format_args!("none{suffix}")),
+        Some(m) => r.fmt(format_args!("{}{suffix}", m.as_str())),
+        None => r.fmt(format_args!("out of the date range{suffix}")),
+    }
 }
 
 fn checked_count(count: i64, left: usize, min_each: usize, what: &str) -> Option<String> {
@@ -378,10 +392,18 @@ struct BatchCx {
 
 fn decode_batch_v2<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>) -> Node<'a> {
     let start = r.pos;
-    let mut out = Vec::with_capacity(16);
+    let mut out = cx.vec();
     let _ = batch_v2_fields(cx, r, &mut out);
     trailing(r, &mut out, "the batch");
-    let mut n = group("RecordBatch", "RecordBatch", r.buffer, start, r.pos, out);
+    let mut n = group(
+        cx,
+        "RecordBatch",
+        "RecordBatch",
+        r.buffer,
+        start,
+        r.pos,
+        out,
+    );
     n.set_region(Region::RecordBatch);
     n
 }
@@ -390,7 +412,7 @@ fn batch_v2_fields<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'
     let whole = r.rest;
     let base_offset = int(r, out, "baseOffset", "int64", wire::int64)?;
     let len = int(r, out, "batchLength", "int32", wire::int32)?;
-    annotate(out, format!("{len} bytes follow"));
+    annotate(out, r.fmt(format_args!("{len} bytes follow")));
     let ple = int(r, out, "partitionLeaderEpoch", "int32", wire::int32)?;
     none_if_minus_one(out, ple);
     int(r, out, "magic", "int8", wire::int8)?;
@@ -401,10 +423,15 @@ fn batch_v2_fields<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'
     if crc == computed {
         annotate(out, "valid");
     } else {
-        annotate(out, format!("invalid, computed 0x{computed:08x}"));
+        annotate(
+            out,
+            r.fmt(format_args!("invalid, computed 0x{computed:08x}")),
+        );
         set_error(
             out,
-            format!("CRC-32C mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}"),
+            r.fmt(format_args!(
+                "CRC-32C mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}"
+            )),
         );
     }
     let attrs = int(r, out, "attributes", "int16", wire::int16)?;
@@ -414,35 +441,35 @@ fn batch_v2_fields<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'
     let delete_horizon = attrs & 0x40 != 0;
     annotate(
         out,
-        format!(
+        r.fmt(format_args!(
             "compression={}, timestampType={}, isTransactional={}, isControlBatch={}, hasDeleteHorizonMs={}",
             codec.name(),
             if log_append_time { "LogAppendTime" } else { "CreateTime" },
             attrs & 0x10 != 0,
             control,
             delete_horizon
-        ),
+        )),
     );
     if let Some(n) = out.last_mut() {
         if attrs & !0x7f != 0 {
-            n.set_warning(format!(
+            n.set_warning(r.fmt(format_args!(
                 "unused attribute bits set: 0x{:04x}",
                 attrs & !0x7f
-            ));
+            )));
         }
         if let Codec::Unknown(c) = codec {
-            n.set_error(format!("unknown compression codec {c}"));
+            n.set_error(r.fmt(format_args!("unknown compression codec {c}")));
         }
     }
     int(r, out, "lastOffsetDelta", "int32", wire::int32)?;
     let base_timestamp = int(r, out, "baseTimestamp", "int64", wire::int64)?;
-    let mut ann = time_annotation(base_timestamp);
+    let mut ann = time_annotation(r, base_timestamp, "");
     if delete_horizon {
-        ann = format!("delete horizon {ann}");
+        ann = r.fmt(format_args!("delete horizon {ann}"));
     }
     annotate(out, ann);
     let max_ts = int(r, out, "maxTimestamp", "int64", wire::int64)?;
-    annotate(out, time_annotation(max_ts));
+    annotate(out, time_annotation(r, max_ts, ""));
     let pid = int(r, out, "producerId", "int64", wire::int64)?;
     none_if_minus_one(out, pid);
     let epoch = int(r, out, "producerEpoch", "int16", wire::int16)?;
@@ -460,20 +487,21 @@ fn batch_v2_fields<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'
 
     if r.left() == 0 {
         if count != 0 {
-            out[count_idx].set_error(format!("record count {count}, but no bytes follow"));
+            out[count_idx]
+                .set_error(r.fmt(format_args!("record count {count}, but no bytes follow")));
         }
         return Ok(());
     }
     if codec == Codec::None {
         let bad = checked_count(count, r.left(), MIN_RECORD, "record");
         let absurd = bad.is_some();
-        out[count_idx].problems_mut().error = bad;
+        out[count_idx].set_error_opt(bad.map(|b| r.s(&b)));
         let start = r.pos;
         let (recs, found) = record_list(cx, r, count, &bcx);
-        let mut g = group("Records", "records", r.buffer, start, r.pos, recs);
+        let mut g = group(cx, "Records", "records", r.buffer, start, r.pos, recs);
         g.value = Value::Count(found as u64);
         if !absurd && found < count.max(0) as usize {
-            g.set_error(format!("{count} records declared, {found} found"));
+            g.set_error(r.fmt(format_args!("{count} records declared, {found} found")));
         }
         out.push(g);
         return Ok(());
@@ -492,45 +520,46 @@ fn batch_v2_fields<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'
     r.split(data.len());
     match compress::decompress(codec, data, cx.decompress_budget(), false) {
         Err(e) => {
-            comp.annotation = Some(format!("{}, {} B", codec.name(), data.len()).into());
-            comp.set_error(e);
+            comp.annotation = Some(r.fmt(format_args!("{}, {} B", codec.name(), data.len())));
+            comp.set_error(r.s(&e));
             out.push(comp);
         }
         Ok(d) => {
             let dlen = d.data.len();
             let note = d.note.map(|n| format!(", {n}")).unwrap_or_default();
             if dlen == 0 {
-                comp.annotation =
-                    Some(format!("{}, {} B -> 0 B{note}", codec.name(), data.len()).into());
+                comp.annotation = Some(r.fmt(format_args!(
+                    "{}, {} B -> 0 B{note}",
+                    codec.name(),
+                    data.len()
+                )));
                 out.push(comp);
                 if count != 0 {
-                    out[count_idx].set_error(format!(
+                    out[count_idx].set_error(r.fmt(format_args!(
                         "record count {count}, but the data decompresses to nothing"
-                    ));
+                    )));
                 }
                 return Ok(());
             }
             let (id, slice) = cx.add_buffer(d.data);
-            comp.annotation = Some(
-                format!(
-                    "{}, {} B -> {dlen} B, buffer {id}{note}",
-                    codec.name(),
-                    data.len()
-                )
-                .into(),
-            );
+            comp.annotation = Some(r.fmt(format_args!(
+                "{}, {} B -> {dlen} B, buffer {id}{note}",
+                codec.name(),
+                data.len()
+            )));
             out.push(comp);
             let bad = checked_count(count, dlen, MIN_RECORD, "record");
             let absurd = bad.is_some();
-            out[count_idx].problems_mut().error = bad;
-            let mut inner = Reader::new(slice, 0, id);
+            out[count_idx].set_error_opt(bad.map(|b| r.s(&b)));
+            let mut inner = Reader::new(slice, 0, id, cx.arena);
             let (recs, found) = record_list(cx, &mut inner, count, &bcx);
-            let mut g = group("Records (decompressed)", "records", id, 0, dlen, recs);
+            let mut g = group(cx, "Records (decompressed)", "records", id, 0, dlen, recs);
             g.value = Value::Count(found as u64);
-            g.annotation = Some(format!("buffer {id}, {dlen} B").into());
-            g.description = Some(format!("offsets are inside decompressed buffer {id}").into());
+            g.annotation = Some(r.fmt(format_args!("buffer {id}, {dlen} B")));
+            g.description =
+                Some(r.fmt(format_args!("offsets are inside decompressed buffer {id}")));
             if !absurd && found < count.max(0) as usize {
-                g.set_error(format!("{count} records declared, {found} found"));
+                g.set_error(r.fmt(format_args!("{count} records declared, {found} found")));
             }
             out.push(g);
         }
@@ -547,7 +576,8 @@ fn record_list<'a>(
     bcx: &BatchCx,
 ) -> (Vec<Node<'a>>, usize) {
     let cap = (count.max(0) as usize).min(r.left() / MIN_RECORD + 1);
-    let mut recs = Vec::with_capacity(cap);
+    let mut recs = cx.vec();
+    recs.reserve(cap);
     let mut i = 0usize;
     let skim = cx.opts.detail == Detail::Summary && !bcx.control;
     while (i as i64) < count && r.left() > 0 {
@@ -557,7 +587,7 @@ fn record_list<'a>(
                 // counts it and needs nothing inside it.
                 let start = r.pos;
                 r.split(n);
-                let mut rec = record_node(i, r, start, Vec::new());
+                let mut rec = record_node(cx, i, r, start, Vec::new());
                 rec.region = Region::Record;
                 recs.push(rec);
                 i += 1;
@@ -604,27 +634,25 @@ fn clean_record_len(b: &[u8]) -> Option<usize> {
 }
 
 /// The `Record[i]` group over `start` to where `r` stands now.
-fn record_node<'a>(i: usize, r: &Reader<'a>, start: usize, children: Vec<Node<'a>>) -> Node<'a> {
-    group(
-        texts::record(i as i64),
-        "Record",
-        r.buffer,
-        start,
-        r.pos,
-        children,
-    )
+fn record_node<'a>(
+    cx: &mut Cx<'a>,
+    i: usize,
+    r: &Reader<'a>,
+    start: usize,
+    children: Vec<Node<'a>>,
+) -> Node<'a> {
+    let name = texts::record(i as i64, r.arena);
+    group(cx, name, "Record", r.buffer, start, r.pos, children)
 }
 
 fn decode_record<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, i: usize, bcx: &BatchCx) -> Node<'a> {
     let start = r.pos;
     // length, attributes, timestampDelta, offsetDelta, key, value, headerCount, a header
-    let mut out = Vec::with_capacity(8);
+    let mut out = cx.vec();
     let mut abs_offset = None;
     let _ = record_fields(cx, r, bcx, &mut out, &mut abs_offset);
-    let mut n = record_node(i, r, start, out);
-    if let Some(o) = abs_offset {
-        n.annotation = Some(o.into());
-    }
+    let mut n = record_node(cx, i, r, start, out);
+    n.annotation = abs_offset;
     n.set_region(Region::Record);
     n
 }
@@ -634,14 +662,17 @@ fn record_fields<'a>(
     r: &mut Reader<'a>,
     bcx: &BatchCx,
     out: &mut Vec<Node<'a>>,
-    abs_offset: &mut Option<String>,
+    abs_offset: &mut Option<&'a str>,
 ) -> Res<()> {
     let len = int(r, out, "length", "varint", wire::varint)?;
     if len < 0 || len as usize > r.left() {
         let msg = if len < 0 {
-            format!("negative record length {len}")
+            r.fmt(format_args!("negative record length {len}"))
         } else {
-            format!("record length {len}, only {} bytes left", r.left())
+            r.fmt(format_args!(
+                "record length {len}, only {} bytes left",
+                r.left()
+            ))
         };
         return stop_after_bad_length(r, out, msg, "record length");
     }
@@ -656,12 +687,16 @@ fn record_fields<'a>(
         let (name, msg) = if res.is_ok() {
             (
                 "trailing bytes",
-                format!("{n} bytes after the record's fields, inside its length {len}"),
+                r.fmt(format_args!(
+                    "{n} bytes after the record's fields, inside its length {len}"
+                )),
             )
         } else {
             (
                 "rest",
-                format!("{n} bytes of the record not decoded after an error"),
+                r.fmt(format_args!(
+                    "{n} bytes of the record not decoded after an error"
+                )),
             )
         };
         out.push(body.error_leaf(name, "bytes", msg));
@@ -674,18 +709,20 @@ fn record_body<'a>(
     r: &mut Reader<'a>,
     bcx: &BatchCx,
     out: &mut Vec<Node<'a>>,
-    abs_offset: &mut Option<String>,
+    abs_offset: &mut Option<&'a str>,
 ) -> Res<()> {
     int(r, out, "attributes", "int8", wire::int8)?;
     let ts = int(r, out, "timestampDelta", "varlong", wire::varlong)?;
-    let mut ann = time_annotation(bcx.base_timestamp.wrapping_add(ts));
-    if bcx.log_append_time {
-        ann.push_str(", LogAppendTime: the batch's maxTimestamp applies");
-    }
+    let suffix = if bcx.log_append_time {
+        ", LogAppendTime: the batch's maxTimestamp applies"
+    } else {
+        ""
+    };
+    let ann = time_annotation(r, bcx.base_timestamp.wrapping_add(ts), suffix);
     annotate(out, ann);
     let od = int(r, out, "offsetDelta", "varint", wire::varint)?;
-    let o = cat2("offset ", "", bcx.base_offset.wrapping_add(od));
-    annotate(out, o.clone());
+    let o = r.fmt(format_args!("offset {}", bcx.base_offset.wrapping_add(od)));
+    annotate(out, o);
     *abs_offset = Some(o);
     if bcx.control {
         control_record(cx, r, out)?;
@@ -697,26 +734,20 @@ fn record_body<'a>(
     let bad = checked_count(hc, r.left(), 2, "header");
     let absurd = bad.is_some();
     if let Some(e) = bad {
-        set_error(out, e);
+        set_error(out, r.s(&e));
     }
     let mut j = 0usize;
     while (j as i64) < hc && r.left() > 0 {
         let start = r.pos;
-        let mut h = Vec::new();
+        let mut h = cx.vec();
         let res = header(r, &mut h);
-        out.push(group(
-            texts::header(j as i64),
-            "Header",
-            r.buffer,
-            start,
-            r.pos,
-            h,
-        ));
+        let name = texts::header(j as i64, r.arena);
+        out.push(group(cx, name, "Header", r.buffer, start, r.pos, h));
         res?;
         j += 1;
     }
     if !absurd && (j as i64) < hc {
-        set_error(out, format!("{hc} headers declared, {j} found"));
+        set_error(out, r.fmt(format_args!("{hc} headers declared, {j} found")));
     }
     Ok(())
 }
@@ -733,7 +764,8 @@ fn header<'a>(r: &mut Reader<'a>, h: &mut Vec<Node<'a>>) -> Res<()> {
                 }
                 Some(b) => {
                     let v = std::str::from_utf8(b).map_or(Value::Bytes(b), Value::Str);
-                    leaf(r, "headerKey", "string", v, off, n).annotate(texts::varint_len(l.raw))
+                    leaf(r, "headerKey", "string", v, off, n)
+                        .annotate(texts::varint_len(l.raw, r.arena))
                 }
             };
             if matches!(k.value, Value::Bytes(_)) {
@@ -742,7 +774,8 @@ fn header<'a>(r: &mut Reader<'a>, h: &mut Vec<Node<'a>>) -> Res<()> {
             h.push(k);
         }
         Err(e) => {
-            h.push(r.error_leaf("headerKey", "string", format!("headerKey: {}", e.kind)));
+            let m = r.fmt(format_args!("headerKey: {}", e.kind));
+            h.push(r.error_leaf("headerKey", "string", m));
             return Err(Stop);
         }
     }
@@ -769,43 +802,46 @@ fn control_type(t: i64) -> Option<(&'static str, Option<&'static str>)> {
 fn control_record<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'a>>) -> Res<()> {
     // key
     let start = r.pos;
-    let mut k = Vec::new();
+    let mut k = cx.vec();
     let mut ty = None;
     let res = (|| -> Res<()> {
         match varint_sized(r, &mut k, "length")? {
-            None => set_error(&mut k, "control record without a key".into()),
+            None => set_error(&mut k, "control record without a key"),
             Some(mut kr) => {
                 if let Some(l) = k.last_mut() {
-                    l.annotation = Some(format!("varint len={}", kr.left()).into());
+                    l.annotation = Some(kr.fmt(format_args!("varint len={}", kr.left())));
                 }
                 int(&mut kr, &mut k, "version", "int16", wire::int16)?;
                 let t = int(&mut kr, &mut k, "type", "int16", wire::int16)?;
                 match control_type(t) {
                     Some((name, _)) => annotate(&mut k, name),
-                    None => set_error(&mut k, format!("unknown control record type {t}")),
+                    None => set_error(
+                        &mut k,
+                        kr.fmt(format_args!("unknown control record type {t}")),
+                    ),
                 }
                 ty = Some(t);
                 if kr.left() > 0 {
                     let n = kr.left();
-                    let mut u = kr.error_leaf("unknown", "bytes", String::new());
-                    u.problems_mut().error = None;
-                    u.set_warning(format!(
+                    let mut u = kr.error_leaf("unknown", "bytes", "");
+                    u.set_error_opt(None);
+                    u.set_warning(kr.fmt(format_args!(
                         "{n} bytes after the control key (a newer key version?)"
-                    ));
+                    )));
                     k.push(u);
                 }
             }
         }
         Ok(())
     })();
-    let mut g = group("key", "ControlRecordKey", r.buffer, start, r.pos, k);
-    g.annotation = ty.and_then(control_type).map(|(n, _)| Cow::Borrowed(n));
+    let mut g = group(cx, "key", "ControlRecordKey", r.buffer, start, r.pos, k);
+    g.annotation = ty.and_then(control_type).map(|(n, _)| n);
     out.push(g);
     res?;
 
     // value
     let start = r.pos;
-    let mut v = Vec::new();
+    let mut v = cx.vec();
     let ct = ty.and_then(control_type);
     let vty = match ct {
         Some((_, Some(def))) => def,
@@ -815,12 +851,12 @@ fn control_record<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'a
     let res = (|| -> Res<()> {
         let Some(mut vr) = varint_sized(r, &mut v, "length")? else {
             if ct.is_some() {
-                set_error(&mut v, "control record without a value".into());
+                set_error(&mut v, "control record without a value");
             }
             return Ok(());
         };
         if let Some(l) = v.last_mut() {
-            l.annotation = Some(format!("varint len={}", vr.left()).into());
+            l.annotation = Some(vr.fmt(format_args!("varint len={}", vr.left())));
         }
         match ct {
             None => {
@@ -836,11 +872,11 @@ fn control_record<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'a
                 int(&mut vr, &mut v, "coordinatorEpoch", "int32", wire::int32)?;
                 if vr.left() > 0 {
                     let n = vr.left();
-                    let mut u = vr.error_leaf("unknown", "bytes", String::new());
-                    u.problems_mut().error = None;
-                    u.set_warning(format!(
+                    let mut u = vr.error_leaf("unknown", "bytes", "");
+                    u.set_error_opt(None);
+                    u.set_warning(vr.fmt(format_args!(
                         "{n} bytes after the end transaction marker (a newer version?)"
-                    ));
+                    )));
                     v.push(u);
                 }
             }
@@ -861,9 +897,9 @@ fn control_record<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'a
         }
         Ok(())
     })();
-    let mut g = group("value", vty, r.buffer, start, r.pos, v);
+    let mut g = group(cx, "value", vty, r.buffer, start, r.pos, v);
     if let Some((n, _)) = ct {
-        g.annotation = Some(n.into());
+        g.annotation = Some(n);
     }
     out.push(g);
     res
@@ -874,17 +910,15 @@ fn control_record<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, out: &mut Vec<Node<'a
 
 fn decode_legacy<'a>(cx: &mut Cx<'a>, r: &mut Reader<'a>, magic: i8) -> Node<'a> {
     let start = r.pos;
-    let mut out = Vec::new();
+    let mut out = cx.vec();
     let _ = legacy_fields(cx, r, magic, &mut out);
     trailing(r, &mut out, "the message");
-    let mut n = group(
-        "Message",
-        format!("LegacyRecord v{magic}"),
-        r.buffer,
-        start,
-        r.pos,
-        out,
-    );
+    let ty = if magic == 0 {
+        "LegacyRecord v0"
+    } else {
+        "LegacyRecord v1"
+    };
+    let mut n = group(cx, "Message", ty, r.buffer, start, r.pos, out);
     n.set_region(Region::RecordBatch);
     n
 }
@@ -898,7 +932,7 @@ fn legacy_fields<'a>(
     let whole = r.rest;
     int(r, out, "offset", "int64", wire::int64)?;
     let size = int(r, out, "messageSize", "int32", wire::int32)?;
-    annotate(out, format!("{size} bytes follow"));
+    annotate(out, r.fmt(format_args!("{size} bytes follow")));
     let crc = read(r, out, "crc", "uint32", wire::uint32, |v| {
         Value::UInt(u64::from(*v))
     })?;
@@ -906,36 +940,38 @@ fn legacy_fields<'a>(
     if crc == computed {
         annotate(out, "valid");
     } else {
-        annotate(out, format!("invalid, computed 0x{computed:08x}"));
+        annotate(
+            out,
+            r.fmt(format_args!("invalid, computed 0x{computed:08x}")),
+        );
         set_error(
             out,
-            format!("CRC-32 mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}"),
+            r.fmt(format_args!(
+                "CRC-32 mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}"
+            )),
         );
     }
     int(r, out, "magic", "int8", wire::int8)?;
     let attrs = int(r, out, "attributes", "int8", wire::int8)?;
     let codec = Codec::from_attributes(attrs);
-    let mut ann = format!("compression={}", codec.name());
-    if magic >= 1 {
-        ann.push_str(if attrs & 0x08 != 0 {
-            ", timestampType=LogAppendTime"
-        } else {
-            ", timestampType=CreateTime"
-        });
-    }
-    annotate(out, ann);
+    let tt = match (magic >= 1, attrs & 0x08 != 0) {
+        (false, _) => "",
+        (true, true) => ", timestampType=LogAppendTime",
+        (true, false) => ", timestampType=CreateTime",
+    };
+    annotate(out, r.fmt(format_args!("compression={}{tt}", codec.name())));
     if matches!(codec, Codec::Unknown(_) | Codec::Zstd) {
         set_error(
             out,
-            format!(
+            r.fmt(format_args!(
                 "compression codec {} is not defined for magic {magic}",
                 attrs & 7
-            ),
+            )),
         );
     }
     if magic >= 1 {
         let ts = int(r, out, "timestamp", "int64", wire::int64)?;
-        annotate(out, time_annotation(ts));
+        annotate(out, time_annotation(r, ts, ""));
     }
     let key_idx = out.len();
     bytes_leaf(r, out, "key", LenPrefix::Int32)?;
@@ -952,54 +988,60 @@ fn legacy_fields<'a>(
         return Ok(());
     };
     if cx.depth >= cx.opts.max_depth {
-        out[value_idx].set_error(format!(
+        out[value_idx].set_error(r.fmt(format_args!(
             "nesting deeper than the cap of {} levels",
             cx.opts.max_depth
-        ));
+        )));
         return Ok(());
     }
     match compress::decompress(codec, data, cx.decompress_budget(), magic == 0) {
         Err(e) => {
             out[value_idx].annotation =
-                Some(format!("int32 len={}, {}", data.len(), codec.name()).into());
-            out[value_idx].set_error(e);
+                Some(r.fmt(format_args!("int32 len={}, {}", data.len(), codec.name())));
+            out[value_idx].set_error(r.s(&e));
         }
         Ok(d) => {
             let dlen = d.data.len();
-            let note = d.note.map(|n| format!(", {n}")).unwrap_or_default();
+            let note = d
+                .note
+                .map(|n| r.fmt(format_args!(", {n}")))
+                .unwrap_or_default();
             if dlen == 0 {
-                out[value_idx].annotation = Some(
-                    format!(
-                        "int32 len={}, {}, {} B -> 0 B{note}",
-                        data.len(),
-                        codec.name(),
-                        data.len()
-                    )
-                    .into(),
-                );
+                out[value_idx].annotation = Some(r.fmt(format_args!(
+                    "int32 len={}, {}, {} B -> 0 B{note}",
+                    data.len(),
+                    codec.name(),
+                    data.len()
+                )));
                 out[value_idx]
                     .set_error("compressed wrapper message with an empty inner message set");
                 return Ok(());
             }
             let (id, slice) = cx.add_buffer(d.data);
-            out[value_idx].annotation = Some(
-                format!(
-                    "int32 len={}, {}, {} B -> {dlen} B, buffer {id}{note}",
-                    data.len(),
-                    codec.name(),
-                    data.len()
-                )
-                .into(),
-            );
-            let mut inner = Reader::new(slice, 0, id);
+            out[value_idx].annotation = Some(r.fmt(format_args!(
+                "int32 len={}, {}, {} B -> {dlen} B, buffer {id}{note}",
+                data.len(),
+                codec.name(),
+                data.len()
+            )));
+            let mut inner = Reader::new(slice, 0, id, cx.arena);
             cx.depth += 1;
             let nodes = decode_records(cx, &mut inner, false);
             cx.depth -= 1;
             let count = nodes.len();
-            let mut g = group("Messages (decompressed)", "MessageSet", id, 0, dlen, nodes);
+            let mut g = group(
+                cx,
+                "Messages (decompressed)",
+                "MessageSet",
+                id,
+                0,
+                dlen,
+                nodes,
+            );
             g.value = Value::Count(count as u64);
-            g.annotation = Some(format!("buffer {id}, {dlen} B").into());
-            g.description = Some(format!("offsets are inside decompressed buffer {id}").into());
+            g.annotation = Some(r.fmt(format_args!("buffer {id}, {dlen} B")));
+            g.description =
+                Some(r.fmt(format_args!("offsets are inside decompressed buffer {id}")));
             out.push(g);
         }
     }
@@ -1224,7 +1266,7 @@ mod tests {
         let schema = Schema::embedded();
         let arena = Buffers::new();
         let mut cx = Cx::new(&schema, &arena, &opts);
-        let mut r = Reader::new(field, BASE, 0);
+        let mut r = Reader::new(field, BASE, 0, &arena);
         let nodes = decode_records(&mut cx, &mut r, partial_ok);
         assert_eq!(r.left(), 0);
         check_tiling(&nodes, field.len(), &cx.buffers, field);
@@ -1244,7 +1286,7 @@ mod tests {
     }
 
     fn ann<'n>(n: &'n Node) -> &'n str {
-        n.annotation.as_deref().unwrap_or("")
+        n.annotation.unwrap_or("")
     }
 
     /// The values of the records (v2) or innermost messages (legacy), in order.
@@ -1280,7 +1322,7 @@ mod tests {
             assert_eq!(nodes.len(), 1);
             let n = &nodes[0];
             assert_eq!(
-                (&*n.name, &*n.ty, n.region, n.offset, n.length),
+                (n.name, n.ty, n.region, n.offset, n.length),
                 ("RecordBatch", "RecordBatch", Region::RecordBatch, BASE, 61)
             );
             assert_eq!(ann(child(n, "crc")), "valid");
@@ -1301,7 +1343,7 @@ mod tests {
             assert_eq!(recs.children.len(), 3);
             assert_eq!(recs.value, Value::Count(3));
             let r0 = &recs.children[0];
-            assert_eq!((&*r0.name, r0.region), ("Record[0]", Region::Record));
+            assert_eq!((r0.name, r0.region), ("Record[0]", Region::Record));
             assert_eq!(child(r0, "key").value, Value::Null);
             assert_eq!(ann(child(r0, "key")), "varint len=-1, null");
             assert_eq!(ann(child(r0, "value")), "varint len=2");
@@ -1362,11 +1404,7 @@ mod tests {
                 );
                 let d = child(b, "Records (decompressed)");
                 assert_eq!((d.buffer, d.offset, d.length), (1, 0, recs.len()));
-                assert!(d
-                    .description
-                    .as_deref()
-                    .unwrap()
-                    .contains("decompressed buffer 1"));
+                assert!(d.description.unwrap().contains("decompressed buffer 1"));
                 assert_eq!(d.children.len(), 3);
                 d.walk(&mut |x, _| assert_eq!(x.buffer, 1));
                 assert_eq!(values(&nodes[..1]), three_values());
@@ -1461,8 +1499,8 @@ mod tests {
         run(&field, false, |nodes, o| {
             assert!(o.errors.is_empty(), "{:?}", o.errors);
             assert_eq!(nodes.len(), 4);
-            assert_eq!(&*nodes[0].ty, "LegacyRecord v0");
-            assert_eq!(&*nodes[2].ty, "LegacyRecord v1");
+            assert_eq!(nodes[0].ty, "LegacyRecord v0");
+            assert_eq!(nodes[2].ty, "LegacyRecord v1");
             assert_eq!(ann(child(&nodes[0], "crc")), "valid");
             assert_eq!(
                 ann(child(&nodes[2], "timestamp")),
@@ -1559,7 +1597,7 @@ mod tests {
             assert_eq!(o.errors.len(), 1); // the null header key of the whole batch
             let p = nodes.last().unwrap();
             assert_eq!(
-                (&*p.name, p.offset, p.length),
+                (p.name, p.offset, p.length),
                 ("partial batch", BASE + full.len(), 40)
             );
             assert!(p.error().is_none());
@@ -1636,13 +1674,13 @@ mod tests {
             assert!(ann(child(&nodes[0], "attributes")).contains("isControlBatch=true"));
             let rs = child(&nodes[0], "Records");
             let k = child(&rs.children[0], "key");
-            assert_eq!((&*k.ty, ann(k)), ("ControlRecordKey", "COMMIT"));
+            assert_eq!((k.ty, ann(k)), ("ControlRecordKey", "COMMIT"));
             assert_eq!(ann(child(k, "type")), "COMMIT");
             let v = child(&rs.children[0], "value");
-            assert_eq!(&*v.ty, "EndTxnMarker");
+            assert_eq!(v.ty, "EndTxnMarker");
             assert_eq!(child(v, "coordinatorEpoch").value, Value::Int(7));
             let v = child(&rs.children[1], "value");
-            assert_eq!(&*v.ty, "LeaderChangeMessage");
+            assert_eq!(v.ty, "LeaderChangeMessage");
             let data = child(v, "LeaderChangeMessage");
             assert_eq!(data.offset, child(v, "length").end());
             assert_eq!(data.find("Version").unwrap().value, Value::Int(0));
@@ -1827,7 +1865,7 @@ mod tests {
             let arena = Buffers::new();
             let opts = DecodeOptions::default();
             let mut cx = Cx::new(&schema, &arena, &opts);
-            let mut r = Reader::new(&b, 0, 0);
+            let mut r = Reader::new(&b, 0, 0, &arena);
             let n = decode_record(&mut cx, &mut r, 0, &bcx);
             let mut problems = 0;
             n.walk(&mut |x, _| problems += usize::from(x.error().is_some() || x.warning().is_some()));
@@ -1896,7 +1934,7 @@ mod tests {
                     let arena = Buffers::new();
                     let opts = DecodeOptions::default();
                     let mut cx = Cx::new(&schema, &arena, &opts);
-                    let mut r = Reader::new(field, p, 0);
+                    let mut r = Reader::new(field, p, 0, &arena);
                     let nodes = decode_records(&mut cx, &mut r, true);
                     got.extend(values(&nodes));
                     errors.extend(all(&nodes).errors.into_iter().map(|e| (e.1, e.2, e.3)));

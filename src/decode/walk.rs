@@ -15,7 +15,6 @@ use crate::errors::error_name;
 use crate::schema::{Field, FieldType, MessageDef, Prim, SummaryFact};
 use crate::tree::{Node, NodeKind, Region, Value};
 use crate::wire::{self, LenPrefix, WireError};
-use std::borrow::Cow;
 
 /// The walk stopped: the error is already attached inside the tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,16 +62,6 @@ pub fn snake_case(s: &str) -> String {
         }
     }
     out
-}
-
-/// `prefix` and the decimal digits of `n`, in one allocation.
-fn cat(prefix: &str, n: impl itoa::Integer) -> String {
-    let mut buf = itoa::Buffer::new();
-    let d = buf.format(n);
-    let mut s = String::with_capacity(prefix.len() + d.len());
-    s.push_str(prefix);
-    s.push_str(d);
-    s
 }
 
 fn wire_msg(e: &WireError<'_>) -> String {
@@ -140,18 +129,18 @@ impl<'c, 'a> Walk<'c, 'a> {
         }
     }
 
-    fn name_of(&self, f: &'a Field) -> Cow<'a, str> {
+    fn name_of(&self, f: &'a Field) -> &'a str {
         if self.guide_style {
             // The header's fields, in every message: no allocation for them.
             match f.name.as_str() {
-                "RequestApiKey" => Cow::Borrowed("request_api_key"),
-                "RequestApiVersion" => Cow::Borrowed("request_api_version"),
-                "CorrelationId" => Cow::Borrowed("correlation_id"),
-                "ClientId" => Cow::Borrowed("client_id"),
-                n => Cow::Owned(snake_case(n)),
+                "RequestApiKey" => "request_api_key",
+                "RequestApiVersion" => "request_api_version",
+                "CorrelationId" => "correlation_id",
+                "ClientId" => "client_id",
+                n => self.cx.s(&snake_case(n)),
             }
         } else {
-            Cow::Borrowed(f.name.as_str())
+            f.name.as_str()
         }
     }
 
@@ -226,11 +215,11 @@ impl<'c, 'a> Walk<'c, 'a> {
     }
 
     /// The error for a null where this version allows none.
-    fn null_error(&self, f: &Field) -> String {
-        format!(
+    fn null_error(&self, f: &Field) -> &'a str {
+        self.cx.fmt(format_args!(
             "{} is null, which version {} does not allow",
             f.name, self.version
-        )
+        ))
     }
 
     /// The leaf of a length or count prefix; compact ones say how they count.
@@ -243,24 +232,17 @@ impl<'c, 'a> Walk<'c, 'a> {
         r: &Reader<'a>,
         compact_note: &'static str,
     ) -> Node<'a> {
-        let mut l = self.leaf(
-            "length".into(),
-            prefix_label(prefix).into(),
-            Value::Int(raw),
-            off,
-            len,
-            r,
-        );
+        let mut l = self.leaf("length", prefix_label(prefix), Value::Int(raw), off, len, r);
         if prefix == LenPrefix::Compact {
-            l.annotation = Some(Cow::Borrowed(compact_note));
+            l.annotation = Some(compact_note);
         }
         l
     }
 
     fn leaf(
         &self,
-        name: Cow<'a, str>,
-        ty: Cow<'a, str>,
+        name: &'a str,
+        ty: &'a str,
         v: Value<'a>,
         off: usize,
         len: usize,
@@ -272,7 +254,13 @@ impl<'c, 'a> Walk<'c, 'a> {
         n
     }
 
-    fn err_leaf(&self, r: &mut Reader<'a>, name: &str, ty: &str, msg: String) -> Node<'a> {
+    fn err_leaf(
+        &self,
+        r: &mut Reader<'a>,
+        name: &'a str,
+        ty: &'a str,
+        msg: impl AsRef<str>,
+    ) -> Node<'a> {
         let mut n = r.error_leaf(name, ty, msg);
         n.region = self.region;
         n
@@ -363,8 +351,8 @@ impl<'c, 'a> Walk<'c, 'a> {
         };
         let mut count_leaf = self
             .leaf(
-                "tagged_fields".into(),
-                "uvarint".into(),
+                "tagged_fields",
+                "uvarint",
                 Value::UInt(count as u64),
                 off,
                 len,
@@ -382,16 +370,17 @@ impl<'c, 'a> Walk<'c, 'a> {
         group.value = Value::UInt(count as u64);
         group.buffer = r.buffer;
         group.region = Region::TaggedFields;
-        group.description = Some(tag_desc.into());
-        count_leaf.name = "count".into();
-        group.children.push(count_leaf);
+        group.description = Some(tag_desc);
+        count_leaf.name = "count";
+        let mut gk = self.cx.vec();
+        gk.push(count_leaf);
         let mut stopped = false;
         if count as usize > r.left() {
             let m = format!(
                 "tagged field count {count} exceeds the {} bytes left",
                 r.left()
             );
-            group.children.push(self.err_leaf(r, "unread", "bytes", m));
+            gk.push(self.err_leaf(r, "unread", "bytes", m));
             stopped = true;
         }
         let mut i = 0;
@@ -401,9 +390,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             let (tag, toff, tlen) = match r.read(wire::uvarint) {
                 Ok(x) => x,
                 Err(e) => {
-                    group
-                        .children
-                        .push(self.err_leaf(r, "tag", "uvarint", wire_msg(&e)));
+                    gk.push(self.err_leaf(r, "tag", "uvarint", wire_msg(&e)));
                     stopped = true;
                     break;
                 }
@@ -411,17 +398,8 @@ impl<'c, 'a> Walk<'c, 'a> {
             let (size, soff, slen) = match r.read(wire::uvarint) {
                 Ok(x) => x,
                 Err(e) => {
-                    group.children.push(self.leaf(
-                        "tag".into(),
-                        "uvarint".into(),
-                        Value::UInt(tag as u64),
-                        toff,
-                        tlen,
-                        r,
-                    ));
-                    group
-                        .children
-                        .push(self.err_leaf(r, "size", "uvarint", wire_msg(&e)));
+                    gk.push(self.leaf("tag", "uvarint", Value::UInt(tag as u64), toff, tlen, r));
+                    gk.push(self.err_leaf(r, "size", "uvarint", wire_msg(&e)));
                     stopped = true;
                     break;
                 }
@@ -429,37 +407,26 @@ impl<'c, 'a> Walk<'c, 'a> {
             let known = fields
                 .iter()
                 .find(|f| f.tag == Some(tag) && f.is_tagged(self.version));
-            let label: Cow<'a, str> = match known {
+            let label: &'a str = match known {
                 Some(f) => self.name_of(f),
-                None => Cow::Owned(format!("unknown tag {tag}")),
+                None => self.cx.fmt(format_args!("unknown tag {tag}")),
             };
-            let mut tn = Node::new(label, format!("tag {tag}"), NodeKind::Group, start);
+            let tty = self.cx.fmt(format_args!("tag {tag}"));
+            let mut tn = Node::new(label, tty, NodeKind::Group, start);
             tn.buffer = r.buffer;
             tn.region = Region::TaggedFields;
-            tn.children.push(self.leaf(
-                "tag".into(),
-                "uvarint".into(),
-                Value::UInt(tag as u64),
-                toff,
-                tlen,
-                r,
-            ));
-            tn.children.push(self.leaf(
-                "size".into(),
-                "uvarint".into(),
-                Value::UInt(size as u64),
-                soff,
-                slen,
-                r,
-            ));
+            let mut tk = self.cx.vec();
+            tk.push(self.leaf("tag", "uvarint", Value::UInt(tag as u64), toff, tlen, r));
+            tk.push(self.leaf("size", "uvarint", Value::UInt(size as u64), soff, slen, r));
             let Some(mut sub) = r.split(size as usize) else {
                 let m = format!(
                     "tagged field size {size} exceeds the {} bytes left",
                     r.left()
                 );
-                tn.children.push(self.err_leaf(r, "data", "bytes", m));
+                tk.push(self.err_leaf(r, "data", "bytes", m));
                 tn.length = r.pos - start;
-                group.children.push(tn);
+                tn.children = self.cx.seal(tk);
+                gk.push(tn);
                 stopped = true;
                 break;
             };
@@ -470,29 +437,23 @@ impl<'c, 'a> Walk<'c, 'a> {
                         Ok(n) => (n, true),
                         Err(n) => (n, false),
                     };
-                    tn.children.push(node);
+                    tk.push(node);
                     if ok && sub.left() > 0 {
                         let m = format!("{} bytes left over in tagged field {tag}", sub.left());
-                        tn.children
-                            .push(self.err_leaf(&mut sub, "unread", "bytes", m));
+                        tk.push(self.err_leaf(&mut sub, "unread", "bytes", m));
                     }
                 }
                 None => {
                     let data = sub.rest;
-                    tn.children.push(self.leaf(
-                        "data".into(),
-                        "bytes".into(),
-                        Value::Bytes(data),
-                        sub.pos,
-                        data.len(),
-                        r,
-                    ));
+                    tk.push(self.leaf("data", "bytes", Value::Bytes(data), sub.pos, data.len(), r));
                 }
             }
             tn.length = r.pos - start;
-            group.children.push(tn);
+            tn.children = self.cx.seal(tk);
+            gk.push(tn);
         }
         group.length = r.pos - off;
+        group.children = self.cx.seal(gk);
         out.push(group);
         if stopped {
             Err(Stop)
@@ -513,24 +474,24 @@ impl<'c, 'a> Walk<'c, 'a> {
             FieldType::Array(inner) => self.array(r, f, inner, name)?,
         };
         if let Some(a) = &f.about {
-            n.description = Some(Cow::Borrowed(a.as_str()));
+            n.description = Some(a.as_str());
         }
         Ok(n)
     }
 
-    fn prim_label(&self, f: &'a Field, p: Prim, flexible: bool) -> Cow<'a, str> {
+    fn prim_label(&self, f: &'a Field, p: Prim, flexible: bool) -> &'a str {
         if !self.guide_style {
             // An array element is labelled with the element type (`string`, not `[]string`).
             return match f.ty {
-                FieldType::Array(_) => Cow::Borrowed(p.as_str()),
-                _ => Cow::Borrowed(f.type_name.as_str()),
+                FieldType::Array(_) => p.as_str(),
+                _ => f.type_name.as_str(),
             };
         }
         let base = p.as_str();
         if !matches!(p, Prim::String | Prim::Bytes | Prim::Records) {
-            return Cow::Borrowed(base);
+            return base;
         }
-        Cow::Borrowed(match (p, flexible, self.nullable(f)) {
+        match (p, flexible, self.nullable(f)) {
             (Prim::String, false, false) => "string",
             (Prim::String, false, true) => "nullable_string",
             (Prim::String, true, false) => "compact_string",
@@ -543,7 +504,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             (_, false, true) => "nullable_records",
             (_, true, false) => "compact_records",
             (_, true, true) => "compact_nullable_records",
-        })
+        }
     }
 
     fn prim(
@@ -551,7 +512,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         r: &mut Reader<'a>,
         f: &'a Field,
         p: Prim,
-        name: Cow<'a, str>,
+        name: &'a str,
         flexible: bool,
     ) -> Result<Node<'a>, Node<'a>> {
         let ty = self.prim_label(f, p, flexible);
@@ -565,8 +526,8 @@ impl<'c, 'a> Walk<'c, 'a> {
                     Err(e) => {
                         return Err(self.err_leaf(
                             r,
-                            &name,
-                            &ty,
+                            name,
+                            ty,
                             format!("{}: {}", name, wire_msg(&e)),
                         ))
                     }
@@ -591,17 +552,14 @@ impl<'c, 'a> Walk<'c, 'a> {
                 // The reference page leaves NONE (0) unannotated; every other code is named.
                 if v != 0 {
                     n.annotation = Some(match error_name(v as i16) {
-                        Some(e) => Cow::Borrowed(e),
-                        None => Cow::Owned(format!("unknown error code {v}")),
+                        Some(e) => e,
+                        None => self.cx.fmt(format_args!("unknown error code {v}")),
                     });
                 }
             } else if p == Prim::Int16 && (f.name == "RequestApiKey" || f.name == "ApiKey") {
-                n.annotation = Some(match self.cx.schema.api_name(v as i16) {
-                    Some(a) => Cow::Owned(a.to_string()),
-                    None => Cow::Borrowed("unknown API"),
-                });
+                n.annotation = Some(self.cx.schema.api_name(v as i16).unwrap_or("unknown API"));
             } else if v == -1 && minus_one_is_none(f) {
-                n.annotation = Some(Cow::Borrowed("none"));
+                n.annotation = Some("none");
             }
         }
         Ok(n)
@@ -611,21 +569,21 @@ impl<'c, 'a> Walk<'c, 'a> {
         &mut self,
         r: &mut Reader<'a>,
         f: &'a Field,
-        name: Cow<'a, str>,
-        ty: Cow<'a, str>,
+        name: &'a str,
+        ty: &'a str,
         flexible: bool,
     ) -> Result<Node<'a>, Node<'a>> {
         let prefix = len_prefix(flexible, LenPrefix::Int16);
         let ((len, data), off, n) = match r.read(wire::sized(prefix)) {
             Ok(x) => x,
             Err(e) => {
-                return Err(self.err_leaf(r, &name, &ty, format!("{}: {}", name, wire_msg(&e))))
+                return Err(self.err_leaf(r, name, ty, format!("{}: {}", name, wire_msg(&e))))
             }
         };
         let ann = if flexible {
-            super::texts::compact_len(len.raw)
+            super::texts::compact_len(len.raw, self.cx.arena)
         } else {
-            super::texts::int16_len(len.raw)
+            super::texts::int16_len(len.raw, self.cx.arena)
         };
         let mut node = self.leaf(name, ty, Value::Null, off, n, r).annotate(ann);
         match data {
@@ -643,7 +601,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 }
                 Err(_) => {
                     node.value = Value::Bytes(b);
-                    node.set_error(format!("{} is not valid UTF-8", f.name));
+                    node.set_error(self.cx.fmt(format_args!("{} is not valid UTF-8", f.name)));
                 }
             },
         }
@@ -655,8 +613,8 @@ impl<'c, 'a> Walk<'c, 'a> {
         r: &mut Reader<'a>,
         f: &'a Field,
         p: Prim,
-        name: Cow<'a, str>,
-        ty: Cow<'a, str>,
+        name: &'a str,
+        ty: &'a str,
         flexible: bool,
     ) -> Result<Node<'a>, Node<'a>> {
         let prefix = len_prefix(flexible, LenPrefix::Int32);
@@ -664,13 +622,13 @@ impl<'c, 'a> Walk<'c, 'a> {
         let (len, loff, llen) = match r.read(wire::length(prefix)) {
             Ok(x) => x,
             Err(e) => {
-                return Err(self.err_leaf(r, &name, &ty, format!("{}: {}", name, wire_msg(&e))))
+                return Err(self.err_leaf(r, name, ty, format!("{}: {}", name, wire_msg(&e))))
             }
         };
         let ann = if flexible {
-            super::texts::compact_len(len.raw)
+            super::texts::compact_len(len.raw, self.cx.arena)
         } else {
-            super::texts::int32_len(len.raw)
+            super::texts::int32_len(len.raw, self.cx.arena)
         };
         let Some(size) = len.len else {
             let mut node = self
@@ -689,20 +647,20 @@ impl<'c, 'a> Walk<'c, 'a> {
                 size,
                 r.left()
             );
-            let mut node = self
-                .leaf(name.clone(), ty.clone(), Value::None, start, 0, r)
-                .annotate(ann);
+            let mut node = self.leaf(name, ty, Value::None, start, 0, r).annotate(ann);
             node.kind = NodeKind::Group;
-            node.children.push(self.leaf(
-                "length".into(),
-                prefix_label(prefix).into(),
+            let mut nk = self.cx.vec();
+            nk.push(self.leaf(
+                "length",
+                prefix_label(prefix),
                 Value::Int(len.raw),
                 loff,
                 llen,
                 r,
             ));
-            node.children.push(self.err_leaf(r, "data", "bytes", m));
+            nk.push(self.err_leaf(r, "data", "bytes", m));
             node.length = r.pos - start;
+            node.children = self.cx.seal(nk);
             return Err(node);
         };
         let data = sub.rest;
@@ -733,8 +691,8 @@ impl<'c, 'a> Walk<'c, 'a> {
                         16 => <[u8; 16]>::try_from(data).ok().map(Into::into),
                         _ => None,
                     };
-                    if let (Some(ip), Some(a)) = (ip, &node.annotation) {
-                        node.annotation = Some(Cow::Owned(format!("{a}, {ip}")));
+                    if let (Some(ip), Some(a)) = (ip, node.annotation) {
+                        node.annotation = Some(self.cx.fmt(format_args!("{a}, {ip}")));
                     }
                 }
                 if p == Prim::Records {
@@ -749,8 +707,10 @@ impl<'c, 'a> Walk<'c, 'a> {
                     node.value = Value::Bytes(data);
                 }
                 let l = self.length_leaf(prefix, len.raw, loff, llen, r, "compact, len+1");
-                node.children.push(l);
-                node.children.extend(children);
+                let mut nk = self.cx.vec();
+                nk.push(l);
+                nk.extend(children);
+                node.children = self.cx.seal(nk);
                 Ok(node)
             }
         }
@@ -796,10 +756,20 @@ impl<'c, 'a> Walk<'c, 'a> {
                 rest.len(),
             );
             t.buffer = sub.buffer;
-            t.set_warning(format!("{} bytes after {data_name}", rest.len()));
+            t.set_warning(
+                self.cx
+                    .fmt(format_args!("{} bytes after {data_name}", rest.len())),
+            );
             sub.split(rest.len());
             node.length += t.length;
-            node.children.push(t);
+            let mut nk = self.cx.vec();
+            nk.extend(
+                std::mem::take(&mut node.children)
+                    .iter_mut()
+                    .map(std::mem::take),
+            );
+            nk.push(t);
+            node.children = self.cx.seal(nk);
         }
         node.set_region(self.region);
         Some(node)
@@ -818,73 +788,62 @@ impl<'c, 'a> Walk<'c, 'a> {
         r: &mut Reader<'a>,
         f: &'a Field,
         s: &'a str,
-        name: Cow<'a, str>,
+        name: &'a str,
     ) -> Result<Node<'a>, Node<'a>> {
         let start = r.pos;
-        let mut node = Node::new(
-            name,
-            Cow::Borrowed(f.type_name.as_str()),
-            NodeKind::Struct,
-            start,
-        );
+        let mut node = Node::new(name, f.type_name.as_str(), NodeKind::Struct, start);
         node.buffer = r.buffer;
         node.region = self.region;
+        let mut nk = self.cx.vec();
         if self.nullable(f) {
             match r.read(wire::int8) {
                 Ok((m, off, len)) => {
-                    node.children.push(
-                        self.leaf(
-                            "present".into(),
-                            "int8".into(),
-                            Value::Int(m as i64),
-                            off,
-                            len,
-                            r,
-                        )
-                        .annotate(if m < 0 { "null" } else { "present" }),
+                    nk.push(
+                        self.leaf("present", "int8", Value::Int(m as i64), off, len, r)
+                            .annotate(if m < 0 { "null" } else { "present" }),
                     );
                     if m < 0 {
                         node.value = Value::Null;
                         node.length = r.pos - start;
+                        node.children = self.cx.seal(nk);
                         return Ok(node);
                     }
                 }
                 Err(e) => {
-                    node.children
-                        .push(self.err_leaf(r, "present", "int8", wire_msg(&e)));
+                    nk.push(self.err_leaf(r, "present", "int8", wire_msg(&e)));
                     node.length = r.pos - start;
+                    node.children = self.cx.seal(nk);
                     return Err(node);
                 }
             }
         }
         let Some(fields) = self.struct_fields(f, s) else {
-            node.children.push(self.err_leaf(
-                r,
-                "unread",
-                "bytes",
-                format!("struct {s} is not defined"),
-            ));
+            nk.push(self.err_leaf(r, "unread", "bytes", format!("struct {s} is not defined")));
             node.length = r.pos - start;
+            node.children = self.cx.seal(nk);
             return Err(node);
         };
-        self.struct_body(r, node, fields)
+        self.struct_body(r, node, nk, fields)
     }
 
-    /// Walks a struct's `fields` into `node` (whose offset is where the struct starts),
-    /// sets its length, and hands it back, as `Err` when an error stopped the walk.
+    /// Walks a struct's `fields` into `node` (whose offset is where the struct starts)
+    /// after the children already in `kids`, sets its length, and hands it back, as
+    /// `Err` when an error stopped the walk.
     fn struct_body(
         &mut self,
         r: &mut Reader<'a>,
         mut node: Node<'a>,
+        mut kids: Vec<Node<'a>>,
         fields: &'a [Field],
     ) -> Result<Node<'a>, Node<'a>> {
         let res = self.fields(
             r,
             fields,
-            &mut node.children,
+            &mut kids,
             "number of tagged fields in this struct",
         );
         node.length = r.pos - node.offset;
+        node.children = self.cx.seal(kids);
         match res {
             Ok(()) => Ok(node),
             Err(Stop) => Err(node),
@@ -947,24 +906,19 @@ impl<'c, 'a> Walk<'c, 'a> {
         r: &mut Reader<'a>,
         f: &'a Field,
         inner: &'a FieldType,
-        name: Cow<'a, str>,
+        name: &'a str,
     ) -> Result<Node<'a>, Node<'a>> {
         let start = r.pos;
         let flexible = self.field_flexible(f);
         let prefix = len_prefix(flexible, LenPrefix::Int32);
-        let mut node = Node::new(
-            name.clone(),
-            Cow::Borrowed(f.type_name.as_str()),
-            NodeKind::Array,
-            start,
-        );
+        let mut node = Node::new(name, f.type_name.as_str(), NodeKind::Array, start);
         node.buffer = r.buffer;
         node.region = self.region;
         let (len, off, llen) = match r.read(wire::length(prefix)) {
             Ok(x) => x,
             Err(e) => {
-                node.children
-                    .push(self.err_leaf(r, "length", prefix_label(prefix), wire_msg(&e)));
+                let l = self.err_leaf(r, "length", prefix_label(prefix), wire_msg(&e));
+                node.children = self.cx.arena.nodes([l]);
                 node.length = r.pos - start;
                 return Err(node);
             }
@@ -975,23 +929,20 @@ impl<'c, 'a> Walk<'c, 'a> {
             if !self.nullable(f) {
                 l.set_error(self.null_error(f));
             }
-            node.children.push(l);
+            node.children = self.cx.arena.nodes([l]);
             node.length = r.pos - start;
             return Ok(node);
         };
         let full = self.cx.opts.detail == Detail::Full;
         l.description = (full || self.guide_style).then(|| match (count, self.cx.opts.page_mode) {
-            (1, true) => Cow::Borrowed("one sample element follows"),
-            (1, false) => Cow::Borrowed("1 element follows"),
-            (n, _) => {
-                let mut s = cat("", n);
-                s.push_str(" elements follow");
-                Cow::Owned(s)
-            }
+            (1, true) => "one sample element follows",
+            (1, false) => "1 element follows",
+            (n, _) => self.cx.fmt(format_args!("{n} elements follow")),
         });
         node.value = Value::Count(count);
+        let mut nk = self.cx.vec();
         if self.keeps(None, &l) {
-            node.children.push(l);
+            nk.push(l);
         }
         let min = self.min_size(inner, f, 0) as u64;
         if count.saturating_mul(min.max(1)) > r.left() as u64 && min > 0 {
@@ -1001,49 +952,44 @@ impl<'c, 'a> Walk<'c, 'a> {
                 plural(count, "element"),
                 r.left()
             );
-            node.children.push(self.err_leaf(r, "unread", "bytes", m));
+            nk.push(self.err_leaf(r, "unread", "bytes", m));
             node.length = r.pos - start;
+            node.children = self.cx.seal(nk);
             return Err(node);
         }
         if full {
-            node.children
-                .reserve(count.min(r.left() as u64 + 1) as usize);
+            nk.reserve(count.min(r.left() as u64 + 1) as usize);
         }
         let elem_struct = match inner {
             FieldType::Struct(s) => Some((s.as_str(), self.struct_fields(f, s))),
             _ => None,
         };
         for i in 0..count {
-            let base: Cow<'a, str> = match elem_struct {
-                Some((s, _)) => Cow::Borrowed(s),
-                None => name.clone(),
+            let base: &'a str = match elem_struct {
+                Some((s, _)) => s,
+                None => name,
             };
             // Errors inside a primitive element name it (`Topics[3]: ...`); a struct
             // element's errors name its fields, and the summary looks at what a struct
             // element's name starts with, not its index.
             let indexed = full || self.guide_style || elem_struct.is_none();
-            let ename: Cow<'a, str> = if indexed {
-                let mut e = String::with_capacity(base.len() + 8);
-                e.push_str(&base);
-                e.push('[');
-                e.push_str(itoa::Buffer::new().format(i));
-                e.push(']');
-                Cow::Owned(e)
+            let ename: &'a str = if indexed {
+                self.cx.fmt(format_args!("{base}[{i}]"))
             } else {
                 base
             };
             let res = match (inner, elem_struct) {
                 (FieldType::Prim(p), _) => self.prim(r, f, *p, ename, flexible),
                 (FieldType::Struct(s), Some((_, Some(fields)))) => {
-                    let mut en =
-                        Node::new(ename, Cow::Borrowed(s.as_str()), NodeKind::Struct, r.pos);
+                    let mut en = Node::new(ename, s.as_str(), NodeKind::Struct, r.pos);
                     en.buffer = r.buffer;
                     en.region = self.region;
-                    self.struct_body(r, en, fields)
+                    let ek = self.cx.vec();
+                    self.struct_body(r, en, ek, fields)
                 }
                 _ => Err(self.err_leaf(
                     r,
-                    &ename,
+                    ename,
                     "bytes",
                     format!("element type {} is not supported", f.type_name),
                 )),
@@ -1053,17 +999,19 @@ impl<'c, 'a> Walk<'c, 'a> {
                     // A primitive element is a value of `f`; a struct element is a
                     // container, kept for what it holds.
                     if self.keeps(elem_struct.is_none().then_some(f), &n) {
-                        node.children.push(n)
+                        nk.push(n)
                     }
                 }
                 Err(n) => {
-                    node.children.push(n);
+                    nk.push(n);
                     node.length = r.pos - start;
+                    node.children = self.cx.seal(nk);
                     return Err(node);
                 }
             }
         }
         node.length = r.pos - start;
+        node.children = self.cx.seal(nk);
         Ok(node)
     }
 }
@@ -1091,7 +1039,7 @@ pub fn decode_versioned_data<'a>(
     cx: &mut Cx<'a>,
     name: &str,
     r: &mut Reader<'a>,
-    node_name: &str,
+    node_name: &'a str,
 ) -> Option<Node<'a>> {
     let start = r.pos;
     let mut probe = *r;
@@ -1109,28 +1057,26 @@ pub fn decode_versioned_data<'a>(
         defn.def.valid_versions.hi
     };
     *r = probe;
-    let mut node = Node::new(
-        node_name.to_string(),
-        format!("{} v{}", defn.def.name, v),
-        NodeKind::Group,
-        start,
-    );
+    let ty = cx.fmt(format_args!("{} v{}", defn.def.name, v));
+    let mut node = Node::new(node_name, ty, NodeKind::Group, start);
     node.buffer = r.buffer;
     let mut vl = Node::leaf("version", "int16", Value::Int(v as i64), off, len);
     vl.buffer = r.buffer;
     if use_v != v {
-        vl.annotation = Some(format!("read as v{use_v}").into());
+        vl.annotation = Some(cx.fmt(format_args!("read as v{use_v}")));
     }
-    node.children.push(vl);
+    let mut nk = cx.vec();
+    nk.push(vl);
     let def = &defn.def;
     let mut w = Walk::new(cx, def, use_v, Region::RequestBody);
     let _ = w.fields(
         r,
         &def.fields,
-        &mut node.children,
+        &mut nk,
         "number of tagged fields in this struct",
     );
     node.length = r.pos - start;
+    node.children = cx.seal(nk);
     Some(node)
 }
 
@@ -1143,33 +1089,30 @@ pub fn decode_data<'a>(
     name: &str,
     version: i16,
     r: &mut Reader<'a>,
-    node_name: &str,
+    node_name: &'a str,
 ) -> Node<'a> {
     let start = r.pos;
     let Some(defn) = cx.schema.resolve_name(name, version) else {
-        let mut n = r.error_leaf(
-            node_name,
-            "bytes",
-            format!("{name} has no version {version} in the schema"),
-        );
+        let m = cx.fmt(format_args!(
+            "{name} has no version {version} in the schema"
+        ));
+        let mut n = r.error_leaf(node_name, "bytes", m);
         n.value = Value::Bytes(&[]);
         return n;
     };
     let def = &defn.def;
-    let mut node = Node::new(
-        node_name.to_string(),
-        format!("{} v{}", def.name, version),
-        NodeKind::Group,
-        start,
-    );
+    let ty = cx.fmt(format_args!("{} v{}", def.name, version));
+    let mut node = Node::new(node_name, ty, NodeKind::Group, start);
     node.buffer = r.buffer;
+    let mut nk = cx.vec();
     let mut w = Walk::new(cx, def, version, Region::Record);
     let _ = w.fields(
         r,
         &def.fields,
-        &mut node.children,
+        &mut nk,
         "number of tagged fields in this struct",
     );
     node.length = r.pos - start;
+    node.children = cx.seal(nk);
     node
 }

@@ -263,7 +263,6 @@ impl TreeHtml<'_> {
         let line = rtext::node_line(n, parent, self.opts);
         let full = n
             .description
-            .as_deref()
             .map(|d| format!(" title=\"{}\"", esc(&rtext::cut_description(d, true))))
             .unwrap_or_default();
         writeln!(
@@ -274,7 +273,7 @@ impl TreeHtml<'_> {
             n.offset,
             n.length,
             esc(lead),
-            line_html(&line, &n.name)
+            line_html(&line, n.name)
         )?;
         for (label, msg) in [("!! error: ", n.error()), ("! warning: ", n.warning())] {
             if let Some(m) = msg {

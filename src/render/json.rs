@@ -265,9 +265,9 @@ fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
 
 fn write_node(out: &mut Vec<u8>, n: &Node<'_>) {
     out.extend_from_slice(b"{\"name\":");
-    put_str(out, &n.name);
+    put_str(out, n.name);
     put_key!(out, "type");
-    put_str(out, &n.ty);
+    put_str(out, n.ty);
     put_key!(out, "value");
     put_value(out, &n.value);
     put_key!(out, "offset");
@@ -357,8 +357,8 @@ fn located(v: &[Located]) -> J {
 /// `buffer`, `annotation`, `description`, `error`, `warning`, `children`.
 pub fn node_json(n: &Node<'_>) -> J {
     let mut m = Map::new();
-    m.insert("name".into(), n.name.as_ref().into());
-    m.insert("type".into(), n.ty.as_ref().into());
+    m.insert("name".into(), n.name.into());
+    m.insert("type".into(), n.ty.into());
     m.insert("value".into(), value_json(&n.value));
     m.insert("offset".into(), n.offset.into());
     m.insert("length".into(), n.length.into());
@@ -366,10 +366,10 @@ pub fn node_json(n: &Node<'_>) -> J {
         m.insert("buffer".into(), n.buffer.into());
     }
     if let Some(a) = &n.annotation {
-        m.insert("annotation".into(), a.as_ref().into());
+        m.insert("annotation".into(), (*a).into());
     }
     if let Some(d) = &n.description {
-        m.insert("description".into(), d.as_ref().into());
+        m.insert("description".into(), (*d).into());
     }
     if let Some(e) = n.error() {
         m.insert("error".into(), e.into());
@@ -445,19 +445,23 @@ mod tests {
             )),
             Value::Count(3),
         ];
+        let arena = crate::tree::Buffers::new();
+        let mut kids = Vec::new();
         for (i, v) in values.iter().enumerate() {
-            let mut n = Node::leaf(format!("f{i}"), "int32", v.clone(), i, 1);
+            let name = arena.fmt(format_args!("f{i}"));
+            let mut n = Node::leaf(name, "int32", v.clone(), i, 1);
             n.buffer = (i % 2) as u32;
             if i % 3 == 0 {
-                n.annotation = Some("ann \"x\"".into());
-                n.set_error(format!("err {i}"));
+                n.annotation = Some("ann \"x\"");
+                n.set_error(arena.fmt(format_args!("err {i}")));
             }
             if i % 4 == 0 {
-                n.description = Some("desc".into());
+                n.description = Some("desc");
                 n.set_warning("warn\r");
             }
-            root.children.push(n);
+            kids.push(n);
         }
+        root.children = arena.seal(kids);
         let msg = Message {
             direction: Direction::Response,
             api_key: 1,

@@ -267,7 +267,7 @@ pub fn value_json(v: &Value<'_>) -> serde_json::Value {
 /// Whether a node's bytes are record data that often hold text: a `key` or `value`
 /// inside a record.
 pub fn is_record_payload(parent: Option<&Node<'_>>, node: &Node<'_>) -> bool {
-    let record = matches!(&*node.name, "key" | "value" | "Key" | "Value")
+    let record = matches!(node.name, "key" | "value" | "Key" | "Value")
         && parent.is_some_and(|p| {
             p.name.starts_with("Record[")
                 || p.name.starts_with("Record ")

@@ -215,7 +215,7 @@ impl<'t> Facts<'t> {
     /// Visits `n`; `in_topic` is set under a topic struct, where no other topic is
     /// looked for (its configs and partitions are not topics).
     fn visit(&mut self, n: &'t Node<'t>, max: usize, in_topic: bool) {
-        match &*n.name {
+        match n.name {
             "GroupId" if self.group.is_none() => self.group = str_value(n, max),
             "TransactionalId" if self.transactional.is_none() => {
                 self.transactional = str_value(n, max)
@@ -224,7 +224,6 @@ impl<'t> Facts<'t> {
                 if let Some(code) = int_value(&n.value).filter(|c| *c != 0) {
                     let name = n
                         .annotation
-                        .as_deref()
                         .map(str::to_string)
                         .unwrap_or_else(|| format!("error{code}"));
                     match self.errors.iter_mut().find(|(e, _)| *e == name) {
@@ -266,7 +265,7 @@ impl<'t> Facts<'t> {
 /// string or a `TopicId` while its type names a topic.
 fn is_topic_struct(n: &Node<'_>) -> bool {
     let topicish = n.ty.contains("Topic") || n.name.contains("Topic");
-    n.children.iter().any(|c| match &*c.name {
+    n.children.iter().any(|c| match c.name {
         "Topic" | "TopicName" => matches!(c.value, Value::Str(_)),
         "Name" => topicish && matches!(c.value, Value::Str(_) | Value::Null),
         "TopicId" => topicish,
@@ -278,7 +277,7 @@ fn topic_of<'t>(n: &'t Node<'t>, max: usize) -> Topic<'t> {
     let name = n
         .children
         .iter()
-        .filter(|c| TOPIC_NAMES.contains(&&*c.name))
+        .filter(|c| TOPIC_NAMES.contains(&c.name))
         .find_map(|c| str_value(c, max))
         .filter(|s| !s.is_empty())
         .or_else(|| {
@@ -288,9 +287,7 @@ fn topic_of<'t>(n: &'t Node<'t>, max: usize) -> Topic<'t> {
                 .and_then(|c| {
                     match (
                         &c.value,
-                        c.annotation
-                            .as_deref()
-                            .and_then(|a| a.strip_prefix("topic ")),
+                        c.annotation.and_then(|a| a.strip_prefix("topic ")),
                     ) {
                         // named by the capture session from an earlier Metadata response
                         (Value::Uuid(_), Some(name)) => Some(summary_text(name, max)),
@@ -309,7 +306,7 @@ fn topic_of<'t>(n: &'t Node<'t>, max: usize) -> Topic<'t> {
                 if let Some(p) = e
                     .children
                     .iter()
-                    .find(|x| PARTITION_NAMES.contains(&&*x.name))
+                    .find(|x| PARTITION_NAMES.contains(&x.name))
                     .and_then(|x| int_value(&x.value))
                 {
                     partitions.push(p);

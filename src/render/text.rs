@@ -479,11 +479,11 @@ impl TreePrinter<'_> {
     /// [`Self::line`], appended to `s`.
     fn line_into(&self, s: &mut String, n: &Node<'_>, parent: Option<&Node<'_>>) {
         let color = self.color();
-        paint_into(s, color, &n.name, Style::new().bold());
+        paint_into(s, color, n.name, Style::new().bold());
         let ty: &str = match n.kind {
             NodeKind::Frame => "",
-            NodeKind::Header => n.ty.strip_prefix("header ").unwrap_or(&n.ty),
-            _ => &n.ty,
+            NodeKind::Header => n.ty.strip_prefix("header ").unwrap_or(n.ty),
+            _ => n.ty,
         };
         if !ty.is_empty() {
             s.push(' ');

@@ -3,10 +3,9 @@
 //! `../shared/reference/delete-topics-v6.md` when it is there.
 #![allow(dead_code)]
 
-use std::borrow::Cow;
 use std::path::PathBuf;
 
-use kwire::tree::{Direction, Message, Node, NodeKind, Region, Value};
+use kwire::tree::{Children, Direction, Message, Node, NodeKind, Region, Value};
 
 pub const REQ_HEX: &str =
     "000000230014000600000000000000020100000000000000000000000000000000000000000000";
@@ -34,8 +33,14 @@ pub fn group<'a>(
 ) -> Node<'a> {
     let mut n = Node::new(name, ty, kind, off);
     n.length = len;
-    n.children = children;
+    n.children = kids(children);
     n
+}
+
+/// Children for a hand-built test tree (the test leaks them: a decoded tree's children
+/// live in the message's arena instead).
+pub fn kids<'a>(v: Vec<Node<'a>>) -> Children<'a> {
+    Children::new(Box::leak(v.into_boxed_slice()))
 }
 
 fn tagged(off: usize) -> Node<'static> {
@@ -257,7 +262,7 @@ fn describe(root: &mut Node<'_>, section: &str) {
     fn go(n: &mut Node<'_>, descs: &mut dyn Iterator<Item = String>) {
         if let Some(d) = descs.next() {
             if !d.is_empty() {
-                n.description = Some(Cow::Owned(d));
+                n.description = Some(Box::leak(d.into_boxed_str()));
             }
         }
         for c in &mut n.children {
