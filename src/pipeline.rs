@@ -38,13 +38,13 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// The default for `threads` workers: 4 MiB of input in flight per worker (8 to 32
+    /// The default for `threads` workers: 2 MiB of input in flight per worker (4 to 16
     /// MiB) and 8 jobs per worker (8 to 64 jobs, each with at most
     /// [`CHUNKS_WAITING`] x [`CHUNK`] = 256 KiB of output waiting), within the 64 MiB
     /// kwire aims at for two workers.
     pub fn for_threads(threads: usize) -> Budget {
         Budget {
-            input_bytes: (threads << 22).clamp(8 << 20, 32 << 20),
+            input_bytes: (threads << 21).clamp(4 << 20, 16 << 20),
             jobs: (threads * 8).clamp(8, 64),
         }
     }
