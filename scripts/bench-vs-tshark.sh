@@ -18,6 +18,7 @@
 #               one is compared with tshark, each other with the first
 #   SEED        generator seed (default 1)
 #   BENCH_DIR   where captures and results go (default target/bench)
+#   TLS_BENCH=0 skip the TLS rows; TLS_SIZE (bytes, default 50000000), TLS_ROUNDS (3)
 #
 # Every command writes to /dev/null. Each row gives the median wall time, the spread
 # (min-max) over its rounds, the median CPU time (user+sys) and the largest peak RSS
@@ -194,6 +195,41 @@ for size in $SIZES; do
     done
   done
 done
+# >>> TLS: the TLS lab's AES-256-GCM capture replicated to TLS_SIZE, decrypted with its key
+# log by kwire and by tshark; kwire without the key log beside them (records only framed
+# and counted). Off with TLS_BENCH=0. Owned by the TLS work (issue 14).
+TLS_BENCH=${TLS_BENCH:-1}
+TLS_SIZE=${TLS_SIZE:-50000000}
+TLS_ROUNDS=${TLS_ROUNDS:-3}
+if [ "$TLS_BENCH" = 1 ]; then
+  lab=captures/lab/tls/tls13_kp_aes256gcm
+  tf="$BENCH_DIR/tls13-aes256gcm-$TLS_SIZE.pcap"
+  if [ ! -s "$tf" ]; then
+    editcap -F pcap "$lab.pcapng" "$TMP/lab.pcap"
+    python3 scripts/tls-replicate.py "$TMP/lab.pcap" "$tf" "$TLS_SIZE" 9093
+  fi
+  cat "$tf" >/dev/null
+  cap="TLS 1.3 AES-256-GCM ($(($(stat -c %s "$tf") / 1000000)) MB)"
+  tk=(read "$tf" --port 9093 --tls-keylog "$lab.keys" --format summary)
+  ts=(-r "$tf" -o "tls.keylog_file:$lab.keys" -d tcp.port==9093,tls -d tls.port==9093,kafka)
+  : >"$TMP/k"
+  : >"$TMP/n"
+  : >"$TMP/s"
+  for _ in $(seq "$TLS_ROUNDS"); do
+    time_cmd "$TMP/k" "$KWIRE" "${tk[@]}"
+    time_cmd "$TMP/n" "$KWIRE" read "$tf" --port 9093 --format summary
+    time_cmd "$TMP/s" tshark "${ts[@]}"
+  done
+  l=$(load)
+  km=$(median_of "$TMP/k")
+  sm=$(median_of "$TMP/s")
+  row "$cap" kwire "kwire read --port 9093 --tls-keylog KEYS --format summary" "$TLS_ROUNDS" "$TMP/k" "" "$l"
+  row "$cap" kwire "kwire read --port 9093 --format summary (no keys)" "$TLS_ROUNDS" "$TMP/n" "" "$l"
+  row "$cap" tshark "tshark -o tls.keylog_file:KEYS -d tcp.port==9093,tls -d tls.port==9093,kafka" "$TLS_ROUNDS" "$TMP/s" \
+    "$(awk -v a="$sm" -v b="$km" 'BEGIN { printf "%.1fx", a / b }')" "$l"
+fi
+# <<< TLS
+
 echo | tee -a "$RESULTS"
 echo "- load average at end: $(load)" | tee -a "$RESULTS"
 echo "results: $RESULTS" >&2

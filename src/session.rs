@@ -31,6 +31,9 @@ pub struct Context {
     pub latency: Option<Duration>,
     /// The message was cut short (the capture ended or lost segments).
     pub incomplete: bool,
+    /// For a message decrypted from TLS: the session (version, suite, SNI) and the
+    /// records that carried it.
+    pub tls: Option<crate::input::tls::TlsFrameInfo>,
 }
 
 /// Pairing state over one capture.
@@ -263,6 +266,7 @@ impl<'s> Session<'s> {
             connection: c.connection,
             latency: None,
             incomplete: c.incomplete,
+            tls: c.tls.clone(),
         };
         let dir = if c.direction == input::Direction::ToServer {
             Direction::Request

@@ -50,6 +50,8 @@ pub struct Stats {
     pub sasl_tokens: u64,
     /// Responses whose request is not in the capture (so their API is unknown).
     pub unpaired_responses: u64,
+    /// TLS connections: version, suite, SNI, how much was decrypted (by connection id).
+    pub tls: Vec<crate::input::tls::TlsSummary>,
 }
 
 /// The `q`-quantile (0..=1) of sorted values, nearest rank.
@@ -130,6 +132,13 @@ impl Item {
 }
 
 impl Stats {
+    /// Adds the summaries of the capture's TLS connections (from
+    /// [`crate::input::CaptureStats::tls`]), kept in connection order.
+    pub fn add_tls(&mut self, tls: Vec<crate::input::tls::TlsSummary>) {
+        self.tls.extend(tls);
+        self.tls.sort_by_key(|t| t.connection);
+    }
+
     /// Adds one decoded message with its capture context.
     pub fn add(&mut self, m: &Message<'_>, ctx: &Context) {
         self.add_item(Item::of(m, ctx));
@@ -204,12 +213,28 @@ impl Stats {
             .iter()
             .map(|(id, c)| json!({"connection": id, "client": c.client, "server": c.server, "client_id": c.client_id, "messages": c.messages}))
             .collect();
-        json!({
+        let mut j = json!({
             "apis": apis,
             "connections": conns,
             "sasl_tokens": self.sasl_tokens,
             "unpaired_responses": self.unpaired_responses,
-        })
+        });
+        if !self.tls.is_empty() {
+            j["tls"] = self
+                .tls
+                .iter()
+                .map(|t| {
+                    json!({
+                        "connection": t.connection, "version": t.version,
+                        "cipher_suite": t.cipher_suite, "sni": t.sni, "alpn": t.alpn,
+                        "decrypted": t.decrypted(), "decrypted_records": t.decrypted_records,
+                        "encrypted_records": t.encrypted_records,
+                        "encrypted_bytes": t.encrypted_bytes,
+                    })
+                })
+                .collect();
+        }
+        j
     }
 
     /// The statistics as a text table.
@@ -267,6 +292,27 @@ impl Stats {
                 c.messages,
                 c.client_id.as_deref().unwrap_or("-")
             )?;
+        }
+        if !self.tls.is_empty() {
+            writeln!(w)?;
+            writeln!(
+                w,
+                "{:>4}  {:<8} {:<40} {:<24} {:<9}  encrypted",
+                "conn", "tls", "cipher_suite", "sni", "decrypted"
+            )?;
+            for t in &self.tls {
+                writeln!(
+                    w,
+                    "{:>4}  {:<8} {:<40} {:<24} {:<9}  {} records, {} bytes",
+                    t.connection,
+                    t.version.unwrap_or("?"),
+                    t.cipher_suite.as_deref().unwrap_or("?"),
+                    t.sni.as_deref().unwrap_or("-"),
+                    t.decrypted(),
+                    t.encrypted_records,
+                    t.encrypted_bytes
+                )?;
+            }
         }
         if self.sasl_tokens > 0 {
             writeln!(w, "\n{} raw SASL tokens", self.sasl_tokens)?;

@@ -14,11 +14,12 @@ use std::path::{Path, PathBuf};
 /// A target's name and body.
 type Target = (&'static str, fn(&[u8]));
 
-const TARGETS: [Target; 4] = [
+const TARGETS: [Target; 5] = [
     ("frame", fuzz::frame),
     ("capture", fuzz::capture),
     ("hex", fuzz::hex),
     ("records", fuzz::records),
+    ("tls", fuzz::tls),
 ];
 
 fn corpus_dir(target: &str) -> PathBuf {
@@ -51,6 +52,11 @@ fn frame_corpus() {
 #[test]
 fn capture_corpus() {
     replay("capture", fuzz::capture);
+}
+
+#[test]
+fn tls_corpus() {
+    replay("tls", fuzz::tls);
 }
 
 #[test]
@@ -208,6 +214,18 @@ fn write_seeds() {
         add("hex", h.as_bytes().to_vec());
         let dir = if i == 0 { "c>s" } else { "s>c" };
         add("hex", format!("{dir} 0 0 {h}\n").into_bytes());
+    }
+    // The TLS lab's captures with their key logs (fuzz::tls's input shape).
+    for p in captures() {
+        if p.parent().and_then(|d| d.file_name()) != Some(std::ffi::OsStr::new("tls")) {
+            continue;
+        }
+        let keys = std::fs::read(p.with_extension("keys")).unwrap_or_default();
+        let cap = std::fs::read(&p).unwrap();
+        add(
+            "tls",
+            [&(keys.len() as u16).to_be_bytes()[..], &keys, &cap].concat(),
+        );
     }
     // Frames from every capture, with their (api_key, api_version) from pairing.
     for p in captures() {

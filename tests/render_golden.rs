@@ -38,6 +38,7 @@ fn all_formats(hex: &str, known: Known, stem: &str) {
         connection: 1,
         latency: None,
         incomplete: false,
+        tls: None,
     };
     for (fmt, ext, c) in [
         (Format::Text, "txt", None),

@@ -5,8 +5,12 @@ const host = process.env.KWIRE_LAB_HOST || '127.0.0.1';
 const port = process.env.KWIRE_LAB_PORT || '9092';
 const broker = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 
+// KWIRE_LAB_TLS=1: TLS to the lab's terminator (self-signed certificate, not checked);
+// run node with --tls-keylog=FILE for the key log.
+const tls = process.env.KWIRE_LAB_TLS ? { ssl: { rejectUnauthorized: false } } : {};
+
 function kafka(extra = {}) {
-  return new Kafka({ clientId: 'kwire-lab-kjs', brokers: [broker], logLevel: logLevel.WARN,
+  return new Kafka({ clientId: 'kwire-lab-kjs', brokers: [broker], logLevel: logLevel.WARN, ...tls,
     connectionTimeout: 5000, requestTimeout: 10000, retry: { retries: 2 }, ...extra });
 }
 async function step(name, fn) {

@@ -229,6 +229,105 @@ pub fn capture(data: &[u8]) {
     }
 }
 
+/// Target `tls`: a key log and a capture of TLS connections. The input is a 2-byte
+/// big-endian length `L`, `L` bytes of NSS key log text, then a pcap or pcapng file read
+/// with broker port 9093 and those keys (the seeds are the TLS lab's captures with their
+/// key logs, so records decrypt and mutations hit the record, handshake and decryption
+/// paths). Then the capture bytes again, cut into chunks, straight into one
+/// [`kwire::input::tls::TlsConn`] as the two directions' streams. Invariants: nothing
+/// panics; every decoded message passes [`check_message`]; a decrypted frame names TLS
+/// records in ascending order; no notice and no key log problem holds a logged secret.
+pub fn tls(data: &[u8]) {
+    use kwire::input::tcp::Delivery;
+    use kwire::input::tls::{KeyLog, TlsConn, TlsOut};
+    if data.len() < 2 {
+        return;
+    }
+    let l = (u16::from_be_bytes([data[0], data[1]]) as usize).min(data.len() - 2);
+    let (text, cap) = data[2..].split_at(l);
+    let mut keys = KeyLog::new();
+    let problems = keys.add_text(text, "fuzz");
+    // the logged secrets, as they would print (hex, at least 16 digits)
+    let secrets: Vec<String> = String::from_utf8_lossy(text)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(|s| s.to_ascii_lowercase()))
+        .filter(|s| s.len() >= 16 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+        .collect();
+    let leaks = |t: &str| {
+        let t = t.to_ascii_lowercase();
+        secrets.iter().any(|s| t.contains(s.as_str()))
+    };
+    for p in &problems {
+        assert!(
+            !leaks(&p.to_string()),
+            "a key log problem shows a secret: {p}"
+        );
+    }
+    let opts = CaptureOptions {
+        ports: vec![9093],
+        max_frame: 1 << 20,
+        max_out_of_order: 1 << 20,
+        read_buffer: 64 << 10,
+        tls_keys: std::sync::Arc::new(keys.clone()),
+        ..CaptureOptions::default()
+    };
+    let plaus = SchemaPlausibility(schema());
+    let mut session = Session::new(schema(), options());
+    let _ = read_capture(cap, &opts, &plaus, |ev| match ev {
+        Event::Notice(n) => assert!(!leaks(&n.to_string()), "a notice shows a secret: {n}"),
+        Event::Frame(f) => {
+            if let Some(t) = &f.ctx.tls {
+                assert!(t.records.windows(2).all(|w| w[0] < w[1]), "{:?}", t.records);
+            }
+            let arena = Buffers::new();
+            let (m, _) = session.decode(&f, &arena);
+            check_message(&m);
+        }
+    });
+    // the same bytes as the two directions of one TLS connection
+    let mut conn = TlsConn::new(1, "fuzz".into(), None);
+    let mut offs = [0u64; 2];
+    let mut next_plain = [0u64; 2];
+    let mut out = Vec::new();
+    let mut rest = cap;
+    let mut frame = 0u64;
+    while rest.len() >= 3 {
+        let side = (rest[0] & 1) as usize;
+        let n = (u16::from_be_bytes([rest[1], rest[2]]) as usize).min(rest.len() - 3);
+        frame += 1;
+        let d = if rest[0] & 0x80 != 0 {
+            Delivery::Gap {
+                offset: offs[side],
+                len: n as u64,
+                frame,
+            }
+        } else {
+            Delivery::Data {
+                offset: offs[side],
+                bytes: rest[3..3 + n].to_vec(),
+                frame,
+                time: Default::default(),
+            }
+        };
+        offs[side] += n as u64;
+        conn.data(side, d, &keys, &mut out);
+        rest = &rest[3 + n..];
+    }
+    conn.finish(frame, &mut out);
+    for o in out {
+        match o {
+            TlsOut::Notice(n) => assert!(!leaks(&n.to_string()), "a notice shows a secret: {n}"),
+            TlsOut::Plain(side, Delivery::Data { offset, bytes, .. }) => {
+                assert_eq!(offset, next_plain[side], "plaintext not end to end");
+                next_plain[side] += bytes.len() as u64;
+            }
+            TlsOut::Plain(_, Delivery::Gap { .. }) => {}
+        }
+    }
+    let sum = conn.summary();
+    assert!(sum.decrypted_records + sum.encrypted_records <= frame * 4096 + 2);
+}
+
 /// Where a hex or base64 error may point: a line of the text, a column inside it or
 /// just past its end.
 fn check_position(text: &str, line: usize, column: usize) {

@@ -26,6 +26,11 @@ pub struct CaptureArgs {
     /// Largest frame accepted, in bytes (like the broker's socket.request.max.bytes).
     #[arg(long, default_value_t = 100 << 20)]
     pub max_frame: usize,
+    /// A TLS key log (NSS format, as SSLKEYLOGFILE files are) to decrypt TLS connections
+    /// with; repeatable. Without it, the file SSLKEYLOGFILE names is read when it exists.
+    /// A pcapng file's Decryption Secrets Blocks are always read.
+    #[arg(long = "tls-keylog", value_name = "FILE")]
+    pub tls_keylog: Vec<PathBuf>,
     /// Worker threads that decode and print (default: the number of cores; 1 when
     /// reading stdin, so a live capture prints each message as it comes). `--threads 1`
     /// decodes on the reading thread. The output is the same at any count.
@@ -42,6 +47,49 @@ impl CaptureArgs {
             None => crate::pipeline::default_threads(),
         }
     }
+}
+
+/// The key logs `--tls-keylog` names (or the file `SSLKEYLOGFILE` names, when no
+/// `--tls-keylog` is given and it exists), read into one [`input::tls::KeyLog`]. Each line
+/// that cannot be used is a `kwire: FILE:LINE: ...` line for stderr; no secret is in them.
+///
+/// # Errors
+/// A `--tls-keylog` file that cannot be read.
+pub fn load_keylogs(a: &CaptureArgs) -> Result<(input::tls::KeyLog, Vec<String>), CliError> {
+    let mut keys = input::tls::KeyLog::new();
+    let mut lines = Vec::new();
+    let mut files: Vec<(PathBuf, bool)> = a.tls_keylog.iter().map(|p| (p.clone(), true)).collect();
+    if files.is_empty() {
+        if let Some(p) = std::env::var_os("SSLKEYLOGFILE").filter(|p| !p.is_empty()) {
+            files.push((PathBuf::from(p), false));
+        }
+    }
+    for (p, given) in files {
+        match std::fs::read(&p) {
+            Ok(text) => {
+                let problems = keys.add_text(&text, &p.display().to_string());
+                let n = problems.len();
+                for pr in problems.iter().take(NOTICE_LINES_PER_KIND as usize) {
+                    lines.push(format!("kwire: key log {pr}"));
+                }
+                if n > NOTICE_LINES_PER_KIND as usize {
+                    lines.push(format!(
+                        "kwire: key log {}: {} more lines could not be used",
+                        p.display(),
+                        n - NOTICE_LINES_PER_KIND as usize
+                    ));
+                }
+            }
+            Err(e) if given => {
+                return Err(CliError::Msg(format!("--tls-keylog {}: {e}", p.display())))
+            }
+            Err(e) => lines.push(format!(
+                "kwire: SSLKEYLOGFILE {}: {e}; TLS connections stay encrypted",
+                p.display()
+            )),
+        }
+    }
+    Ok((keys, lines))
 }
 
 /// `kwire read` options.
@@ -221,7 +269,8 @@ fn problems(m: &Message<'_>) -> (bool, bool) {
 /// reassembles and pairs: the output is the same. Notices go to stderr as they come.
 /// Returns the closing lines for stderr (requests left unanswered, then one line
 /// counting packets, connections, messages, errors and what was skipped), for the
-/// caller to print once its output is flushed.
+/// caller to print once its output is flushed, and each TLS connection's summary (for
+/// `kwire stats`).
 ///
 /// # Errors
 /// A file that cannot be opened or is not a capture; the first error `work` returns or
@@ -233,7 +282,7 @@ pub fn run_capture<O: Send>(
     out: &mut dyn Write,
     work: &MessageWork<'_, O>,
     collect: &mut dyn FnMut(O) -> bool,
-) -> Result<Vec<String>, CliError> {
+) -> Result<(Vec<String>, Vec<input::tls::TlsSummary>), CliError> {
     // A progress bar on stderr for large files, when stderr is a terminal.
     let mut bar = indicatif::ProgressBar::hidden();
     let input: Box<dyn Read + Send> = if a.file.as_os_str() == "-" {
@@ -259,6 +308,8 @@ pub fn run_capture<O: Send>(
         Box::new(bar.wrap_read(f))
     };
     let say = |line: String| bar.suspend(|| eprintln!("{line}"));
+    let (keys, key_lines) = load_keylogs(a)?;
+    key_lines.into_iter().for_each(say);
     let copts = CaptureOptions {
         ports: if a.ports.is_empty() {
             vec![9092]
@@ -267,6 +318,7 @@ pub fn run_capture<O: Send>(
         },
         detect: a.detect,
         max_frame: a.max_frame,
+        tls_keys: std::sync::Arc::new(keys),
         ..CaptureOptions::default()
     };
     let plaus = SchemaPlausibility(schema);
@@ -435,7 +487,7 @@ pub fn run_capture<O: Send>(
         counted(waiting.len() as u64, "unanswered request", "unanswered requests"),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
-    Ok(lines)
+    Ok((lines, stats.tls))
 }
 
 /// `1 packet`, `2 packets`.
@@ -487,7 +539,7 @@ pub fn read_command(
             Ok(false)
         }
     };
-    let closing = run_capture(schema, &a.capture, detail, out, &work, &mut |shown| shown)?;
+    let (closing, _) = run_capture(schema, &a.capture, detail, out, &work, &mut |shown| shown)?;
     out.flush()?;
     closing.iter().for_each(|l| eprintln!("{l}"));
     Ok(())
@@ -512,7 +564,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
     let mut st = crate::stats::Stats::default();
     let work =
         |m: &Message<'_>, ctx: &Context, _: &mut dyn Write| Ok(crate::stats::Item::of(m, ctx));
-    let closing = run_capture(
+    let (closing, tls) = run_capture(
         schema,
         &a.capture,
         Detail::Full,
@@ -523,6 +575,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
             true
         },
     )?;
+    st.add_tls(tls);
     match a.format {
         super::ListFormat::Json => writeln!(
             out,

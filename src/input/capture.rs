@@ -107,6 +107,8 @@ pub struct Extractor<'p> {
     defrag: IpDefragPool<u64, ()>,
     reported_links: HashSet<i32>,
     frame_no: u64,
+    keys: super::tls::KeyLog,
+    secrets_blocks: u32,
 }
 
 impl<'p> Extractor<'p> {
@@ -123,12 +125,27 @@ impl<'p> Extractor<'p> {
             defrag: IpDefragPool::new(),
             reported_links: HashSet::new(),
             frame_no: 0,
+            keys: (*opts.tls_keys).clone(),
+            secrets_blocks: 0,
         }
     }
 
     /// Counters so far.
     pub fn stats(&self) -> &CaptureStats {
         &self.stats
+    }
+
+    /// Adds TLS secrets in the NSS key log format (a pcapng Decryption Secrets Block's
+    /// content): they apply to connections whose ServerHello comes after them. Lines that
+    /// cannot be used are [`NoticeKind::Tls`] notices naming the block and line.
+    pub fn add_tls_secrets(&mut self, text: &[u8], out: &mut dyn FnMut(Event)) {
+        self.secrets_blocks += 1;
+        let source = format!("pcapng Decryption Secrets Block {}", self.secrets_blocks);
+        for p in self.keys.add_text(text, &source) {
+            let mut n = Notice::new(NoticeKind::Tls, format!("key log {p}"));
+            n.frame = Some(self.frame_no);
+            self.notice(n, out);
+        }
     }
 
     fn notice(&mut self, n: Notice, out: &mut dyn FnMut(Event)) {
@@ -315,6 +332,7 @@ impl<'p> Extractor<'p> {
             plaus: self.plaus,
             stats: &mut self.stats,
             out,
+            keys: &self.keys,
         };
         let ack = tcp.ack().then(|| tcp.acknowledgment_number());
         conn.segment(side, &seg, ack, &mut sink);
@@ -342,6 +360,7 @@ impl<'p> Extractor<'p> {
             plaus: self.plaus,
             stats: &mut self.stats,
             out,
+            keys: &self.keys,
         };
         for mut c in conns {
             c.finish(frame, &mut sink);
@@ -517,6 +536,12 @@ pub fn read_capture<R: Read + Send>(
                         let lt = ifaces.first().map(|i| i.linktype).unwrap_or(-1);
                         let data = &spb.data[..(spb.origlen as usize).min(spb.data.len())];
                         ex.packet(lt, data, spb.origlen, Timestamp::default(), out);
+                    }
+                    PcapBlockOwned::NG(Block::DecryptionSecrets(dsb)) => {
+                        if dsb.secrets_type == pcap_parser::pcapng::SecretsType::TlsKeyLog {
+                            let n = (dsb.secrets_len as usize).min(dsb.data.len());
+                            ex.add_tls_secrets(&dsb.data[..n], out);
+                        }
                     }
                     PcapBlockOwned::NG(_) => {}
                 }

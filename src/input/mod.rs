@@ -22,9 +22,11 @@ pub mod pair;
 pub mod pcap_out;
 pub mod stream;
 pub mod tcp;
+pub mod tls;
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 pub use capture::{read_capture, Extractor};
 pub use pair::{PairedRequest, Pairer, PendingRequest};
@@ -103,6 +105,10 @@ pub struct FrameContext {
     /// True when a gap (lost segment or snaplen-truncated record) hit this frame: `bytes` then
     /// holds only the bytes before the gap, and is shorter than the size prefix says.
     pub incomplete: bool,
+    /// For a frame decrypted from TLS: the session and the records that carried it. Then
+    /// `stream_offset` counts bytes of the decrypted stream, and the record numbers are
+    /// those of the packets that completed each TLS record.
+    pub tls: Option<tls::TlsFrameInfo>,
 }
 
 /// A whole frame cut from a TCP byte stream.
@@ -136,7 +142,9 @@ pub enum NoticeKind {
     Resync,
     /// A frame whose size prefix exceeds [`CaptureOptions::max_frame`].
     Oversize,
-    /// A connection that carries TLS; it cannot be decoded without keys.
+    /// TLS: a connection (or part of one) that stayed encrypted and why, a record that
+    /// does not decrypt, an alert, a renegotiation attempt, a garbled handshake, a key log
+    /// line that cannot be used.
     Tls,
     /// Out-of-order data dropped because the buffer was full, or a connection evicted.
     Dropped,
@@ -285,6 +293,9 @@ pub struct CaptureOptions {
     /// Initial capacity of the capture reader buffer in bytes; it grows up to 16 MiB for
     /// records larger than it. Default 256 KiB (minimum 64 KiB).
     pub read_buffer: usize,
+    /// Secrets for decrypting TLS connections (`--tls-keylog`, `SSLKEYLOGFILE`); a pcapng
+    /// file's Decryption Secrets Blocks add to them. Default empty.
+    pub tls_keys: Arc<tls::KeyLog>,
 }
 
 impl Default for CaptureOptions {
@@ -296,6 +307,7 @@ impl Default for CaptureOptions {
             max_out_of_order: 4 * 1024 * 1024,
             max_closed: 4096,
             read_buffer: 256 << 10,
+            tls_keys: Arc::default(),
         }
     }
 }
@@ -321,6 +333,9 @@ pub struct CaptureStats {
     pub duplicate_bytes: u64,
     /// True if the file ended in the middle of a record.
     pub file_truncated: bool,
+    /// Each TLS connection, in the order they ended: version, suite, SNI, how much was
+    /// decrypted.
+    pub tls: Vec<tls::TlsSummary>,
 }
 
 /// Fatal errors of [`read_capture`]. Damage inside a readable file is reported as notices,

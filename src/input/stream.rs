@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use super::tcp::{Delivery, Reassembler, Segment};
+use super::tls::{KeyLog, TlsConn, TlsOut};
 use super::{
     CaptureOptions, CaptureStats, Direction, Event, Frame, FrameContext, FrameKind,
     FramePlausibility, Notice, NoticeKind, Timestamp,
@@ -511,6 +512,8 @@ pub(crate) struct Sink<'a> {
     pub plaus: &'a dyn FramePlausibility,
     pub stats: &'a mut CaptureStats,
     pub out: &'a mut dyn FnMut(Event),
+    /// Secrets for TLS connections.
+    pub keys: &'a KeyLog,
 }
 
 impl Sink<'_> {
@@ -540,6 +543,8 @@ pub(crate) struct Conn {
     sasl_raw: bool,
     last_frame: u64,
     recent_corrs: VecDeque<i32>,
+    /// The TLS layer, for a connection that carries TLS.
+    tls: Option<Box<TlsConn>>,
 }
 
 impl Conn {
@@ -568,6 +573,7 @@ impl Conn {
             sasl_raw: false,
             last_frame: 0,
             recent_corrs: VecDeque::new(),
+            tls: None,
         }
     }
 
@@ -626,14 +632,8 @@ impl Conn {
 
     fn deliver(&mut self, side: usize, d: Delivery, sink: &mut Sink<'_>) {
         match self.state {
-            State::Tls | State::NotKafka => {
-                if self.state == State::Tls {
-                    sink.stats.bytes_skipped += match &d {
-                        Delivery::Data { bytes, .. } => bytes.len() as u64,
-                        Delivery::Gap { .. } => 0,
-                    };
-                }
-            }
+            State::Tls => self.tls_feed(side, d, sink),
+            State::NotKafka => {}
             State::Undecided => {
                 if let Delivery::Data { bytes, .. } = &d {
                     self.pending_bytes[side] += bytes.len();
@@ -688,22 +688,7 @@ impl Conn {
                 continue;
             }
             if looks_tls(&p) {
-                self.state = State::Tls;
-                sink.stats.connections += 1;
-                let skipped: u64 = (self.pending_bytes[0] + self.pending_bytes[1]) as u64;
-                sink.stats.bytes_skipped += skipped;
-                let mut n = Notice::new(
-                    NoticeKind::Tls,
-                    format!(
-                        "connection {} -> {} carries TLS; cannot decode without keys",
-                        self.addrs[s],
-                        self.addrs[1 - s]
-                    ),
-                );
-                n.frame = Some(self.last_frame);
-                n.connection = Some(self.id);
-                sink.notice(n);
-                self.pending = [Vec::new(), Vec::new()];
+                self.start_tls(sink);
                 return;
             }
         }
@@ -777,6 +762,66 @@ impl Conn {
         }
     }
 
+    /// The connection carries TLS: what was held goes to the TLS layer in capture order,
+    /// and so does the rest (`tls_feed`).
+    fn start_tls(&mut self, sink: &mut Sink<'_>) {
+        self.state = State::Tls;
+        sink.stats.connections += 1;
+        let name = format!("{} <-> {}", self.addrs[0], self.addrs[1]);
+        self.tls = Some(Box::new(TlsConn::new(self.id, name, self.client)));
+        for (s, d) in self.held_in_order() {
+            self.tls_feed(s, d, sink);
+        }
+    }
+
+    /// TCP bytes of a TLS connection: decrypted application data is framed as Kafka.
+    fn tls_feed(&mut self, side: usize, d: Delivery, sink: &mut Sink<'_>) {
+        let Some(t) = self.tls.as_mut() else {
+            return;
+        };
+        let mut outs = Vec::new();
+        t.data(side, d, sink.keys, &mut outs);
+        self.tls_out(outs, sink);
+    }
+
+    fn tls_out(&mut self, outs: Vec<TlsOut>, sink: &mut Sink<'_>) {
+        if let Some(c) = self.tls.as_ref().and_then(|t| t.client_side()) {
+            self.client = Some(c);
+        }
+        for o in outs {
+            match o {
+                TlsOut::Notice(n) => sink.notice(n),
+                TlsOut::Plain(side, d) => {
+                    if self.framers[side].is_none() {
+                        let c = self.client.unwrap_or(1 - side);
+                        self.client = Some(c);
+                        for s in 0..2 {
+                            self.framers[s] =
+                                Some(Framer::new(self.dir_of(s), sink.opts.max_frame, true));
+                        }
+                    }
+                    self.feed(side, d, sink);
+                }
+            }
+        }
+    }
+
+    /// What was held while deciding, in capture order across both sides (stable: within
+    /// one side and one record the order stays as it was).
+    fn held_in_order(&mut self) -> Vec<(usize, Delivery)> {
+        let mut held: Vec<(u64, usize, Delivery)> = Vec::new();
+        for s in 0..2 {
+            for d in std::mem::take(&mut self.pending[s]) {
+                let frame = match &d {
+                    Delivery::Data { frame, .. } | Delivery::Gap { frame, .. } => *frame,
+                };
+                held.push((frame, s, d));
+            }
+        }
+        held.sort_by_key(|(frame, _, _)| *frame);
+        held.into_iter().map(|(_, s, d)| (s, d)).collect()
+    }
+
     fn start_kafka(&mut self, sink: &mut Sink<'_>) {
         self.state = State::Kafka;
         sink.stats.connections += 1;
@@ -792,18 +837,7 @@ impl Conn {
         }
         // What was held while deciding goes on in capture order across both sides, so a
         // response held on one side does not come out before the request it answers.
-        let mut held: Vec<(u64, usize, Delivery)> = Vec::new();
-        for s in 0..2 {
-            for d in std::mem::take(&mut self.pending[s]) {
-                let frame = match &d {
-                    Delivery::Data { frame, .. } | Delivery::Gap { frame, .. } => *frame,
-                };
-                held.push((frame, s, d));
-            }
-        }
-        // Stable: within one side (and one record) the order stays as it was.
-        held.sort_by_key(|(frame, _, _)| *frame);
-        for (_, s, d) in held {
+        for (s, d) in self.held_in_order() {
             self.feed(s, d, sink);
         }
     }
@@ -877,6 +911,10 @@ impl Conn {
                 } => {
                     let kind = self.classify(dir, &bytes, incomplete, last, sink);
                     sink.stats.frames += 1;
+                    let tls = self
+                        .tls
+                        .as_mut()
+                        .and_then(|t| t.frame_info(side, offset, bytes.len() as u64));
                     let ctx = FrameContext {
                         first_frame: first,
                         last_frame: last,
@@ -887,6 +925,7 @@ impl Conn {
                         direction: dir,
                         stream_offset: offset,
                         incomplete,
+                        tls,
                     };
                     (sink.out)(Event::Frame(Frame { ctx, kind, bytes }));
                 }
@@ -964,6 +1003,14 @@ impl Conn {
             }
         }
         self.try_decide(true, sink);
+        if let Some(t) = self.tls.as_mut() {
+            let mut outs = Vec::new();
+            t.finish(frame, &mut outs);
+            let sum = t.summary();
+            sink.stats.bytes_skipped += sum.encrypted_bytes;
+            sink.stats.tls.push(sum);
+            self.tls_out(outs, sink);
+        }
         for s in 0..2 {
             let mut fo = Vec::new();
             let kc = KnownCorr {

@@ -650,8 +650,12 @@ fn input_tls_connection() {
         .iter()
         .filter(|n| n.kind == NoticeKind::Tls)
         .collect();
-    assert_eq!(n.len(), 1);
-    assert_eq!(n[0].connection, Some(1));
+    // The ClientHello here is garbled (a one-byte body), and the connection's closing
+    // notice says it stayed TLS without keys.
+    assert_eq!(n.len(), 2, "{n:?}");
+    assert!(n[0].message.contains("garbled ClientHello"), "{n:?}");
+    assert!(n[1].message.contains("stayed encrypted"), "{n:?}");
+    assert!(n.iter().all(|n| n.connection == Some(1)));
 }
 
 #[test]
@@ -1070,4 +1074,242 @@ fn input_shared_lab_frames_match_hex() {
         }
     }
     assert!(checked >= 30, "only {checked} lab files checked");
+}
+
+/// Notices of `o` whose message contains `s`.
+fn notices_with<'a>(o: &'a Out, s: &str) -> Vec<&'a Notice> {
+    o.notices.iter().filter(|n| n.message.contains(s)).collect()
+}
+
+#[test]
+fn tls_capture_starting_after_the_handshake() {
+    // application data records only: no ClientHello, no client random
+    let flow = Flow::v4(Link::Eth, 9092);
+    let rec = |n: usize| cat(&[&[23, 3, 3, 0, n as u8], &vec![0xa5; n]]);
+    let recs = vec![
+        flow.c(100, &rec(40)),
+        flow.s(200, &rec(30)),
+        flow.c(145, &rec(20)),
+    ];
+    let o = run(&pcap(Link::Eth, &recs));
+    assert!(o.frames.is_empty());
+    let n = notices_with(&o, "no ClientHello");
+    assert_eq!(n.len(), 1, "{:?}", o.notices);
+    assert!(
+        n[0].message.contains("the keys cannot be matched"),
+        "{}",
+        n[0]
+    );
+    assert!(n[0].message.contains("3 records (105 bytes)"), "{}", n[0]);
+    assert_eq!(o.stats.tls.len(), 1);
+    assert_eq!(o.stats.tls[0].decrypted(), "no");
+}
+
+#[test]
+fn tls_truncated_and_oversize_records() {
+    let flow = Flow::v4(Link::Eth, 9092);
+    // a record that says 100 bytes, of which 10 are there when the capture ends
+    let cut = cat(&[&[23, 3, 3, 0, 100], &[1u8; 10]]);
+    let o = run(&pcap(Link::Eth, &[flow.c(1, &cut)]));
+    assert_eq!(
+        notices_with(&o, "stream ended inside a TLS record (15 bytes present)").len(),
+        1,
+        "{:?}",
+        o.notices
+    );
+    // a record longer than 2^14 + 2048
+    let big = [23, 3, 3, 0x48, 0x01, 0, 0, 0];
+    let o = run(&pcap(Link::Eth, &[flow.c(1, &big)]));
+    let n = notices_with(&o, "longer than the TLS maximum");
+    assert_eq!(n.len(), 1, "{:?}", o.notices);
+    assert_eq!(n[0].offset, Some(0));
+}
+
+#[test]
+fn tls_on_a_detected_port_is_told_from_kafka() {
+    // --detect: a TLS connection on a port that is not a broker port is TLS, not Kafka
+    let flow = Flow::v4(Link::Eth, 19093);
+    let hello = [0x16, 0x03, 0x01, 0x00, 0x05, 1, 0, 0, 1, 0];
+    let recs = vec![flow.syn(true, 0), flow.syn(false, 0), flow.c(1, &hello)];
+    let opts = CaptureOptions {
+        detect: true,
+        ..CaptureOptions::default()
+    };
+    let o = run_opts(&pcap(Link::Eth, &recs), &opts);
+    assert!(o.frames.is_empty());
+    assert_eq!(
+        notices_with(&o, "stayed encrypted").len(),
+        1,
+        "{:?}",
+        o.notices
+    );
+    assert_eq!(o.stats.connections, 1);
+}
+
+#[test]
+fn tls_key_log_in_a_decryption_secrets_block_is_read() {
+    // a pcapng with a DSB of a bad line: the line is reported with its block and number
+    let mut f = Vec::new();
+    let shb: [u8; 28] = [
+        0x0a, 0x0d, 0x0d, 0x0a, 28, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff,
+        0xff, 0xff, 0xff, 0xff, 0xff, 28, 0, 0, 0,
+    ];
+    f.extend_from_slice(&shb);
+    let text = b"# keys\nNOT_A_LABEL 00 11\n";
+    let pad = (4 - text.len() % 4) % 4;
+    let len = (20 + text.len() + pad) as u32;
+    f.extend_from_slice(&0x0000_000au32.to_le_bytes());
+    f.extend_from_slice(&len.to_le_bytes());
+    f.extend_from_slice(&0x544c_534bu32.to_le_bytes());
+    f.extend_from_slice(&(text.len() as u32).to_le_bytes());
+    f.extend_from_slice(text);
+    f.extend(std::iter::repeat_n(0u8, pad));
+    f.extend_from_slice(&len.to_le_bytes());
+    let o = run(&f);
+    let n = notices_with(&o, "Decryption Secrets Block 1:2: unknown label");
+    assert_eq!(n.len(), 1, "{:?}", o.notices);
+}
+
+/// A TLS 1.3 record sealed with AES-128-GCM under `secret` (the aes-gcm crate; the key
+/// schedule's HKDF-Expand-Label from kwire's TLS module), as a sender would write it.
+fn seal13(secret: &[u8], seq: u64, inner: &[u8], ctype: u8) -> Vec<u8> {
+    use aes_gcm::aead::{AeadInPlace, KeyInit};
+    let key = crate::input::tls::decrypt::expand_label(false, secret, "key", 16).unwrap();
+    let iv = crate::input::tls::decrypt::expand_label(false, secret, "iv", 12).unwrap();
+    let mut nonce = [0u8; 12];
+    nonce.copy_from_slice(&iv);
+    for (a, b) in nonce[4..].iter_mut().zip(seq.to_be_bytes()) {
+        *a ^= b;
+    }
+    let mut pt = inner.to_vec();
+    pt.push(ctype);
+    let len = pt.len() + 16;
+    let hdr = [23, 3, 3, (len >> 8) as u8, len as u8];
+    aes_gcm::Aes128Gcm::new_from_slice(&key)
+        .unwrap()
+        .encrypt_in_place(aes_gcm::Nonce::from_slice(&nonce), &hdr, &mut pt)
+        .unwrap();
+    cat(&[&hdr, &pt])
+}
+
+fn handshake_record(msg_type: u8, body: &[u8]) -> Vec<u8> {
+    let n = body.len();
+    let msg = cat(&[&[msg_type, 0, (n >> 8) as u8, n as u8], body]);
+    let m = msg.len();
+    cat(&[&[22, 3, 3, (m >> 8) as u8, m as u8], &msg])
+}
+
+#[test]
+fn tls13_records_split_and_joined_frames_across_records_and_a_key_update() {
+    let random = [7u8; 32];
+    let (chs, shs, cts, sts) = ([1u8; 32], [2u8; 32], [3u8; 32], [4u8; 32]);
+    let hexs = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let r = hexs(&random);
+    let mut keys = crate::input::tls::KeyLog::new();
+    let text = format!(
+        "CLIENT_HANDSHAKE_TRAFFIC_SECRET {r} {}\nSERVER_HANDSHAKE_TRAFFIC_SECRET {r} {}\nCLIENT_TRAFFIC_SECRET_0 {r} {}\nSERVER_TRAFFIC_SECRET_0 {r} {}\n",
+        hexs(&chs), hexs(&shs), hexs(&cts), hexs(&sts)
+    );
+    assert!(keys.add_text(text.as_bytes(), "t").is_empty());
+    let sni = b"broker.test";
+    let sni_ext = cat(&[
+        &[0, 0],
+        &((sni.len() + 5) as u16).to_be_bytes(),
+        &((sni.len() + 3) as u16).to_be_bytes(),
+        &[0],
+        &(sni.len() as u16).to_be_bytes(),
+        sni,
+    ]);
+    let ch_body = cat(&[
+        &[3, 3],
+        &random,
+        &[0, 0, 2, 0x13, 0x01, 1, 0],
+        &(sni_ext.len() as u16).to_be_bytes(),
+        &sni_ext,
+    ]);
+    let sh_body = cat(&[
+        &[3, 3],
+        &[9u8; 32],
+        &[0, 0x13, 0x01, 0, 0, 6, 0, 43, 0, 2, 3, 4],
+    ]);
+    let finished = cat(&[&[20, 0, 0, 32], &[0u8; 32]]);
+    // a 70-byte request whose bytes go in two records, and a second request in a third
+    let req = |corr: u8| {
+        let mut b = req(18, 3, corr as i32, 0);
+        b.extend_from_slice(&[0u8; 56]);
+        let n = (b.len() - 4) as i32;
+        b[..4].copy_from_slice(&n.to_be_bytes());
+        b
+    };
+    let (r1, r2) = (req(1), req(2));
+    let c_app1 = seal13(&cts, 0, &r1[..30], 23);
+    let c_app2 = seal13(&cts, 1, &r1[30..], 23);
+    let c_app3 = seal13(&cts, 2, &r2, 23);
+    let key_update = seal13(&cts, 3, &[24, 0, 0, 1, 0], 22);
+    let next = crate::input::tls::decrypt::expand_label(false, &cts, "traffic upd", 32).unwrap();
+    let r3 = req(3);
+    let c_app4 = seal13(&next, 0, &r3, 23);
+    // a response: size 10, correlation_id 1, six more bytes
+    let resp = vec![0, 0, 0, 10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    let s_app = seal13(&sts, 0, &resp, 23);
+    let flow = Flow::v4(Link::Eth, 9093);
+    let c_hs = cat(&[&handshake_record(1, &ch_body)]);
+    let c_fin = seal13(&chs, 0, &finished, 22);
+    let s_first = cat(&[
+        &handshake_record(2, &sh_body),
+        &[20, 3, 3, 0, 1, 1],
+        &seal13(&shs, 0, &finished, 22),
+    ]);
+    // two records and a half in one segment, the rest in the next
+    let joined = cat(&[&c_fin, &c_app1, &c_app2, &c_app3[..10]]);
+    let mut seq_c = 1u32;
+    let mut seq_s = 1u32;
+    let mut recs = vec![flow.syn(true, 0), flow.syn(false, 0)];
+    for (to_server, b) in [
+        (true, c_hs.clone()),
+        (false, s_first.clone()),
+        (true, joined.clone()),
+        (true, c_app3[10..].to_vec()),
+        (false, s_app.clone()),
+        (true, cat(&[&key_update, &c_app4])),
+    ] {
+        if to_server {
+            recs.push(flow.c(seq_c, &b));
+            seq_c += b.len() as u32;
+        } else {
+            recs.push(flow.s(seq_s, &b));
+            seq_s += b.len() as u32;
+        }
+    }
+    let opts = CaptureOptions {
+        ports: vec![9093],
+        tls_keys: std::sync::Arc::new(keys),
+        ..CaptureOptions::default()
+    };
+    let o = run_opts(&pcap(Link::Eth, &recs), &opts);
+    let reqs = frames_of(&o, Direction::ToServer);
+    assert_eq!(
+        reqs,
+        vec![r1.clone(), r2.clone(), r3.clone()],
+        "{:?}",
+        o.notices
+    );
+    assert_eq!(frames_of(&o, Direction::ToClient), vec![resp.clone()]);
+    let f0 = &o.frames[0];
+    let t = f0.ctx.tls.as_ref().expect("from TLS");
+    assert_eq!(t.session.version, "TLS 1.3");
+    assert_eq!(t.session.cipher_suite, "TLS_AES_128_GCM_SHA256");
+    assert_eq!(t.session.sni.as_deref(), Some("broker.test"));
+    // client records: 1 ClientHello, 2 Finished, 3 and 4 the first request
+    assert_eq!(t.records, vec![3, 4]);
+    assert_eq!(f0.ctx.stream_offset, 0);
+    assert_eq!(o.frames[1].ctx.tls.as_ref().unwrap().records, vec![5]);
+    assert_eq!(notices_with(&o, "KeyUpdate").len(), 1, "{:?}", o.notices);
+    assert_eq!(o.stats.tls.len(), 1);
+    assert_eq!(o.stats.tls[0].decrypted(), "yes", "{:?}", o.stats.tls[0]);
+    assert!(
+        o.notices.iter().all(|n| n.kind != NoticeKind::Tls),
+        "{:?}",
+        o.notices
+    );
 }

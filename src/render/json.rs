@@ -262,6 +262,24 @@ fn write_message(
         }
         put_key!(out, "incomplete");
         out.extend_from_slice(if c.incomplete { b"true" } else { b"false" });
+        if let Some(t) = &c.tls {
+            put_key!(out, "tls");
+            out.extend_from_slice(b"{\"version\":");
+            put_str(out, t.session.version);
+            put_key!(out, "cipher_suite");
+            put_str(out, t.session.cipher_suite);
+            put_key!(out, "sni");
+            put_opt_str(out, t.session.sni.as_deref());
+            put_key!(out, "records");
+            out.push(b'[');
+            for (i, r) in t.records.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                put_int(out, *r);
+            }
+            out.extend_from_slice(b"]}");
+        }
     }
     // Errors and warnings in one walk: warnings go to a second buffer.
     let mut warnings = Vec::new();
@@ -365,6 +383,17 @@ pub fn message_json(msg: &Message<'_>, ctx: Option<&Context>) -> J {
             c.latency.map(|d| d.as_secs_f64() * 1000.0).into(),
         );
         m.insert("incomplete".into(), c.incomplete.into());
+        if let Some(t) = &c.tls {
+            m.insert(
+                "tls".into(),
+                json!({
+                    "version": t.session.version,
+                    "cipher_suite": t.session.cipher_suite,
+                    "sni": t.session.sni,
+                    "records": t.records,
+                }),
+            );
+        }
     }
     m.insert("errors".into(), located(&msg.errors()));
     m.insert("warnings".into(), located(&msg.warnings()));
@@ -520,6 +549,21 @@ mod tests {
                 connection: 4,
                 latency: Some(Duration::from_nanos(1_234_567)),
                 incomplete: true,
+                tls: None,
+            }),
+            Some(Context {
+                frames: (5, 5),
+                connection: 2,
+                tls: Some(crate::input::tls::TlsFrameInfo {
+                    session: std::sync::Arc::new(crate::input::tls::TlsSession {
+                        version: "TLS 1.3",
+                        cipher_suite: "TLS_AES_128_GCM_SHA256",
+                        sni: Some("broker \"1\"".into()),
+                        alpn: None,
+                    }),
+                    records: vec![3, 4],
+                }),
+                ..Context::default()
             }),
         ] {
             let mut got = Vec::new();

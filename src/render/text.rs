@@ -58,12 +58,20 @@ pub fn title(msg: &Message<'_>, ctx: Option<&Context>, color: bool) -> String {
     if let Some(c) = ctx {
         s.push_str(&frames_text(c));
         s.push_str(&format!(
-            " {} {} -> {} conn {}: ",
+            " {} {} -> {} conn {}",
             rfc3339(c.time.0, c.time.1),
             c.src,
             c.dst,
             c.connection
         ));
+        if let Some(t) = &c.tls {
+            s.push_str(&format!(
+                " [{} {}]",
+                t.session.version,
+                records_text(&t.records)
+            ));
+        }
+        s.push_str(": ");
     }
     let head = format!("{} {}", api_head(msg), msg.direction.as_str());
     s.push_str(&paint(color, &head, Style::new().bold()));
@@ -99,6 +107,26 @@ pub fn title(msg: &Message<'_>, ctx: Option<&Context>, color: bool) -> String {
         s.push_str(&format!(", {}", paint(color, &e, warning_style())));
     }
     s
+}
+
+/// TLS record numbers, runs shortened: `record 4`, `records 4-6`, `records 2, 5-6`.
+pub(crate) fn records_text(r: &[u64]) -> String {
+    let mut runs: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < r.len() {
+        let mut j = i;
+        while j + 1 < r.len() && r[j + 1] == r[j] + 1 {
+            j += 1;
+        }
+        runs.push(if i == j {
+            r[i].to_string()
+        } else {
+            format!("{}-{}", r[i], r[j])
+        });
+        i = j + 1;
+    }
+    let word = if r.len() == 1 { "record" } else { "records" };
+    format!("{word} {}", runs.join(", "))
 }
 
 /// `#3` or `#3-4`.

@@ -1,0 +1,776 @@
+//! TLS decryption of Kafka connections with logged session keys, as Wireshark does it.
+//!
+//! - [`keylog`]: the NSS key log format (`--tls-keylog FILE`, `SSLKEYLOGFILE`, pcapng
+//!   Decryption Secrets Blocks).
+//! - [`record`]: TLS records cut from one direction's reassembled TCP bytes.
+//! - [`decrypt`]: keys from the logged secrets, and record decryption (TLS 1.2 and 1.3;
+//!   AES-GCM, ChaCha20-Poly1305, AES-CBC with HMAC, MAC-then-encrypt or encrypt-then-MAC).
+//!
+//! [`TlsConn`] follows one connection: it reads the ClientHello (client random, SNI,
+//! ALPN, `encrypt_then_mac`) and ServerHello (version, suite, HelloRetryRequest) with
+//! tls-parser, switches keys at ChangeCipherSpec (TLS 1.2), at each Finished and
+//! KeyUpdate (TLS 1.3), and hands the decrypted application data on as a byte stream per
+//! direction, which the caller frames as Kafka. Everything it cannot decrypt is counted
+//! and said in a notice; no secret is ever part of a notice or of its output.
+
+pub mod decrypt;
+pub mod keylog;
+pub mod record;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::tcp::Delivery;
+use super::{Direction, Notice, NoticeKind};
+use decrypt::{RecordKeys, Suite};
+pub use keylog::{KeyLog, KeyLogProblem};
+use record::{Split, Splitter};
+
+/// What a connection negotiated, shared by every message decrypted from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsSession {
+    /// `"TLS 1.2"` or `"TLS 1.3"`.
+    pub version: &'static str,
+    /// IANA name of the suite (`TLS_AES_128_GCM_SHA256`).
+    pub cipher_suite: &'static str,
+    /// The ClientHello's server_name (SNI), if any.
+    pub sni: Option<String>,
+    /// The protocol the ServerHello's ALPN chose, if any.
+    pub alpn: Option<String>,
+}
+
+/// How a Kafka message came through TLS: the connection's session and the TLS records
+/// (numbered 1, 2, ... per direction, handshake records included) whose plaintext holds
+/// the message's bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFrameInfo {
+    /// Version, suite, SNI.
+    pub session: Arc<TlsSession>,
+    /// Record numbers in this direction, ascending.
+    pub records: Vec<u64>,
+}
+
+/// One TLS connection, for `kwire stats` and the closing notices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsSummary {
+    /// Connection id.
+    pub connection: u32,
+    /// `"TLS 1.2"`, `"TLS 1.3"`, or `None` when no ServerHello was seen.
+    pub version: Option<&'static str>,
+    /// IANA suite name, when a ServerHello was seen.
+    pub cipher_suite: Option<String>,
+    /// SNI from the ClientHello.
+    pub sni: Option<String>,
+    /// ALPN the server chose.
+    pub alpn: Option<String>,
+    /// Records decrypted (both directions).
+    pub decrypted_records: u64,
+    /// Records that stayed encrypted (both directions).
+    pub encrypted_records: u64,
+    /// Bytes of those records.
+    pub encrypted_bytes: u64,
+}
+
+impl TlsSummary {
+    /// `"yes"` (every encrypted record decrypted), `"partly"`, or `"no"`.
+    pub fn decrypted(&self) -> &'static str {
+        match (self.decrypted_records, self.encrypted_records) {
+            (_, 0) => "yes",
+            (0, _) => "no",
+            _ => "partly",
+        }
+    }
+}
+
+/// Output of [`TlsConn::data`].
+#[derive(Debug)]
+pub enum TlsOut {
+    /// Decrypted application data (or a gap in it) for side `0`/`1`, at offsets of the
+    /// plaintext stream.
+    Plain(usize, Delivery),
+    /// Something to say (the caller adds the connection id).
+    Notice(Notice),
+}
+
+/// ServerHello.random of a HelloRetryRequest (RFC 8446 section 4.1.3).
+const HRR_RANDOM: [u8; 32] = [
+    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+];
+
+/// Largest handshake message followed, in bytes (certificate chains are the big ones).
+const MAX_HANDSHAKE: usize = 1 << 20;
+
+/// Record spans remembered per direction to name the records of a message.
+const MAX_SPANS: usize = 4096;
+
+#[derive(Default)]
+struct Side {
+    split: Splitter,
+    hs: Vec<u8>,
+    hs_dead: bool,
+    keys: Option<RecordKeys>,
+    /// TLS 1.2: keys taken at this side's ChangeCipherSpec. TLS 1.3: application keys
+    /// taken after this side's Finished.
+    next: Option<RecordKeys>,
+    /// TLS 1.2: after this side's ChangeCipherSpec.
+    encrypted: bool,
+    /// A record failed to decrypt, or a gap: the rest stays encrypted.
+    stopped: bool,
+    records: u64,
+    decrypted: u64,
+    enc_records: u64,
+    enc_bytes: u64,
+    plain_off: u64,
+    /// (plaintext start, end, record number).
+    spans: VecDeque<(u64, u64, u64)>,
+}
+
+/// The TLS state of one connection; see the module documentation.
+pub struct TlsConn {
+    id: u32,
+    name: String,
+    sides: [Side; 2],
+    client: Option<usize>,
+    client_random: Option<Vec<u8>>,
+    server_random: Option<Vec<u8>>,
+    sni: Option<String>,
+    alpn: Option<String>,
+    offered_etm: bool,
+    version: Option<u16>,
+    suite: Option<Result<Suite, String>>,
+    session: Option<Arc<TlsSession>>,
+    /// Why the keys are missing, once known.
+    missing: Option<String>,
+    failed_once: bool,
+}
+
+/// The RFC 8446 / RFC 5246 name of an alert description.
+fn alert_name(code: u8) -> String {
+    let name = match code {
+        0 => "close_notify",
+        10 => "unexpected_message",
+        20 => "bad_record_mac",
+        22 => "record_overflow",
+        40 => "handshake_failure",
+        42 => "bad_certificate",
+        43 => "unsupported_certificate",
+        44 => "certificate_revoked",
+        45 => "certificate_expired",
+        46 => "certificate_unknown",
+        47 => "illegal_parameter",
+        48 => "unknown_ca",
+        49 => "access_denied",
+        50 => "decode_error",
+        51 => "decrypt_error",
+        70 => "protocol_version",
+        71 => "insufficient_security",
+        80 => "internal_error",
+        86 => "inappropriate_fallback",
+        90 => "user_canceled",
+        100 => "no_renegotiation",
+        109 => "missing_extension",
+        110 => "unsupported_extension",
+        112 => "unrecognized_name",
+        113 => "bad_certificate_status_response",
+        115 => "unknown_psk_identity",
+        116 => "certificate_required",
+        120 => "no_application_protocol",
+        _ => return format!("alert {code}"),
+    };
+    name.to_string()
+}
+
+/// The extensions of a hello as (type, data), as far as they are whole. Read here rather
+/// than with tls-parser's extension list, which stops at the first extension it cannot
+/// parse and so would lose the ones after it.
+fn raw_extensions(mut b: &[u8]) -> Vec<(u16, &[u8])> {
+    let mut v = Vec::new();
+    while b.len() >= 4 {
+        let ty = u16::from_be_bytes([b[0], b[1]]);
+        let len = u16::from_be_bytes([b[2], b[3]]) as usize;
+        if b.len() < 4 + len {
+            break;
+        }
+        v.push((ty, &b[4..4 + len]));
+        b = &b[4 + len..];
+    }
+    v
+}
+
+/// A name from the capture (SNI, ALPN) made safe to print: escapes for anything but
+/// printable ASCII.
+fn printable(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).escape_default().to_string()
+}
+
+fn hex_prefix(b: &[u8]) -> String {
+    let mut s: String = b.iter().take(8).map(|x| format!("{x:02x}")).collect();
+    s.push('…');
+    s
+}
+
+impl TlsConn {
+    /// A connection with id `id` and endpoints `name` (`a:p <-> b:q`, for its closing
+    /// notice); `client`: the client's side index when the ports tell.
+    pub fn new(id: u32, name: String, client: Option<usize>) -> TlsConn {
+        TlsConn {
+            id,
+            name,
+            sides: [Side::default(), Side::default()],
+            client,
+            client_random: None,
+            server_random: None,
+            sni: None,
+            alpn: None,
+            offered_etm: false,
+            version: None,
+            suite: None,
+            session: None,
+            missing: None,
+            failed_once: false,
+        }
+    }
+
+    /// The client's side index: the side that sent the ClientHello (or as given).
+    pub fn client_side(&self) -> Option<usize> {
+        self.client
+    }
+
+    fn dir(&self, side: usize) -> Option<Direction> {
+        self.client.map(|c| {
+            if c == side {
+                Direction::ToServer
+            } else {
+                Direction::ToClient
+            }
+        })
+    }
+
+    fn notice(
+        &self,
+        kind: NoticeKind,
+        side: Option<usize>,
+        frame: u64,
+        offset: Option<u64>,
+        msg: String,
+    ) -> TlsOut {
+        let mut n = Notice::new(kind, msg);
+        n.frame = Some(frame);
+        n.connection = Some(self.id);
+        n.direction = side.and_then(|s| self.dir(s));
+        n.offset = offset;
+        TlsOut::Notice(n)
+    }
+
+    fn version_name(&self) -> Option<&'static str> {
+        match self.version {
+            Some(0x0304) => Some("TLS 1.3"),
+            Some(0x0303) => Some("TLS 1.2"),
+            Some(0x0302) => Some("TLS 1.1"),
+            Some(0x0301) => Some("TLS 1.0"),
+            Some(_) => Some("SSL 3.0"),
+            None => None,
+        }
+    }
+
+    /// The TLS records of `side` whose plaintext overlaps `[offset, offset + len)` of the
+    /// plaintext stream, with the session; `None` before any key was set.
+    pub fn frame_info(&mut self, side: usize, offset: u64, len: u64) -> Option<TlsFrameInfo> {
+        let session = self.session.clone()?;
+        let spans = &mut self.sides[side].spans;
+        while spans.front().is_some_and(|s| s.1 <= offset) {
+            spans.pop_front();
+        }
+        let end = offset + len.max(1);
+        let records = spans
+            .iter()
+            .take_while(|s| s.0 < end)
+            .filter(|s| s.1 > offset)
+            .map(|s| s.2)
+            .collect();
+        Some(TlsFrameInfo { session, records })
+    }
+
+    /// What the connection negotiated and how much of it was decrypted.
+    pub fn summary(&self) -> TlsSummary {
+        TlsSummary {
+            connection: self.id,
+            version: self.version_name(),
+            cipher_suite: self.suite.as_ref().map(|s| match s {
+                Ok(s) => s.name.to_string(),
+                Err(n) => n.clone(),
+            }),
+            sni: self.sni.clone(),
+            alpn: self.alpn.clone(),
+            decrypted_records: self.sides.iter().map(|s| s.decrypted).sum(),
+            encrypted_records: self.sides.iter().map(|s| s.enc_records).sum(),
+            encrypted_bytes: self.sides.iter().map(|s| s.enc_bytes).sum(),
+        }
+    }
+
+    /// Feeds one delivery of TCP bytes (or a gap) from `side`.
+    pub fn data(&mut self, side: usize, d: Delivery, keys: &KeyLog, out: &mut Vec<TlsOut>) {
+        match d {
+            Delivery::Data {
+                offset,
+                bytes,
+                frame,
+                time,
+            } => {
+                let mut recs = Vec::new();
+                self.sides[side]
+                    .split
+                    .push(offset, &bytes, frame, time, &mut recs);
+                for r in recs {
+                    match r {
+                        Split::Record(r) => self.record(side, r, keys, out),
+                        Split::Bad {
+                            offset,
+                            frame,
+                            message,
+                        } => {
+                            let n = self.notice(
+                                NoticeKind::Tls,
+                                Some(side),
+                                frame,
+                                Some(offset),
+                                format!("{message}; the rest of this direction is not read as TLS"),
+                            );
+                            out.push(n);
+                        }
+                    }
+                }
+            }
+            Delivery::Gap { offset, len, frame } => {
+                let s = &mut self.sides[side];
+                if s.split.is_dead() {
+                    return;
+                }
+                s.split.kill();
+                s.stopped = true;
+                let plain = s.plain_off;
+                let n = self.notice(
+                    NoticeKind::Gap,
+                    Some(side),
+                    frame,
+                    Some(offset),
+                    format!("{len} bytes missing from the TLS stream: TLS record boundaries are lost, the rest of this direction stays encrypted"),
+                );
+                out.push(n);
+                if self.session.is_some() {
+                    out.push(TlsOut::Plain(
+                        side,
+                        Delivery::Gap {
+                            offset: plain,
+                            len: 0,
+                            frame,
+                        },
+                    ));
+                }
+            }
+        }
+    }
+
+    fn record(&mut self, side: usize, r: record::Record, keys: &KeyLog, out: &mut Vec<TlsOut>) {
+        let ctype = r.header[0];
+        self.sides[side].records += 1;
+        let rec_no = self.sides[side].records;
+        let tls13 = self.version == Some(0x0304);
+        let encrypted = if tls13 {
+            ctype == 23
+        } else {
+            self.sides[side].encrypted || ctype == 23
+        };
+        if !encrypted {
+            match ctype {
+                22 => self.handshake(side, &r.fragment, r.last_frame, r.offset, keys, out),
+                20 if !tls13 && self.version.is_some() => {
+                    let s = &mut self.sides[side];
+                    s.encrypted = true;
+                    s.keys = s.next.take();
+                }
+                21 => self.alert(side, &r.fragment, r.last_frame, r.offset, false, out),
+                _ => {}
+            }
+            return;
+        }
+        let s = &mut self.sides[side];
+        let Some(k) = s.keys.as_mut().filter(|_| !s.stopped) else {
+            s.enc_records += 1;
+            s.enc_bytes += 5 + r.fragment.len() as u64;
+            return;
+        };
+        match k.open(&r.header, &r.fragment) {
+            Ok((inner, plain)) => {
+                s.decrypted += 1;
+                match inner {
+                    23 => {
+                        let start = s.plain_off;
+                        s.plain_off += plain.len() as u64;
+                        if !plain.is_empty() {
+                            if s.spans.len() >= MAX_SPANS {
+                                s.spans.pop_front();
+                            }
+                            s.spans.push_back((start, s.plain_off, rec_no));
+                            out.push(TlsOut::Plain(
+                                side,
+                                Delivery::Data {
+                                    offset: start,
+                                    bytes: plain,
+                                    frame: r.last_frame,
+                                    time: r.time,
+                                },
+                            ));
+                        }
+                    }
+                    22 => self.handshake(side, &plain, r.last_frame, r.offset, keys, out),
+                    21 => self.alert(side, &plain, r.last_frame, r.offset, true, out),
+                    other => {
+                        let n = self.notice(
+                            NoticeKind::Tls,
+                            Some(side),
+                            r.last_frame,
+                            Some(r.offset),
+                            format!("TLS record {rec_no} holds content type {other}, skipped"),
+                        );
+                        out.push(n);
+                    }
+                }
+            }
+            Err(e) => {
+                s.stopped = true;
+                s.enc_records += 1;
+                s.enc_bytes += 5 + r.fragment.len() as u64;
+                if !self.failed_once {
+                    self.failed_once = true;
+                    let suite = k.suite().name;
+                    let n = self.notice(
+                        NoticeKind::Tls,
+                        Some(side),
+                        r.last_frame,
+                        Some(r.offset),
+                        format!(
+                            "TLS record {rec_no} does not decrypt with the logged key ({suite}): {}; wrong key for this connection? The rest of this direction stays encrypted",
+                            e.describe()
+                        ),
+                    );
+                    out.push(n);
+                }
+            }
+        }
+    }
+
+    fn alert(
+        &mut self,
+        side: usize,
+        b: &[u8],
+        frame: u64,
+        offset: u64,
+        decrypted: bool,
+        out: &mut Vec<TlsOut>,
+    ) {
+        let text = match tls_parser::parse_tls_message_alert(b) {
+            Ok((_, tls_parser::TlsMessage::Alert(a))) => {
+                let level = match a.severity.0 {
+                    1 => "warning",
+                    2 => "fatal",
+                    _ => "unknown level",
+                };
+                format!("{} ({level})", alert_name(a.code.0))
+            }
+            _ => format!("{} bytes that are not an alert", b.len()),
+        };
+        let how = if decrypted { "" } else { " (unencrypted)" };
+        let kind = if b.len() == 2 && b[1] == 0 {
+            NoticeKind::Info
+        } else {
+            NoticeKind::Tls
+        };
+        let n = self.notice(
+            kind,
+            Some(side),
+            frame,
+            Some(offset),
+            format!("TLS alert{how}: {text}"),
+        );
+        out.push(n);
+    }
+
+    fn handshake(
+        &mut self,
+        side: usize,
+        b: &[u8],
+        frame: u64,
+        offset: u64,
+        keys: &KeyLog,
+        out: &mut Vec<TlsOut>,
+    ) {
+        if self.sides[side].hs_dead {
+            return;
+        }
+        self.sides[side].hs.extend_from_slice(b);
+        loop {
+            let hs = &self.sides[side].hs;
+            if hs.len() < 4 {
+                return;
+            }
+            let len = u32::from_be_bytes([0, hs[1], hs[2], hs[3]]) as usize;
+            if len > MAX_HANDSHAKE {
+                self.sides[side].hs_dead = true;
+                self.sides[side].hs = Vec::new();
+                let n = self.notice(
+                    NoticeKind::Tls,
+                    Some(side),
+                    frame,
+                    Some(offset),
+                    format!("a handshake message of {len} bytes (over {MAX_HANDSHAKE}): the handshake is garbled; the rest of this direction's handshake is not read"),
+                );
+                out.push(n);
+                return;
+            }
+            if hs.len() < 4 + len {
+                return;
+            }
+            let msg: Vec<u8> = self.sides[side].hs.drain(..4 + len).collect();
+            self.handshake_message(side, &msg, frame, offset, keys, out);
+        }
+    }
+
+    fn handshake_message(
+        &mut self,
+        side: usize,
+        msg: &[u8],
+        frame: u64,
+        offset: u64,
+        keys: &KeyLog,
+        out: &mut Vec<TlsOut>,
+    ) {
+        use tls_parser::{TlsExtension, TlsMessage, TlsMessageHandshake as H};
+        let established = self.sides[side].encrypted
+            || (self.version == Some(0x0304)
+                && self.session.is_some()
+                && self.sides[side].keys.is_some());
+        let parsed = tls_parser::parse_tls_message_handshake(msg);
+        let garbled = |this: &Self, what: &str| {
+            this.notice(
+                NoticeKind::Tls,
+                Some(side),
+                frame,
+                Some(offset),
+                format!("a garbled {what}: it does not parse as TLS; its connection's keys cannot be found"),
+            )
+        };
+        match msg[0] {
+            1 => {
+                let Ok((_, TlsMessage::Handshake(H::ClientHello(ch)))) = parsed else {
+                    out.push(garbled(self, "ClientHello"));
+                    return;
+                };
+                if established || self.server_random.is_some() && self.version != Some(0x0304) {
+                    let n = self.notice(NoticeKind::Tls, Some(side), frame, Some(offset), "TLS renegotiation attempt (a second ClientHello); kwire follows the first handshake's keys only".into());
+                    out.push(n);
+                    return;
+                }
+                self.client = Some(side);
+                self.client_random = Some(ch.random.to_vec());
+                for (ty, data) in raw_extensions(ch.ext.unwrap_or(&[])) {
+                    match ty {
+                        0 => {
+                            if let Ok((_, TlsExtension::SNI(names))) =
+                                tls_parser::parse_tls_extension_sni_content(data)
+                            {
+                                self.sni = names.first().map(|(_, n)| printable(n));
+                            }
+                        }
+                        22 => self.offered_etm = true,
+                        _ => {}
+                    }
+                }
+            }
+            2 => {
+                let Ok((_, TlsMessage::Handshake(H::ServerHello(sh)))) = parsed else {
+                    out.push(garbled(self, "ServerHello"));
+                    return;
+                };
+                if established {
+                    return;
+                }
+                let mut version = sh.version.0;
+                let mut etm = false;
+                for (ty, data) in raw_extensions(sh.ext.unwrap_or(&[])) {
+                    match ty {
+                        43 if data.len() == 2 => version = u16::from_be_bytes([data[0], data[1]]),
+                        22 => etm = true,
+                        16 => {
+                            if let Ok((_, TlsExtension::ALPN(p))) =
+                                tls_parser::parse_tls_extension_alpn_content(data)
+                            {
+                                self.alpn = p.first().map(|n| printable(n));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if sh.random == HRR_RANDOM {
+                    self.version = Some(0x0304);
+                    let n = self.notice(
+                        NoticeKind::Info,
+                        Some(side),
+                        frame,
+                        Some(offset),
+                        "TLS 1.3 HelloRetryRequest: the client sends a second ClientHello".into(),
+                    );
+                    out.push(n);
+                    return;
+                }
+                if self.client.is_none() {
+                    self.client = Some(1 - side);
+                }
+                self.version = Some(version);
+                self.server_random = Some(sh.random.to_vec());
+                let suite = Suite::from_id(sh.cipher.0);
+                self.suite = Some(suite.clone());
+                self.set_keys(side, suite, etm && self.offered_etm, keys);
+            }
+            20 if self.version == Some(0x0304) => {
+                let s = &mut self.sides[side];
+                if s.next.is_some() {
+                    s.keys = s.next.take();
+                }
+            }
+            24 if self.version == Some(0x0304) => {
+                let s = &mut self.sides[side];
+                s.keys = s.keys.as_ref().and_then(|k| k.updated());
+                let n = self.notice(
+                    NoticeKind::Info,
+                    Some(side),
+                    frame,
+                    Some(offset),
+                    "TLS 1.3 KeyUpdate: this direction's keys change".into(),
+                );
+                out.push(n);
+            }
+            0 => {
+                let n = self.notice(NoticeKind::Tls, Some(side), frame, Some(offset), "TLS renegotiation attempt (HelloRequest); kwire follows the first handshake's keys only".into());
+                out.push(n);
+            }
+            _ => {}
+        }
+    }
+
+    /// At the ServerHello (sent by `server`): the keys of both directions, from the key
+    /// log entry of the client random.
+    fn set_keys(&mut self, server: usize, suite: Result<Suite, String>, etm: bool, keys: &KeyLog) {
+        let client = 1 - server;
+        let suite = match suite {
+            Ok(s) => s,
+            Err(name) => {
+                self.missing = Some(format!("{name} is not a cipher suite kwire decrypts"));
+                return;
+            }
+        };
+        let Some(cr) = self.client_random.clone() else {
+            self.missing = Some("no ClientHello seen, so no client random to find keys by".into());
+            return;
+        };
+        let sr = self.server_random.clone().unwrap_or_default();
+        let Some(sec) = keys.get(&cr) else {
+            self.missing = Some(if keys.is_empty() {
+                "no key log given (--tls-keylog FILE or SSLKEYLOGFILE)".into()
+            } else {
+                "no key in the key log for this client random (keys for another capture?)".into()
+            });
+            return;
+        };
+        let name = self.version_name().unwrap_or("TLS");
+        if self.version == Some(0x0304) {
+            let (Some(ch), Some(shs)) = (&sec.client_handshake, &sec.server_handshake) else {
+                self.missing = Some(
+                    "the key log has no TLS 1.3 handshake secrets for this client random".into(),
+                );
+                return;
+            };
+            self.sides[server].keys = decrypt::tls13_keys(suite, shs);
+            self.sides[client].keys = decrypt::tls13_keys(suite, ch);
+            self.sides[server].next = sec
+                .server_traffic
+                .as_ref()
+                .and_then(|s| decrypt::tls13_keys(suite, s));
+            self.sides[client].next = sec
+                .client_traffic
+                .as_ref()
+                .and_then(|s| decrypt::tls13_keys(suite, s));
+            if self.sides[server].next.is_none() || self.sides[client].next.is_none() {
+                self.missing = Some("the key log has no TLS 1.3 traffic secrets (CLIENT_/SERVER_TRAFFIC_SECRET_0) for this client random".into());
+            }
+        } else {
+            let Some(master) = &sec.master else {
+                self.missing = Some("the key log has no CLIENT_RANDOM (TLS 1.2 master secret) line for this client random".into());
+                return;
+            };
+            match decrypt::tls12_keys(suite, master, &cr, &sr, etm) {
+                Some((c, s)) => {
+                    self.sides[client].next = Some(c);
+                    self.sides[server].next = Some(s);
+                }
+                None => {
+                    self.missing = Some("keys could not be made from the logged secret".into());
+                    return;
+                }
+            }
+        }
+        self.session = Some(Arc::new(TlsSession {
+            version: name,
+            cipher_suite: suite.name,
+            sni: self.sni.clone(),
+            alpn: self.alpn.clone(),
+        }));
+    }
+
+    /// End of the connection: says what stayed encrypted and why, and what was cut.
+    pub fn finish(&mut self, frame: u64, out: &mut Vec<TlsOut>) {
+        for side in 0..2 {
+            let held = self.sides[side].split.held();
+            if held > 0 {
+                let n = self.notice(
+                    NoticeKind::Unfinished,
+                    Some(side),
+                    frame,
+                    None,
+                    format!("the stream ended inside a TLS record ({held} bytes present)"),
+                );
+                out.push(n);
+                self.sides[side].enc_records += 1;
+                self.sides[side].enc_bytes += held as u64;
+            }
+        }
+        let sum = self.summary();
+        if sum.encrypted_records == 0 && self.session.is_some() {
+            return;
+        }
+        let version = sum.version.unwrap_or("TLS (version unknown)");
+        let random = match &self.client_random {
+            Some(r) => format!("client random {}", hex_prefix(r)),
+            None => "no ClientHello".into(),
+        };
+        let why = match (&self.missing, &self.client_random) {
+            (Some(m), _) => m.clone(),
+            (None, None) => "the capture starts after the TLS handshake (no ClientHello, so no client random): the keys cannot be matched".into(),
+            (None, Some(_)) if self.failed_once => "a record did not decrypt (see above)".into(),
+            (None, Some(_)) if self.server_random.is_none() => "no ServerHello seen".into(),
+            (None, Some(_)) => "records after a gap or a failed record".into(),
+        };
+        let mut n = Notice::new(
+            NoticeKind::Tls,
+            format!(
+                "{} carries {version} ({random}): {} records ({} bytes) stayed encrypted: {why}",
+                self.name, sum.encrypted_records, sum.encrypted_bytes
+            ),
+        );
+        n.frame = Some(frame);
+        n.connection = Some(self.id);
+        n.bytes = Some(sum.encrypted_bytes);
+        out.push(TlsOut::Notice(n));
+    }
+}

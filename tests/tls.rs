@@ -1,0 +1,310 @@
+//! `kwire read` and `kwire stats` on the TLS lab's captures (`captures/lab/tls/`): the
+//! decrypted messages in every format, the `tls` JSON object against
+//! `docs/kwire-message.schema.json`, the notices for missing, foreign and wrong keys and
+//! for bad key log lines, keys from a Decryption Secrets Block and from `SSLKEYLOGFILE`,
+//! and no secret in any output.
+
+use assert_cmd::Command;
+use serde_json::Value as J;
+use std::path::{Path, PathBuf};
+
+fn lab(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("captures/lab/tls")
+        .join(name)
+}
+
+fn kwire(args: &[&str]) -> (String, String) {
+    let out = Command::cargo_bin("kwire")
+        .unwrap()
+        .env_remove("SSLKEYLOGFILE")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Every secret of a key log, in hex, and its first 16 digits, upper and lower case.
+fn secrets(keys: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(keys).unwrap();
+    let mut v = Vec::new();
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        if let Some(s) = l.split_whitespace().nth(2) {
+            v.push(s[..16].to_lowercase());
+            v.push(s[..16].to_uppercase());
+        }
+    }
+    v
+}
+
+fn temp(name: &str, text: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("kwire-tls-{}-{name}", std::process::id()));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const CAP: &str = "tls13_kp_aes256gcm";
+
+#[test]
+fn decrypted_messages_in_json_carry_their_tls_records() {
+    let cap = lab(&format!("{CAP}.pcapng"));
+    let keys = lab(&format!("{CAP}.keys"));
+    let (out, err) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&keys),
+        "--format",
+        "json",
+    ]);
+    let schema: J = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/kwire-message.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::draft202012::new(&schema).unwrap();
+    let lines: Vec<J> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() >= 40, "{} messages\n{err}", lines.len());
+    for j in &lines {
+        let errs: Vec<String> = v.iter_errors(j).map(|e| e.to_string()).collect();
+        assert!(errs.is_empty(), "{errs:?}");
+        let t = &j["tls"];
+        assert_eq!(t["version"], "TLS 1.3");
+        assert_eq!(t["cipher_suite"], "TLS_AES_256_GCM_SHA384");
+        assert!(!t["records"].as_array().unwrap().is_empty());
+        assert!(j["errors"].as_array().unwrap().is_empty(), "{j}");
+    }
+    assert!(lines
+        .iter()
+        .any(|j| j["api_name"] == "Fetch" && j["kind"] == "response"));
+    for s in secrets(&keys) {
+        assert!(!out.contains(&s) && !err.contains(&s), "secret {s} printed");
+    }
+}
+
+#[test]
+fn text_hexdump_and_summary_show_the_decrypted_messages() {
+    let cap = lab(&format!("{CAP}.pcapng"));
+    let keys = lab(&format!("{CAP}.keys"));
+    let (text, _) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&keys),
+        "--api",
+        "Produce",
+        "--color",
+        "never",
+    ]);
+    let title = text.lines().next().unwrap();
+    assert!(title.contains("[TLS 1.3 record"), "{title}");
+    assert!(text.contains("lab-tls-kp"), "{text}");
+    let (hd, _) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&keys),
+        "--api",
+        "Produce",
+        "--format",
+        "hexdump",
+        "--color",
+        "never",
+    ]);
+    assert!(hd.contains("[TLS 1.3 record"), "{hd}");
+    // the grid shows decrypted bytes: the topic name in the ASCII column
+    assert!(hd.contains("lab-tls-"), "{hd}");
+    let (sum, _) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&keys),
+        "--format",
+        "summary",
+    ]);
+    assert!(
+        sum.lines().any(|l| l.contains("JoinGroup v7 request")),
+        "{sum}"
+    );
+}
+
+#[test]
+fn keys_inside_the_capture_and_from_sslkeylogfile() {
+    let dsb = lab(&format!("{CAP}.dsb.pcapng"));
+    let (a, _) = kwire(&["read", path(&dsb), "--port", "9093", "--format", "summary"]);
+    let cap = lab(&format!("{CAP}.pcapng"));
+    let keys = lab(&format!("{CAP}.keys"));
+    let out = Command::cargo_bin("kwire")
+        .unwrap()
+        .env("SSLKEYLOGFILE", &keys)
+        .args(["read", path(&cap), "--port", "9093", "--format", "summary"])
+        .output()
+        .unwrap();
+    let b = String::from_utf8(out.stdout).unwrap();
+    assert!(a.lines().count() >= 40);
+    assert_eq!(a, b);
+}
+
+#[test]
+fn no_keys_foreign_keys_and_wrong_keys_are_notices() {
+    let cap = lab(&format!("{CAP}.pcapng"));
+    let (out, err) = kwire(&["read", path(&cap), "--port", "9093"]);
+    assert!(out.is_empty());
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("stayed encrypted"))
+        .collect();
+    assert_eq!(lines.len(), 5, "{err}");
+    assert!(lines[0].contains("TLS 1.3 (client random "), "{}", lines[0]);
+    assert!(lines[0].contains("no key log given"), "{}", lines[0]);
+    // keys of another capture
+    let other = lab("tls12_kp_chacha20.keys");
+    let (_, err) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&other),
+    ]);
+    assert_eq!(
+        err.matches("no key in the key log for this client random")
+            .count(),
+        5,
+        "{err}"
+    );
+    // the right client randoms with changed secrets: one failed tag per connection
+    let keys = std::fs::read_to_string(lab(&format!("{CAP}.keys"))).unwrap();
+    let wrong: String = keys
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() == 3 {
+                format!("{} {} {}\n", f[0], f[1], f[2].replace('a', "b"))
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let wk = temp("wrong.keys", &wrong);
+    let (out, err) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&wk),
+    ]);
+    std::fs::remove_file(&wk).ok();
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(
+        err.matches("does not decrypt with the logged key").count(),
+        5,
+        "{err}"
+    );
+    assert!(err.contains("the AEAD tag did not verify"), "{err}");
+}
+
+#[test]
+fn a_malformed_key_log_line_is_named_and_the_rest_used() {
+    let keys = std::fs::read_to_string(lab(&format!("{CAP}.keys"))).unwrap();
+    let k = temp(
+        "bad.keys",
+        &format!("# comment\nCLIENT_RANDOM nothex\n{keys}GARBAGE\n"),
+    );
+    let cap = lab(&format!("{CAP}.pcapng"));
+    let (out, err) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&k),
+        "--format",
+        "summary",
+    ]);
+    std::fs::remove_file(&k).ok();
+    assert!(
+        err.contains(":2: CLIENT_RANDOM needs a client random and a secret"),
+        "{err}"
+    );
+    let last = keys.lines().count() + 3;
+    assert!(
+        err.contains(&format!(":{last}: unknown label \"GARBAGE\"")),
+        "{err}"
+    );
+    assert!(out.lines().count() >= 40);
+    // a missing file is an error
+    let out = Command::cargo_bin("kwire")
+        .unwrap()
+        .args(["read", path(&cap), "--tls-keylog", "/nonexistent/keys"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
+fn stats_show_each_tls_connection() {
+    let cap = lab("tls12_ck_sasl_ssl.pcapng");
+    let keys = lab("tls12_ck_sasl_ssl.keys");
+    let (out, _) = kwire(&[
+        "stats",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&keys),
+        "--format",
+        "json",
+    ]);
+    let j: J = serde_json::from_str(&out).unwrap();
+    let tls = j["tls"].as_array().unwrap();
+    assert!(!tls.is_empty());
+    for t in tls {
+        assert_eq!(t["version"], "TLS 1.2");
+        assert_eq!(t["cipher_suite"], "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384");
+        assert_eq!(t["decrypted"], "yes", "{t}");
+    }
+    // SASL over TLS decodes as SASL over plaintext does
+    assert!(j["apis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["api_name"] == "SaslAuthenticate"));
+    let (text, _) = kwire(&["stats", path(&cap), "--port", "9093"]);
+    assert!(
+        text.contains("TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("TLS 1.2") && l.contains(" no ")),
+        "{text}"
+    );
+}
