@@ -78,6 +78,16 @@ fn produce_frames(n: usize, len: usize) -> Vec<u8> {
     out
 }
 
+/// Peaks of `kwire decode --raw` on a small and a big input in `--format summary`:
+/// (small peak, big peak, big run's stderr), both runs having succeeded; `None` when the
+/// test skips.
+fn decode_raw_peaks(small: &Path, big: &Path) -> Option<(i64, i64, String)> {
+    let (c0, _, base) = peak(&["decode", "--raw", s(small), "--format", "summary"])?;
+    let (c1, err, big_peak) = peak(&["decode", "--raw", s(big), "--format", "summary"])?;
+    assert_eq!((c0, c1), (0, 0), "{err}");
+    Some((base, big_peak, err))
+}
+
 /// The issue's `kwire decode --raw` of zeros (there 64 MiB: 16 M frames of size 0,
 /// which peaked at 1.9 GB), scaled down to 1 MiB (262,144 frames): every frame is
 /// decoded and the peak is that of a 64-byte input, give or take a little.
@@ -85,14 +95,9 @@ fn produce_frames(n: usize, len: usize) -> Vec<u8> {
 fn decode_raw_of_zeros_streams_frame_by_frame() {
     let small = write("zeros-64", &[0u8; 64]);
     let big = write("zeros-1m", &vec![0u8; 1 << 20]);
-    let Some((c0, _, base)) = peak(&["decode", "--raw", s(&small), "--format", "summary"]) else {
+    let Some((base, big_peak, err)) = decode_raw_peaks(&small, &big) else {
         return;
     };
-    let Some((c1, err, big_peak)) = peak(&["decode", "--raw", s(&big), "--format", "summary"])
-    else {
-        return;
-    };
-    assert_eq!((c0, c1), (0, 0), "{err}");
     assert!(
         err.contains("262144 frame(s), 262144 error(s)"),
         "every frame decoded: {err}"
@@ -108,14 +113,9 @@ fn decode_raw_of_zeros_streams_frame_by_frame() {
 fn decode_raw_of_large_frames_holds_one_frame() {
     let small = write("produce-1", &produce_frames(1, 1 << 20));
     let big = write("produce-24", &produce_frames(24, 1 << 20));
-    let Some((c0, _, base)) = peak(&["decode", "--raw", s(&small), "--format", "summary"]) else {
+    let Some((base, big_peak, _)) = decode_raw_peaks(&small, &big) else {
         return;
     };
-    let Some((c1, err, big_peak)) = peak(&["decode", "--raw", s(&big), "--format", "summary"])
-    else {
-        return;
-    };
-    assert_eq!((c0, c1), (0, 0), "{err}");
     assert!(
         big_peak < base + 8 * 1024,
         "24 MiB of frames peak at {big_peak} KiB, one at {base} KiB"

@@ -126,6 +126,13 @@ pub struct ReadArgs {
 const NOTICE_LINES_PER_KIND: u64 = 50;
 
 impl Tally {
+    /// Counts notice `n` and says its line, if it has one ([`Tally::notice`]).
+    fn tell(&mut self, n: &input::Notice, say: &impl Fn(String)) {
+        if let Some(line) = self.notice(n) {
+            say(line);
+        }
+    }
+
     /// Counts a frame as it is read.
     fn frame(&mut self, f: &input::Frame) {
         self.messages += 1;
@@ -345,20 +352,14 @@ pub fn run_capture<O: Send>(
                 return;
             }
             match ev {
-                Event::Notice(n) => {
-                    if let Some(line) = tally.notice(&n) {
-                        say(line);
-                    }
-                }
+                Event::Notice(n) => tally.tell(&n, &say),
                 Event::Frame(f) => {
                     arena.reset();
                     let arena = &arena;
                     tally.frame(&f);
                     let (m, ctx) = session.decode(&f, arena);
                     for n in session.notices.drain(..) {
-                        if let Some(line) = tally.notice(&n) {
-                            say(line);
-                        }
+                        tally.tell(&n, &say);
                     }
                     match work(&m, &ctx, out) {
                         Ok(o) => count(o, problems(&m)),
@@ -399,18 +400,12 @@ pub fn run_capture<O: Send>(
                         return;
                     }
                     match ev {
-                        Event::Notice(n) => {
-                            if let Some(line) = tally.notice(&n) {
-                                say(line);
-                            }
-                        }
+                        Event::Notice(n) => tally.tell(&n, &say),
                         Event::Frame(f) => {
                             tally.frame(&f);
                             let p = session.prepare(&f);
                             for n in session.notices.drain(..) {
-                                if let Some(line) = tally.notice(&n) {
-                                    say(line);
-                                }
+                                tally.tell(&n, &say);
                             }
                             batch_bytes += f.bytes.len();
                             batch.push((f, p));
