@@ -195,6 +195,25 @@ for size in $SIZES; do
     done
   done
 done
+# >>> orphans (issue 13): the cost of ranked guesses. The server's packets of the first
+# chatter capture, without the client's: every response is an orphan whose layout is
+# guessed, beside the same responses paired in the whole capture. ORPHAN_PACKETS caps the
+# packets taken (default 200000).
+orphan_src="$BENCH_DIR/chatter-${SIZES%% *}.pcap"
+if [ -s "$orphan_src" ] && command -v editcap >/dev/null 2>&1; then
+  head_f="$TMP/orphan-head.pcap"
+  orphans="$TMP/orphans.pcap"
+  editcap -r "$orphan_src" "$head_f" "1-${ORPHAN_PACKETS:-200000}"
+  tshark -r "$head_f" -Y "tcp.srcport == 9092" -w "$orphans"
+  for c in "$head_f" "$orphans"; do
+    : >"$TMP/o"
+    for _ in $(seq "$ROUNDS"); do time_cmd "$TMP/o" "$KWIRE" read "$c" --format summary; done
+    what="whole capture (paired)"
+    [ "$c" = "$orphans" ] && what="server packets only (every response guessed)"
+    row "orphans: $what" kwire "kwire read --format summary" "$ROUNDS" "$TMP/o" "" "$(load)"
+  done
+fi
+# <<< orphans
 # >>> TLS: the TLS lab's AES-256-GCM capture replicated to TLS_SIZE, decrypted with its key
 # log by kwire and by tshark; kwire without the key log beside them (records only framed
 # and counted). Off with TLS_BENCH=0. Owned by the TLS work (issue 14).

@@ -5,6 +5,7 @@
 //!
 //! Memory for pairing is bounded by [`Pairer`]'s cap per connection.
 
+use crate::decode::guess::{GuessContext, Guesser};
 use crate::decode::{self, DecodeOptions, Known};
 use crate::input::{self, DefaultPlausibility, Frame, FrameKind, FramePlausibility, Pairer};
 use crate::schema::Schema;
@@ -55,7 +56,22 @@ pub struct Session<'s> {
     scratch: Buffers,
     /// Notices raised while pairing (oldest pending request dropped).
     pub notices: Vec<input::Notice>,
+    /// Per connection: the (api_key, api_version) of its recent requests, oldest first
+    /// (the context of ranked guesses), and the lowest request correlation_id seen.
+    requests_seen: HashMap<u32, (Vec<(i16, i16)>, i32)>,
+    /// The response layouts, listed on the first response that needs a guess.
+    guesser: Option<Arc<Guesser>>,
+    /// Responses whose request is not in the capture because it was sent before the
+    /// capture began: their correlation_id is below every request seen on the connection
+    /// (clients number requests upwards), or no request was seen there before them.
+    pub answers_before_start: u64,
+    /// Responses whose request is not in the capture for another reason (lost in a gap,
+    /// a correlation_id out of the connection's order).
+    pub answers_unpaired: u64,
 }
+
+/// Distinct (api_key, api_version) pairs remembered per connection.
+const SEEN_PER_CONNECTION: usize = 32;
 
 fn acks_zero(m: &Message<'_>) -> bool {
     m.api_key == 0
@@ -174,6 +190,46 @@ impl Facts {
     }
 }
 
+/// What the guess of a response without its request needs, taken in capture order.
+#[derive(Clone, Debug)]
+struct Orphan {
+    guesser: Arc<Guesser>,
+    /// The connection's recent requests, oldest first.
+    seen: Vec<(i16, i16)>,
+}
+
+impl Orphan {
+    /// The response decoded by the best ranked guess; as raw bytes when no layout fits
+    /// or the frame is cut short.
+    fn decode<'a>(
+        &self,
+        schema: &'a Schema,
+        opts: &'a DecodeOptions,
+        f: &'a Frame,
+        arena: &'a Buffers,
+    ) -> Message<'a> {
+        let raw = Known {
+            direction: Direction::Response,
+            ..Known::request()
+        };
+        if f.ctx.incomplete {
+            // A cut frame fits no layout exactly: it stays raw.
+            return decode::decode(schema, opts, arena, &f.bytes, &raw);
+        }
+        let cx = GuessContext { seen: &self.seen };
+        self.guesser
+            .response(
+                schema,
+                opts,
+                arena,
+                &f.bytes,
+                decode::Layout::default(),
+                &cx,
+            )
+            .unwrap_or_else(|| decode::decode(schema, opts, arena, &f.bytes, &raw))
+    }
+}
+
 /// What the session's in-order pass ([`Session::prepare`]) hands a frame so that it can
 /// be decoded on any thread, in any order, into the message [`Session::decode`] gives.
 #[derive(Clone, Debug)]
@@ -184,6 +240,8 @@ pub struct Prepared {
     known: Known,
     /// The frame is a raw SASL token in this direction.
     sasl: Option<Direction>,
+    /// A response whose request is not in the capture: decoded by a guess.
+    orphan: Option<Orphan>,
     /// Topic names learned up to and including this frame.
     names: TopicNames,
 }
@@ -201,7 +259,10 @@ impl Prepared {
         if let Some(dir) = self.sasl {
             return decode::sasl_token(arena, &f.bytes, dir);
         }
-        let mut m = decode::decode(schema, opts, arena, &f.bytes, &self.known);
+        let mut m = match &self.orphan {
+            Some(o) => o.decode(schema, opts, f, arena),
+            None => decode::decode(schema, opts, arena, &f.bytes, &self.known),
+        };
         name_topic_ids(&mut m.tree, &self.names, arena);
         m
     }
@@ -240,6 +301,62 @@ impl<'s> Session<'s> {
         }
     }
 
+    /// Remembers a request's API and version for the guesses on its connection.
+    fn seen_request(&mut self, conn: u32, corr: i32, k: i16, v: i16) {
+        if self.requests_seen.len() >= 100_000 && !self.requests_seen.contains_key(&conn) {
+            return;
+        }
+        let (seen, low) = self
+            .requests_seen
+            .entry(conn)
+            .or_insert_with(|| (Vec::new(), i32::MAX));
+        *low = (*low).min(corr);
+        seen.retain(|x| *x != (k, v));
+        if seen.len() >= SEEN_PER_CONNECTION {
+            seen.remove(0);
+        }
+        seen.push((k, v));
+    }
+
+    /// A response whose request is not in the capture: counted (sent before the capture
+    /// began, or not), and decoded by the best ranked guess, with the connection's
+    /// requests as context ([`crate::decode::guess`]); as raw bytes when no layout fits.
+    fn orphan<'a>(&mut self, f: &'a Frame, arena: &'a Buffers) -> Message<'a>
+    where
+        's: 'a,
+    {
+        let o = self.orphan_context(f);
+        o.decode(self.schema, self.opts, f, arena)
+    }
+
+    /// The in-order half of [`Session::orphan`]: counts the response and takes what its
+    /// guess needs (the layouts, the connection's recent requests).
+    fn orphan_context(&mut self, f: &Frame) -> Orphan {
+        let conn = f.ctx.connection;
+        let corr = Pairer::response_correlation(&f.bytes);
+        let before = match (self.requests_seen.get(&conn), corr) {
+            (None, _) => true,
+            (Some((_, low)), Some(c)) => c < *low,
+            (Some(_), None) => false,
+        };
+        if before {
+            self.answers_before_start += 1;
+        } else {
+            self.answers_unpaired += 1;
+        }
+        let schema = self.schema;
+        let guesser = Arc::clone(
+            self.guesser
+                .get_or_insert_with(|| Arc::new(Guesser::new(schema))),
+        );
+        let seen = self
+            .requests_seen
+            .get(&conn)
+            .map(|(s, _)| s.clone())
+            .unwrap_or_default();
+        Orphan { guesser, seen }
+    }
+
     /// A new session over `schema` with decoder limits `opts`.
     pub fn new(schema: &'s Schema, opts: &'s DecodeOptions) -> Session<'s> {
         Session {
@@ -251,6 +368,10 @@ impl<'s> Session<'s> {
             facts: HashMap::new(),
             scratch: Buffers::new(),
             notices: Vec::new(),
+            requests_seen: HashMap::new(),
+            guesser: None,
+            answers_before_start: 0,
+            answers_unpaired: 0,
         }
     }
 
@@ -324,6 +445,7 @@ impl<'s> Session<'s> {
     }
 
     fn note_pending(&mut self, f: &Frame, key: i16, ver: i16, corr: i32, expects: bool) {
+        self.seen_request(f.ctx.connection, corr, key, ver);
         if let Some(n) = self.pairer.request(
             f.ctx.connection,
             corr,
@@ -348,7 +470,11 @@ impl<'s> Session<'s> {
         if f.kind == FrameKind::SaslToken {
             return (decode::sasl_token(arena, &f.bytes, dir), ctx);
         }
-        let mut m = decode::decode(self.schema, self.opts, arena, &f.bytes, &known);
+        let mut m = if known.direction == Direction::Response && known.api_key.is_none() {
+            self.orphan(f, arena)
+        } else {
+            decode::decode(self.schema, self.opts, arena, &f.bytes, &known)
+        };
         self.learn_topic_ids(&m.tree);
         name_topic_ids(&mut m.tree, &self.topic_names, arena);
         if dir == Direction::Request {
@@ -448,10 +574,25 @@ impl<'s> Session<'s> {
             ctx,
             known,
             sasl: None,
+            orphan: None,
             names: Arc::clone(&self.topic_names),
         };
         if f.kind == FrameKind::SaslToken {
             p.sasl = Some(dir);
+            return p;
+        }
+        if dir == Direction::Response && p.known.api_key.is_none() {
+            // Without its request, the guess decides what the response is: decoded here
+            // too, to learn what it teaches (topic names).
+            let o = self.orphan_context(f);
+            let mut arena = std::mem::take(&mut self.scratch);
+            arena.reset();
+            let m = o.decode(self.schema, self.opts, f, &arena);
+            self.learn_topic_ids(&m.tree);
+            drop(m);
+            self.scratch = arena;
+            p.names = Arc::clone(&self.topic_names);
+            p.orphan = Some(o);
             return p;
         }
         let (key, ver) = if dir == Direction::Request {

@@ -48,7 +48,8 @@ pub struct Stats {
     pub connections: BTreeMap<u32, ConnStats>,
     /// SASL tokens seen.
     pub sasl_tokens: u64,
-    /// Responses whose request is not in the capture (so their API is unknown).
+    /// Responses whose request is not in the capture (so their API is unknown, or only
+    /// guessed).
     pub unpaired_responses: u64,
     /// TLS connections: version, suite, SNI, how much was decrypted (by connection id).
     pub tls: Vec<crate::input::tls::TlsSummary>,
@@ -80,6 +81,8 @@ pub struct Item {
     api_version: i16,
     api_name: String,
     sasl_token: bool,
+    /// The layout was guessed (a response whose request is not in the capture).
+    guessed: bool,
     size: u64,
     malformed: bool,
     latency_ns: Option<u64>,
@@ -123,6 +126,7 @@ impl Item {
                 .clone()
                 .unwrap_or_else(|| format!("api_key {}", m.api_key)),
             sasl_token: m.api_name.as_deref() == Some("SaslToken"),
+            guessed: m.guess.is_some(),
             size: m.size as u64,
             malformed: m.api_key >= 0 && !m.errors().is_empty(),
             latency_ns: ctx.latency.map(|l| l.as_nanos() as u64),
@@ -159,7 +163,9 @@ impl Stats {
             conn.client = it.dst;
             conn.server = it.src;
         }
-        if it.api_key < 0 {
+        // A guessed layout (a response whose request is not in the capture) is not
+        // counted under the API guessed.
+        if it.api_key < 0 || it.guessed {
             if it.sasl_token {
                 self.sasl_tokens += 1;
             } else if it.direction == Direction::Response {

@@ -384,6 +384,9 @@ pub struct Message<'a> {
     pub buffers: Vec<&'a [u8]>,
     /// The tree, rooted at the message node.
     pub tree: Node<'a>,
+    /// Set when the layout was not given by the input but guessed: the candidates that
+    /// fit, best (the decode shown) first ([`crate::decode::guess`]).
+    pub guess: Option<Box<crate::decode::guess::Guess>>,
 }
 
 impl<'a> Message<'a> {

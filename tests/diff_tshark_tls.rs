@@ -3,8 +3,9 @@
 //! its keys in a Decryption Secrets Block) is decrypted by kwire and by `tshark -o
 //! tls.keylog_file:KEYS -d tls.port==9093,kafka`. For each connection and direction, the
 //! bytes kwire frames as Kafka, end to end, must be tshark's decrypted stream (`-q -z
-//! follow,tls,raw,N`), and the Kafka PDUs per api_key and direction must be as many (and
-//! more than none). Skips (saying so) when tshark is missing.
+//! follow,tls,raw,N`), the Kafka PDUs per api_key and direction must be as many (and
+//! more than none), and each connection's correlation_ids, direction by direction, the
+//! same in the same order. Skips (saying so) when tshark is missing.
 
 mod common;
 
@@ -48,9 +49,12 @@ fn captures() -> Vec<PathBuf> {
 type Streams = BTreeMap<u16, [Vec<u8>; 2]>;
 /// (api_key, is_response) -> PDUs.
 type Counts = BTreeMap<(i16, bool), u64>;
+/// (client port, 0 for c>s or 1 for s>c) -> the correlation_ids of its messages, in order.
+type Corrs = BTreeMap<(u16, usize), Vec<i32>>;
 
 struct Kw {
     streams: Streams,
+    corrs: Corrs,
     counts: Counts,
     notices: Vec<String>,
 }
@@ -73,6 +77,7 @@ fn kwire(path: &Path) -> Kw {
     let mut kw = Kw {
         streams: Streams::new(),
         counts: Counts::new(),
+        corrs: Corrs::new(),
         notices: Vec::new(),
     };
     read_capture(
@@ -100,6 +105,10 @@ fn kwire(path: &Path) -> Kw {
                 let arena = Buffers::new();
                 let (m, _) = session.decode(&f, &arena);
                 *kw.counts.entry((m.api_key, d == 1)).or_default() += 1;
+                kw.corrs
+                    .entry((client, d))
+                    .or_default()
+                    .push(m.correlation_id.unwrap_or(-1));
             }
         },
     )
@@ -189,8 +198,8 @@ fn tshark_streams(path: &Path) -> BTreeMap<u16, [Vec<u8>; 2]> {
     out
 }
 
-/// tshark's Kafka PDUs per (api_key, is_response).
-fn tshark_counts(path: &Path) -> Counts {
+/// tshark's Kafka PDUs per (api_key, is_response), and the correlation_ids it read.
+fn tshark_counts(path: &Path) -> (Counts, Corrs) {
     let text = tshark(
         path,
         &[
@@ -206,15 +215,31 @@ fn tshark_counts(path: &Path) -> Counts {
             "kafka.len".into(),
             "-e".into(),
             "kafka.api_key".into(),
+            "-e".into(),
+            "tcp.dstport".into(),
+            "-e".into(),
+            "kafka.correlation_id".into(),
         ],
     );
     let mut c = Counts::new();
+    let mut corrs = Corrs::new();
     for l in text.lines() {
         let mut it = l.split('\t');
-        let (Some(src), Some(lens), Some(keys)) = (it.next(), it.next(), it.next()) else {
+        let (Some(src), Some(lens), Some(keys), Some(dst), Some(cs)) =
+            (it.next(), it.next(), it.next(), it.next(), it.next())
+        else {
             continue;
         };
         let resp = src == PORT.to_string();
+        let client: u16 = if resp { dst } else { src }.parse().unwrap();
+        corrs
+            .entry((client, usize::from(resp)))
+            .or_default()
+            .extend(
+                cs.split(',')
+                    .filter(|x| !x.is_empty())
+                    .map(|x| x.parse::<i32>().unwrap()),
+            );
         let pdus = lens.split(',').filter(|k| !k.is_empty()).count();
         let keys: Vec<i16> = keys
             .split(',')
@@ -229,7 +254,7 @@ fn tshark_counts(path: &Path) -> Counts {
         }
     }
     c.retain(|_, n| *n > 0);
-    c
+    (c, corrs)
 }
 
 /// tshark's counts must be kwire's, except that responses tshark left without api_key
@@ -311,7 +336,15 @@ fn tls_lab_decrypts_as_tshark_does() {
                 ));
             }
         }
-        let tc = tshark_counts(f);
+        let (tc, tcorrs) = tshark_counts(f);
+        // the values tshark decodes in every PDU: each connection's correlation_ids, in
+        // order, per direction
+        if tcorrs != kw.corrs {
+            problems.push(format!(
+                "{name}: correlation_ids per connection and direction: tshark {tcorrs:?}, kwire {:?}",
+                kw.corrs
+            ));
+        }
         if tc.is_empty() {
             problems.push(format!("{name}: tshark found no Kafka PDU"));
         }

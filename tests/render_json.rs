@@ -170,6 +170,7 @@ fn json_values_and_errors() {
         frame: &big,
         buffers: vec![&big],
         tree: root,
+        guess: None,
     };
     let (_, j) = json_line(&m, None);
     let c = &j["tree"]["children"];

@@ -448,6 +448,7 @@ fn decompressed_buffers_and_wide_offsets() {
         frame: &big,
         buffers: vec![&inner],
         tree: root,
+        guess: None,
     };
     let s = out(&m, None, &RenderOptions::default());
     assert!(s.contains("\n00000  00 00"));

@@ -46,6 +46,19 @@ pub fn summary_options() -> &'static DecodeOptions {
     })
 }
 
+/// [`options`] and [`summary_options`] with a node budget of 64, so that record lists
+/// and arrays past a few elements are folded: the two detail levels must still agree and
+/// the tree still tile.
+pub fn small_budget_options() -> &'static [DecodeOptions; 2] {
+    static O: OnceLock<[DecodeOptions; 2]> = OnceLock::new();
+    O.get_or_init(|| {
+        [options(), summary_options()].map(|o| DecodeOptions {
+            max_nodes: 64,
+            ..o.clone()
+        })
+    })
+}
+
 /// The topic names a message mentions, as `kwire read --topic` matches them.
 fn topics(m: &Message<'_>) -> Vec<String> {
     let mut out = Vec::new();
@@ -168,6 +181,12 @@ pub fn frame(data: &[u8]) {
         check_message(&m);
         let arena2 = Buffers::new();
         let s = decode(schema(), summary_options(), &arena2, frame, &known);
+        check_summary_detail(&m, &s);
+        let [full, sum] = small_budget_options();
+        let (arena, arena2) = (Buffers::new(), Buffers::new());
+        let m = decode(schema(), full, &arena, frame, &known);
+        check_message(&m);
+        let s = decode(schema(), sum, &arena2, frame, &known);
         check_summary_detail(&m, &s);
     }
 }
@@ -594,5 +613,11 @@ pub fn records(data: &[u8]) {
     check_message(&m);
     let arena2 = Buffers::new();
     let s = decode(schema(), summary_options(), &arena2, &frame, &known);
+    check_summary_detail(&m, &s);
+    let [full, sum] = small_budget_options();
+    let (arena, arena2) = (Buffers::new(), Buffers::new());
+    let m = decode(schema(), full, &arena, &frame, &known);
+    check_message(&m);
+    let s = decode(schema(), sum, &arena2, &frame, &known);
     check_summary_detail(&m, &s);
 }

@@ -9,6 +9,7 @@
 
 use super::output::{self, print_message, render_options};
 use super::{Cli, CliError, DecodeArgs, KindArg};
+use crate::decode::guess::{clean_request, GuessContext, Guesser};
 use crate::decode::{self, DecodeOptions, Known, Layout};
 use crate::input::hex;
 use crate::schema::Schema;
@@ -33,6 +34,38 @@ struct Frame<'b> {
     bytes: &'b [u8],
     direction: Option<hex::Direction>,
     stream: u64,
+}
+
+/// The pending request a response frame answers, taken from the queue of its
+/// correlation_id: the oldest whose response layout decodes the frame cleanly, else the
+/// oldest.
+fn take_pending(
+    schema: &Schema,
+    opts: &DecodeOptions,
+    pending: &mut HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>,
+    key: (u64, i32),
+    frame: &[u8],
+    layout: Layout,
+) -> Option<(i16, i16, Option<String>)> {
+    let q = pending.get_mut(&key)?;
+    let fits = |k: i16, v: i16| {
+        let arena = Buffers::new();
+        let known = Known {
+            layout,
+            ..Known::response(k, v)
+        };
+        decode::decode(schema, opts, &arena, frame, &known).problem_counts() == (0, 0)
+    };
+    let i = if q.len() > 1 {
+        q.iter().position(|(k, v, _)| fits(*k, *v)).unwrap_or(0)
+    } else {
+        0
+    };
+    let p = (i < q.len()).then(|| q.remove(i));
+    if q.is_empty() {
+        pending.remove(&key);
+    }
+    p
 }
 
 /// Reads at most `limit` bytes of text from `r`.
@@ -227,13 +260,19 @@ pub fn decode_command(
         size_prefix: !(a.no_size_prefix || a.body_only),
         header: !a.body_only,
     };
-    let opts = DecodeOptions::default();
+    let opts = DecodeOptions {
+        max_nodes: a.out.max_nodes,
+        ..DecodeOptions::default()
+    };
     let ropts = render_options(cli, &a.out);
     let mut ignored = output::ignored_options(&a.out);
-    let mut pending: HashMap<(u64, i32), (i16, i16, Option<String>)> = HashMap::new();
+    // Requests by (stream, correlation_id), oldest first: streams of several connections
+    // written as one (`c>s`/`s>c` lines) reuse correlation_ids.
+    let mut pending: HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>> = HashMap::new();
     let mut order: VecDeque<(u64, i32)> = VecDeque::new();
     let mut forgot = false;
     let (mut frames, mut errors) = (0usize, 0usize);
+    let guesser = Guesser::new(schema);
     // One arena for every frame: emptied before each, so its memory is reused.
     let mut arena = Buffers::new();
     let mut each = |f: Frame<'_>, notes: &[String]| -> io::Result<()> {
@@ -243,14 +282,17 @@ pub fn decode_command(
         for line in ignored.drain(..) {
             eprintln!("{line}");
         }
-        let dir = match (f.direction, a.kind) {
-            (Some(hex::Direction::ClientToServer), _) => Direction::Request,
-            (Some(hex::Direction::ServerToClient), _) => Direction::Response,
-            (None, Some(KindArg::Request)) => Direction::Request,
-            (None, Some(KindArg::Response)) => Direction::Response,
-            (None, None) if a.api_key.is_some() => Direction::Response,
-            (None, None) => Direction::Request,
+        // The direction the input gives (a c>s/s>c line, --kind, or --api-key for a
+        // response); with none, the frame's own bytes decide (see below).
+        let given = match (f.direction, a.kind) {
+            (Some(hex::Direction::ClientToServer), _) => Some(Direction::Request),
+            (Some(hex::Direction::ServerToClient), _) => Some(Direction::Response),
+            (None, Some(KindArg::Request)) => Some(Direction::Request),
+            (None, Some(KindArg::Response)) => Some(Direction::Response),
+            (None, None) if a.api_key.is_some() => Some(Direction::Response),
+            (None, None) => None,
         };
+        let dir = given.unwrap_or(Direction::Request);
         let mut known = Known {
             direction: dir,
             api_key: a.api_key,
@@ -258,31 +300,61 @@ pub fn decode_command(
             hints: Default::default(),
             layout,
         };
-        if dir == Direction::Response && a.api_key.is_none() && layout.header {
+        // A correlation_id that an earlier request of the input carries pairs the frame
+        // with it.
+        let mut paired = None;
+        if a.api_key.is_none() && layout.header && given != Some(Direction::Request) {
             let o = if layout.size_prefix { 4 } else { 0 };
             if let Some(c) = f.bytes.get(o..o + 4) {
                 let corr = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                if let Some((k, v, pt)) = pending.get(&(f.stream, corr)) {
-                    known.api_key = Some(*k);
-                    known.api_version = Some(*v);
-                    known.hints.protocol_type = pt.clone();
-                }
+                paired = take_pending(
+                    schema,
+                    &opts,
+                    &mut pending,
+                    (f.stream, corr),
+                    f.bytes,
+                    layout,
+                );
             }
         }
         arena.reset();
-        let m = decode::decode(schema, &opts, &arena, f.bytes, &known);
-        if dir == Direction::Request {
+        let none = GuessContext::default();
+        let m = match (given, paired) {
+            (Some(Direction::Response), Some((k, v, pt))) | (None, Some((k, v, pt))) => {
+                let request = (given.is_none())
+                    .then(|| decode::decode(schema, &opts, &arena, f.bytes, &known));
+                match request {
+                    Some(r) if clean_request(schema, &r) => r,
+                    _ => {
+                        known.direction = Direction::Response;
+                        known.api_key = Some(k);
+                        known.api_version = Some(v);
+                        known.hints.protocol_type = pt;
+                        decode::decode(schema, &opts, &arena, f.bytes, &known)
+                    }
+                }
+            }
+            (Some(Direction::Response), None) if a.api_key.is_none() => guesser
+                .response(schema, &opts, &arena, f.bytes, layout, &none)
+                .unwrap_or_else(|| decode::decode(schema, &opts, &arena, f.bytes, &known)),
+            (None, None) if layout.header => {
+                guesser.either(schema, &opts, &arena, f.bytes, layout, &none)
+            }
+            _ => decode::decode(schema, &opts, &arena, f.bytes, &known),
+        };
+        if m.direction == Direction::Request {
             if let Some(c) = m.correlation_id {
                 let pt = m.tree.find("ProtocolType").and_then(|n| match n.value {
                     Value::Str(s) => Some(s.to_string()),
                     _ => None,
                 });
                 let key = (f.stream, c);
-                if pending
-                    .insert(key, (m.api_key, m.api_version, pt))
-                    .is_none()
-                {
+                let q = pending.entry(key).or_default();
+                if q.is_empty() {
                     order.push_back(key);
+                }
+                if q.len() < 64 {
+                    q.push((m.api_key, m.api_version, pt));
                 }
                 while pending.len() > MAX_PENDING {
                     if let Some(old) = order.pop_front() {
@@ -312,7 +384,12 @@ pub fn decode_command(
         Some(h.clone())
     } else if let Some(f) = &a.hex_file {
         let mut r = raw(f)?;
-        Some(read_text(&mut r, &f.display().to_string())?)
+        let what = if f.as_os_str() == "-" {
+            "stdin".to_string()
+        } else {
+            f.display().to_string()
+        };
+        Some(read_text(&mut r, &what)?)
     } else if a.base64.is_some() || a.raw.is_some() {
         None
     } else {

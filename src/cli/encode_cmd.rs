@@ -1,5 +1,7 @@
-//! `kwire encode [FILE|-] [--format hex|raw]`: JSON values in the shape of
-//! `--format values` (one or more, NDJSON or concatenated) to Kafka frames.
+//! `kwire encode [FILE|-] [--format hex|raw] [--lines]`: JSON values in the shape of
+//! `--format values` (one or more, NDJSON or concatenated) to Kafka frames. With `--lines`
+//! each hex line starts with the frame's direction (`c>s` for a request, `s>c` for a
+//! response), the layout `kwire decode --hex-file` reads, so a round trip keeps it.
 
 use super::{CliError, EncodeFormat};
 use crate::encode::{encode, to_hex};
@@ -23,13 +25,13 @@ fn read_input(file: Option<&Path>) -> Result<String, CliError> {
     Ok(t)
 }
 
-/// Encodes every JSON value of `text` into a frame. The first bad value ends the
-/// command: its error names the value (1-based, with its line when there are several)
-/// and the field's path.
+/// Encodes every JSON value of `text` into a frame, with whether it is a request (its
+/// `kind`). The first bad value ends the command: its error names the value (1-based,
+/// with its line when there are several) and the field's path.
 ///
 /// # Errors
 /// JSON that does not parse, or a value [`encode`] refuses.
-pub fn encode_all(schema: &Schema, text: &str) -> Result<Vec<Vec<u8>>, String> {
+pub fn encode_all(schema: &Schema, text: &str) -> Result<Vec<(bool, Vec<u8>)>, String> {
     let mut frames = Vec::new();
     let mut it = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     let line_of = |off: usize| text[..off.min(text.len())].matches('\n').count() + 1;
@@ -46,7 +48,8 @@ pub fn encode_all(schema: &Schema, text: &str) -> Result<Vec<Vec<u8>>, String> {
         start = it.byte_offset();
         let f =
             encode(schema, &v).map_err(|e| format!("value {i} (line {}): {e}", line_of(skip)))?;
-        frames.push(f);
+        // `encode` has checked that `kind` is "request" or "response".
+        frames.push((v["kind"] == "request", f));
     }
     if frames.is_empty() {
         return Err("no JSON value in the input".into());
@@ -54,7 +57,7 @@ pub fn encode_all(schema: &Schema, text: &str) -> Result<Vec<Vec<u8>>, String> {
     Ok(frames)
 }
 
-/// `kwire encode`.
+/// `kwire encode`: `lines` puts the direction before each hex line.
 ///
 /// # Errors
 /// Unreadable input, bad JSON or a value [`encode`] refuses (nothing is written then).
@@ -62,12 +65,19 @@ pub fn encode_command(
     schema: &Schema,
     file: Option<&Path>,
     format: EncodeFormat,
+    lines: bool,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let text = read_input(file)?;
     let frames = encode_all(schema, &text)?;
-    for f in frames {
+    for (request, f) in frames {
         match format {
+            EncodeFormat::Hex if lines => writeln!(
+                out,
+                "{} {}",
+                if request { "c>s" } else { "s>c" },
+                to_hex(&f)
+            )?,
             EncodeFormat::Hex => writeln!(out, "{}", to_hex(&f))?,
             EncodeFormat::Raw => out.write_all(&f)?,
         }

@@ -75,6 +75,10 @@ pub struct OutputArgs {
     /// Do not cut descriptions and long values.
     #[arg(long)]
     pub wide: bool,
+    /// Build at most N tree nodes per message: records past that are still read,
+    /// checked and counted, and shown as one folded line (`Record[i..j]`).
+    #[arg(long, value_name = "N", default_value_t = crate::decode::DecodeOptions::DEFAULT_MAX_NODES)]
+    pub max_nodes: usize,
 }
 
 impl OutputArgs {
@@ -98,7 +102,7 @@ pub struct DecodeArgs {
     #[arg(long, value_name = "HEX", group = "src")]
     pub hex: Option<String>,
     /// A file of hex text (xxd, hexdump -C, od, tshark/Wireshark, hexyl and kwire's own
-    /// hexdump format, plain, c>s/s>c lines).
+    /// hexdump format, plain, c>s/s>c lines); `-` for stdin.
     #[arg(long, value_name = "FILE", group = "src")]
     pub hex_file: Option<PathBuf>,
     /// Base64 text.
@@ -195,6 +199,10 @@ pub enum Command {
         /// Output: one hex line a frame, or the raw bytes.
         #[arg(long, value_enum, default_value_t = EncodeFormat::Hex)]
         format: EncodeFormat,
+        /// Start each hex line with its direction, `c>s HEX` (request) or `s>c HEX`
+        /// (response), as `kwire decode --hex-file` reads it.
+        #[arg(long, conflicts_with = "format")]
+        lines: bool,
     },
 }
 
@@ -392,9 +400,13 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             eprintln!("kwire: {n} pages and an index in {}", dir.display());
             Ok(())
         }
-        Command::Encode { file, format } => {
+        Command::Encode {
+            file,
+            format,
+            lines,
+        } => {
             let schema = load_schema(cli.schema.as_deref())?;
-            encode_cmd::encode_command(&schema, file.as_deref(), *format, out)
+            encode_cmd::encode_command(&schema, file.as_deref(), *format, *lines, out)
         }
     }
 }

@@ -285,7 +285,7 @@ fn problems(m: &Message<'_>) -> (bool, bool) {
 pub fn run_capture<O: Send>(
     schema: &Schema,
     a: &CaptureArgs,
-    detail: Detail,
+    dopts: DecodeOptions,
     out: &mut dyn Write,
     work: &MessageWork<'_, O>,
     collect: &mut dyn FnMut(O) -> bool,
@@ -329,10 +329,6 @@ pub fn run_capture<O: Send>(
         ..CaptureOptions::default()
     };
     let plaus = SchemaPlausibility(schema);
-    let dopts = DecodeOptions {
-        detail,
-        ..DecodeOptions::default()
-    };
     let mut session = Session::new(schema, &dopts);
     let mut tally = Tally::default();
     let mut io_err: Option<std::io::Error> = None;
@@ -470,7 +466,7 @@ pub fn run_capture<O: Send>(
         })
         .collect();
     lines.push(format!(
-        "kwire: {}, {}, {} decoded ({} shown), {} with decode errors, {} incomplete, {} undecodable, {}, {}; notices: {}",
+        "kwire: {}, {}, {} decoded ({} shown), {} with decode errors, {} incomplete, {} undecodable, {}, {}{}; notices: {}",
         counted(stats.packets, "packet", "packets"),
         counted(stats.connections.into(), "connection", "connections"),
         counted(tally.messages, "message", "messages"),
@@ -480,9 +476,30 @@ pub fn run_capture<O: Send>(
         tally.undecodable,
         counted(tally.sasl_tokens, "SASL token", "SASL tokens"),
         counted(waiting.len() as u64, "unanswered request", "unanswered requests"),
+        answers_without_request(&session),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
     Ok((lines, stats.tls))
+}
+
+/// The closing line's count of responses whose request is not in the capture:
+/// `, 3 responses to requests sent before the capture began` (and those without their
+/// request for another reason); empty when every response found its request.
+fn answers_without_request(s: &Session<'_>) -> String {
+    let mut t = String::new();
+    if s.answers_before_start > 0 {
+        t.push_str(&format!(
+            ", {} to requests sent before the capture began",
+            counted(s.answers_before_start, "response", "responses")
+        ));
+    }
+    if s.answers_unpaired > 0 {
+        t.push_str(&format!(
+            ", {} whose request is not in the capture",
+            counted(s.answers_unpaired, "response", "responses")
+        ));
+    }
+    t
 }
 
 /// `1 packet`, `2 packets`.
@@ -525,6 +542,11 @@ pub fn read_command(
     } else {
         Detail::Full
     };
+    let dopts = DecodeOptions {
+        detail,
+        max_nodes: a.out.max_nodes,
+        ..DecodeOptions::default()
+    };
     let format = a.out.format;
     let work = |m: &Message<'_>, ctx: &Context, w: &mut dyn Write| {
         if matches_filters(a, schema, m) {
@@ -534,7 +556,7 @@ pub fn read_command(
             Ok(false)
         }
     };
-    let (closing, _) = run_capture(schema, &a.capture, detail, out, &work, &mut |shown| shown)?;
+    let (closing, _) = run_capture(schema, &a.capture, dopts, out, &work, &mut |shown| shown)?;
     out.flush()?;
     closing.iter().for_each(|l| eprintln!("{l}"));
     Ok(())
@@ -562,7 +584,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
     let (closing, tls) = run_capture(
         schema,
         &a.capture,
-        Detail::Full,
+        DecodeOptions::default(),
         &mut std::io::sink(),
         &work,
         &mut |item| {

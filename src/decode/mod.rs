@@ -8,6 +8,7 @@
 //! tree; nothing panics and no allocation is sized from an unchecked length.
 
 pub mod compress;
+pub mod guess;
 pub mod records;
 pub mod walk;
 
@@ -93,6 +94,13 @@ pub struct DecodeOptions {
     pub page_mode: bool,
     /// How much of the tree to keep: everything, or what the summary line needs.
     pub detail: Detail,
+    /// The node budget of one message (default 200,000, about 30 MB of tree): records
+    /// and array elements are counted against it as they are read, at either detail
+    /// level (a record as [`records`]' `RECORD_NODES`, an element as one node plus its
+    /// struct's fields); past it, the rest of a record list is read, checked and
+    /// counted but shown as one folded node (`Record[i..j]`, type `folded`) instead of
+    /// a node graph per record.
+    pub max_nodes: usize,
 }
 
 /// How much of the tree the decoder keeps. Every byte is read and checked the same way
@@ -105,10 +113,15 @@ pub enum Detail {
     /// Only the nodes the summary line, the session (pairing, topic ids) and the `read`
     /// filters look at: the header, nodes with an error or a warning, topic names and
     /// ids, partitions, group and transactional ids, non-zero error codes,
-    /// `ProtocolType`, `Acks`, and containers holding any of these; records as childless
-    /// `Record[i]` nodes when they decode cleanly. Such a tree does not tile the frame and
-    /// is for `--format summary` only.
+    /// `ProtocolType`, `Acks`, and containers holding any of these; records that decode
+    /// cleanly only in the count of their `Records` group. Such a tree does not tile the
+    /// frame and is for `--format summary` only.
     Summary,
+}
+
+impl DecodeOptions {
+    /// [`DecodeOptions::max_nodes`] when not given.
+    pub const DEFAULT_MAX_NODES: usize = 200_000;
 }
 
 impl Default for DecodeOptions {
@@ -118,6 +131,7 @@ impl Default for DecodeOptions {
             max_depth: 64,
             page_mode: false,
             detail: Detail::Full,
+            max_nodes: DecodeOptions::DEFAULT_MAX_NODES,
         }
     }
 }
@@ -138,6 +152,8 @@ pub struct Cx<'a> {
     pub depth: usize,
     /// Emptied vectors kept for the next node's children (no allocation per node).
     pool: Vec<Vec<Node<'a>>>,
+    /// Nodes counted against `opts.max_nodes` so far.
+    spent: usize,
 }
 
 impl<'a> Cx<'a> {
@@ -151,7 +167,18 @@ impl<'a> Cx<'a> {
             opts,
             depth: 0,
             pool: Vec::new(),
+            spent: 0,
         }
+    }
+
+    /// Counts `n` nodes against the message's node budget.
+    pub fn spend(&mut self, n: usize) {
+        self.spent = self.spent.saturating_add(n);
+    }
+
+    /// Nodes left in the message's budget (0: fold what follows).
+    pub fn budget_left(&self) -> usize {
+        self.opts.max_nodes.saturating_sub(self.spent)
     }
 
     /// An empty vector to collect a node's children in; hand it to [`Cx::seal`].
@@ -371,11 +398,12 @@ pub fn decode<'a>(
     let mut msg = decode_in(&mut cx, frame, 0, known);
     // A broker that does not support the requested ApiVersions version answers with a v0
     // body carrying UNSUPPORTED_VERSION (35), so the client can learn what it supports.
-    let o = if known.layout.size_prefix { 8 } else { 4 };
+    // The error code is the body's first field: after the size prefix and the response
+    // header (a correlation_id: ApiVersions responses keep header v0) when they are there.
+    let o = 4 * usize::from(known.layout.size_prefix) + 4 * usize::from(known.layout.header);
     if msg.direction == Direction::Response
         && msg.api_key == 18
         && msg.api_version > 0
-        && known.layout.header
         && !msg.errors().is_empty()
         && frame.get(o..o + 2) == Some(&[0, 35][..])
     {
@@ -429,6 +457,7 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
         frame,
         buffers: Vec::new(),
         tree: Node::new("", "", NodeKind::Message, base),
+        guess: None,
     };
     // Frame: the size prefix.
     if known.layout.size_prefix {
@@ -579,10 +608,15 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
     let root_name: &'a str = match (&body_def, api_name) {
         (Some(d), _) => d.def.name.as_str(),
         (None, Some(a)) => cx.fmt(format_args!("{a}{dir_s}")),
+        (None, None) if key < 0 => cx.fmt(format_args!("?{dir_s}")),
         (None, None) => cx.fmt(format_args!("ApiKey{key}{dir_s}")),
     };
     root.name = root_name;
-    root.ty = texts::message(ver.into(), cx.arena);
+    root.ty = if ver < 0 {
+        "message v?"
+    } else {
+        texts::message(ver.into(), cx.arena)
+    };
     if !stopped && !r.rest.is_empty() {
         match body_def {
             Some(d) => {
@@ -736,5 +770,6 @@ pub fn sasl_token<'a>(arena: &'a Buffers, frame: &'a [u8], direction: Direction)
         frame,
         buffers: Vec::new(),
         tree: root,
+        guess: None,
     }
 }

@@ -170,8 +170,10 @@ impl<'c, 'a> Walk<'c, 'a> {
     /// fixed-size primitives, and reads cleanly: enough bytes, a null only where the
     /// version allows one, UTF-8 text. Otherwise reads nothing and returns `false`, and
     /// the caller reads the field in full, error and all.
-    fn skim(&self, r: &mut Reader<'a>, f: &'a Field) -> bool {
+    fn skim(&mut self, r: &mut Reader<'a>, f: &'a Field) -> bool {
         let mut p = *r;
+        // Elements skimmed count against the node budget as the full walk counts them.
+        let mut elements = 0;
         let ok = match &f.ty {
             FieldType::Prim(Prim::String) => {
                 let prefix = len_prefix(self.field_flexible(f), LenPrefix::Int16);
@@ -188,10 +190,12 @@ impl<'c, 'a> Walk<'c, 'a> {
                     match p.read(wire::length(prefix)) {
                         Ok((l, _, _)) => match l.len {
                             None => self.nullable(f),
-                            Some(count) => usize::try_from(count)
-                                .ok()
-                                .and_then(|c| c.checked_mul(n))
-                                .is_some_and(|bytes| p.split(bytes).is_some()),
+                            Some(count) => {
+                                elements = usize::try_from(count).unwrap_or(usize::MAX);
+                                elements
+                                    .checked_mul(n)
+                                    .is_some_and(|bytes| p.split(bytes).is_some())
+                            }
                         },
                         Err(_) => false,
                     }
@@ -202,6 +206,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         };
         if ok {
             *r = p;
+            self.cx.spend(elements);
         }
         ok
     }
@@ -957,14 +962,32 @@ impl<'c, 'a> Walk<'c, 'a> {
             node.children = self.cx.seal(nk);
             return Err(node);
         }
-        if full {
-            nk.reserve(count.min(r.left() as u64 + 1) as usize);
-        }
         let elem_struct = match inner {
             FieldType::Struct(s) => Some((s.as_str(), self.struct_fields(f, s))),
             _ => None,
         };
-        for i in 0..count {
+        // Counted against the message's node budget: the element and its fields.
+        let weight = match elem_struct {
+            Some((_, Some(fs))) => 1 + fs.len(),
+            _ => 1,
+        };
+        if full {
+            let room = (self.cx.budget_left() / weight + 1) as u64;
+            nk.reserve(count.min(r.left() as u64 + 1).min(room) as usize);
+        }
+        let mut i = 0;
+        let mut in_full = false;
+        while i < count {
+            if self.cx.budget_left() == 0 && !in_full {
+                let (k, fold) = self.fold_elements(r, f, inner, elem_struct, name, i, count);
+                i += k;
+                nk.push(fold);
+                // Folding stops before an element whose error ends the walk: that one
+                // is decoded in full below, error and all.
+                in_full = true;
+                continue;
+            }
+            self.cx.spend(weight);
             let base: &'a str = match elem_struct {
                 Some((s, _)) => s,
                 None => name,
@@ -1009,10 +1032,127 @@ impl<'c, 'a> Walk<'c, 'a> {
                     return Err(node);
                 }
             }
+            i += 1;
+            in_full = false;
         }
         node.length = r.pos - start;
         node.children = self.cx.seal(nk);
         Ok(node)
+    }
+
+    /// Elements `first..count` of array field `f`, past the message's node budget: each
+    /// is read and checked as the walk reads it (fixed-size ones all at once: the count
+    /// was checked against the bytes left; others decoded into a scratch arena emptied
+    /// after each), counted, and stand as one leaf over their bytes, `Name[i..j]` of
+    /// type `folded`, valued with their count, with an error (a warning) naming the
+    /// first error (warning) among them. Folding stops before an element whose error
+    /// would end the walk. Returns how many elements were folded, and the leaf.
+    #[allow(clippy::too_many_arguments)]
+    fn fold_elements(
+        &mut self,
+        r: &mut Reader<'a>,
+        f: &'a Field,
+        inner: &'a FieldType,
+        elem_struct: Option<(&'a str, Option<&'a [Field]>)>,
+        name: &'a str,
+        first: u64,
+        count: u64,
+    ) -> (u64, Node<'a>) {
+        let start = r.pos;
+        let flexible = self.field_flexible(f);
+        let mut i = first;
+        let mut errors: (u64, Option<(u64, usize, String)>) = (0, None);
+        let mut warnings: (u64, Option<(u64, usize, String)>) = (0, None);
+        match inner {
+            FieldType::Prim(p) if fixed_size(*p).is_some() => {
+                let size = fixed_size(*p).unwrap_or(1) as u64;
+                let n = (count - first).saturating_mul(size).min(r.left() as u64);
+                r.split(n as usize);
+                i = first + n / size;
+            }
+            _ => {
+                let scratch = &mut crate::tree::Buffers::new();
+                while i < count && r.left() > 0 {
+                    scratch.reset();
+                    let mut scx = Cx::new(self.cx.schema, scratch, self.cx.opts);
+                    scx.depth = self.cx.depth;
+                    let mut sr = Reader {
+                        arena: scratch,
+                        ..*r
+                    };
+                    let mut w = Walk {
+                        cx: &mut scx,
+                        def: self.def,
+                        version: self.version,
+                        flexible: self.flexible,
+                        guide_style: self.guide_style,
+                        region: self.region,
+                        hints: self.hints.clone(),
+                        protocol_type: self.protocol_type,
+                    };
+                    let res = match (inner, elem_struct) {
+                        (FieldType::Prim(p), _) => w.prim(&mut sr, f, *p, name, flexible),
+                        (FieldType::Struct(s), Some((_, Some(fields)))) => {
+                            let en = Node::new(name, s.as_str(), NodeKind::Struct, sr.pos);
+                            let ek = w.cx.vec();
+                            w.struct_body(&mut sr, en, ek, fields)
+                        }
+                        _ => break,
+                    };
+                    let Ok(n) = res else {
+                        break;
+                    };
+                    let (mut e, mut wn) = (None, None);
+                    n.walk(&mut |x, _| {
+                        if e.is_none() {
+                            e = x.error().map(|m| (x.offset, m.to_string()));
+                        }
+                        if wn.is_none() {
+                            wn = x.warning().map(|m| (x.offset, m.to_string()));
+                        }
+                    });
+                    for (seen, found) in [(&mut errors, e), (&mut warnings, wn)] {
+                        if let Some((o, m)) = found {
+                            seen.0 += 1;
+                            seen.1.get_or_insert((i, o, m));
+                        }
+                    }
+                    let used = r.left() - sr.left();
+                    r.split(used);
+                    i += 1;
+                }
+            }
+        }
+        let folded = i - first;
+        let base = elem_struct.map_or(name, |(s, _)| s);
+        let lname = self
+            .cx
+            .fmt(format_args!("{base}[{first}..{}]", i.saturating_sub(1)));
+        let mut n = self.leaf(
+            lname,
+            "folded",
+            Value::Count(folded),
+            start,
+            r.pos - start,
+            r,
+        );
+        n.kind = NodeKind::Group;
+        n.annotation = Some(self.cx.fmt(format_args!(
+            "{folded} elements read and checked, not shown: past the message's budget of {} \
+             tree nodes (--max-nodes)",
+            self.cx.opts.max_nodes
+        )));
+        if let (k, Some((el, o, m))) = errors {
+            n.set_error(self.cx.fmt(format_args!(
+                "{k} folded element(s) with errors; the first, {base}[{el}] at offset {o}: {m}"
+            )));
+        }
+        if let (k, Some((el, o, m))) = warnings {
+            n.set_warning(self.cx.fmt(format_args!(
+                "{k} folded element(s) with warnings; the first, {base}[{el}] at offset {o}: {m}"
+            )));
+        }
+        (folded, n)
     }
 }
 

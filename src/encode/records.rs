@@ -493,21 +493,33 @@ fn opt_hex(b: Option<&[u8]>) -> Value {
 /// and legacy messages. `None` when the bytes are not a whole, well-formed sequence
 /// that [`encode_records`] would give back exactly (a cut last batch, a bad CRC, an
 /// unknown codec, a count that disagrees): the values then hold the raw hex instead.
+///
+/// A field holding more than [`MAX_PARSED_RECORDS`] records (over all its batches and
+/// legacy messages) gives `None` too, so that the caller shows it as hex: the bytes are
+/// all there and encode back the same, while a value per record would grow without
+/// bound (a few kilobytes of zstd can hold millions of records).
 pub fn parse_records(data: &[u8]) -> Option<Value> {
     let mut c = Cur(data);
     let mut out = Vec::new();
+    let mut left = MAX_PARSED_RECORDS;
     while !c.0.is_empty() {
         let magic = *c.0.get(16)?;
         match magic {
-            2 => out.push(parse_batch(&mut c)?),
-            0 | 1 => out.push(parse_legacy(&mut c)?),
+            2 => out.push(parse_batch(&mut c, &mut left)?),
+            0 | 1 => {
+                left = left.checked_sub(1)?;
+                out.push(parse_legacy(&mut c)?)
+            }
             _ => return None,
         }
     }
     Some(Value::Array(out))
 }
 
-fn parse_batch(c: &mut Cur<'_>) -> Option<Value> {
+/// The most records [`parse_records`] gives back as values from one records field.
+pub const MAX_PARSED_RECORDS: usize = 20_000;
+
+fn parse_batch(c: &mut Cur<'_>, left: &mut usize) -> Option<Value> {
     let base_offset = c.i64()?;
     let len = usize::try_from(c.i32()?).ok()?;
     let mut b = Cur(c.take(len)?);
@@ -525,6 +537,7 @@ fn parse_batch(c: &mut Cur<'_>) -> Option<Value> {
     let pepoch = b.i16()?;
     let base_seq = b.i32()?;
     let count = b.i32()?;
+    *left = left.checked_sub(usize::try_from(count).unwrap_or(0))?;
     let codec = (attrs & 7) as u8;
     if codec as usize >= COMPRESSION.len() {
         return None;

@@ -11,7 +11,7 @@
 //! LINUX_SLL (113), IPV4 (228), IPV6 (229), LINUX_SLL2 (276).
 
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
 
@@ -19,6 +19,7 @@ use etherparse::defrag::IpDefragPool;
 use etherparse::{IpNumber, LaxIpSlice, SlicedPacket, TcpSlice};
 use pcap_parser::{Block, PcapBlockOwned, PcapError};
 
+use super::order::Reorder;
 use super::stream::{Conn, Sink};
 use super::tcp::Segment;
 use super::{
@@ -107,6 +108,12 @@ pub struct Extractor<'p> {
     defrag: IpDefragPool<u64, ()>,
     reported_links: HashSet<i32>,
     frame_no: u64,
+    /// Events waiting for their turn in the output order ([`super::order`]).
+    order: Reorder,
+    /// Each connection's hold floor (`Conn::hold_floor`) that is set, by connection id.
+    floor_of: HashMap<u32, u64>,
+    /// The same floors, lowest first.
+    floors: BTreeSet<(u64, u32)>,
     keys: super::tls::KeyLog,
     secrets_blocks: u32,
 }
@@ -125,6 +132,9 @@ impl<'p> Extractor<'p> {
             defrag: IpDefragPool::new(),
             reported_links: HashSet::new(),
             frame_no: 0,
+            order: Reorder::default(),
+            floor_of: HashMap::new(),
+            floors: BTreeSet::new(),
             keys: (*opts.tls_keys).clone(),
             secrets_blocks: 0,
         }
@@ -138,19 +148,42 @@ impl<'p> Extractor<'p> {
     /// Adds TLS secrets in the NSS key log format (a pcapng Decryption Secrets Block's
     /// content): they apply to connections whose ServerHello comes after them. Lines that
     /// cannot be used are [`NoticeKind::Tls`] notices naming the block and line.
-    pub fn add_tls_secrets(&mut self, text: &[u8], out: &mut dyn FnMut(Event)) {
+    pub fn add_tls_secrets(&mut self, text: &[u8], _out: &mut dyn FnMut(Event)) {
         self.secrets_blocks += 1;
         let source = format!("pcapng Decryption Secrets Block {}", self.secrets_blocks);
         for p in self.keys.add_text(text, &source) {
             let mut n = Notice::new(NoticeKind::Tls, format!("key log {p}"));
             n.frame = Some(self.frame_no);
-            self.notice(n, out);
+            self.notice(n);
         }
     }
 
-    fn notice(&mut self, n: Notice, out: &mut dyn FnMut(Event)) {
+    fn notice(&mut self, n: Notice) {
         self.stats.notices += 1;
-        out(Event::Notice(n));
+        self.order.push(self.frame_no, Event::Notice(n));
+    }
+
+    /// Records connection `id`'s hold floor after it has been fed.
+    fn set_floor(&mut self, id: u32, floor: Option<u64>) {
+        let old = self.floor_of.get(&id).copied();
+        if old == floor {
+            return;
+        }
+        if let Some(o) = old {
+            self.floors.remove(&(o, id));
+            self.floor_of.remove(&id);
+        }
+        if let Some(f) = floor {
+            self.floors.insert((f, id));
+            self.floor_of.insert(id, f);
+        }
+    }
+
+    /// Hands on every event that no connection can still precede.
+    fn release(&mut self, out: &mut dyn FnMut(Event)) {
+        let next = self.frame_no + 1;
+        let floor = self.floors.first().map_or(next, |(f, _)| (*f).min(next));
+        self.order.release(floor, out);
     }
 
     /// Process one captured record: `linktype` (tcpdump.org LINKTYPE_ value), captured bytes
@@ -164,6 +197,12 @@ impl<'p> Extractor<'p> {
         time: Timestamp,
         out: &mut dyn FnMut(Event),
     ) -> u64 {
+        let frame = self.packet_events(linktype, data, origlen, time);
+        self.release(out);
+        frame
+    }
+
+    fn packet_events(&mut self, linktype: i32, data: &[u8], origlen: u32, time: Timestamp) -> u64 {
         self.frame_no += 1;
         let frame = self.frame_no;
         self.stats.packets += 1;
@@ -180,7 +219,7 @@ impl<'p> Extractor<'p> {
             );
             n.frame = Some(frame);
             n.bytes = Some(origlen as u64 - data.len() as u64);
-            self.notice(n, out);
+            self.notice(n);
         }
         if !link_supported(linktype) {
             if self.reported_links.insert(linktype) {
@@ -189,7 +228,7 @@ impl<'p> Extractor<'p> {
                     format!("link type {linktype} is not supported; its records are skipped"),
                 );
                 n.frame = Some(frame);
-                self.notice(n, out);
+                self.notice(n);
             }
             return frame;
         }
@@ -202,7 +241,7 @@ impl<'p> Extractor<'p> {
                 let mut n =
                     Notice::new(NoticeKind::Malformed, format!("IP header not parsed: {e}"));
                 n.frame = Some(frame);
-                self.notice(n, out);
+                self.notice(n);
                 return frame;
             }
         };
@@ -213,7 +252,7 @@ impl<'p> Extractor<'p> {
             return frame;
         }
         if payload.fragmented {
-            self.fragment(ip, frame, src_ip, dst_ip, time, out);
+            self.fragment(ip, frame, src_ip, dst_ip, time);
             return frame;
         }
         let missing = if truncated || payload.incomplete {
@@ -222,26 +261,18 @@ impl<'p> Extractor<'p> {
             0
         };
         match TcpSlice::from_slice(payload.payload) {
-            Ok(tcp) => self.tcp(src_ip, dst_ip, &tcp, missing, frame, time, out),
+            Ok(tcp) => self.tcp(src_ip, dst_ip, &tcp, missing, frame, time),
             Err(e) => {
                 let mut n =
                     Notice::new(NoticeKind::Malformed, format!("TCP header not parsed: {e}"));
                 n.frame = Some(frame);
-                self.notice(n, out);
+                self.notice(n);
             }
         }
         frame
     }
 
-    fn fragment(
-        &mut self,
-        ip: &[u8],
-        frame: u64,
-        src: IpAddr,
-        dst: IpAddr,
-        time: Timestamp,
-        out: &mut dyn FnMut(Event),
-    ) {
+    fn fragment(&mut self, ip: &[u8], frame: u64, src: IpAddr, dst: IpAddr, time: Timestamp) {
         let cutoff = frame.saturating_sub(FRAG_WINDOW);
         if frame.is_multiple_of(256) {
             self.defrag.retain(|t| *t >= cutoff);
@@ -254,14 +285,14 @@ impl<'p> Extractor<'p> {
                     format!("IP fragment skipped (not parsed: {e})"),
                 );
                 n.frame = Some(frame);
-                self.notice(n, out);
+                self.notice(n);
                 return;
             }
         };
         match res {
             Ok(Some(pv)) => {
                 if let Ok(tcp) = TcpSlice::from_slice(&pv.payload) {
-                    self.tcp(src, dst, &tcp, 0, frame, time, out);
+                    self.tcp(src, dst, &tcp, 0, frame, time);
                 }
                 self.defrag.return_buf(pv);
             }
@@ -272,7 +303,7 @@ impl<'p> Extractor<'p> {
                     format!("IP fragment skipped (not reassembled: {e})"),
                 );
                 n.frame = Some(frame);
-                self.notice(n, out);
+                self.notice(n);
             }
         }
     }
@@ -286,7 +317,6 @@ impl<'p> Extractor<'p> {
         missing: u32,
         frame: u64,
         time: Timestamp,
-        out: &mut dyn FnMut(Event),
     ) {
         self.stats.tcp_segments += 1;
         let src = SocketAddr::new(src_ip, tcp.source_port());
@@ -331,14 +361,17 @@ impl<'p> Extractor<'p> {
             opts: &self.opts,
             plaus: self.plaus,
             stats: &mut self.stats,
-            out,
+            order: &mut self.order,
+            now: frame,
             keys: &self.keys,
         };
         let ack = tcp.ack().then(|| tcp.acknowledgment_number());
         conn.segment(side, &seg, ack, &mut sink);
+        let id = conn.id;
         if conn.is_closed() {
             conn.finish(frame, &mut sink);
             self.conns.remove(&key);
+            self.set_floor(id, None);
             self.closed.insert(key);
             self.closed_order.push_back(key);
             while self.closed_order.len() > self.opts.max_closed {
@@ -346,6 +379,9 @@ impl<'p> Extractor<'p> {
                     self.closed.remove(&k);
                 }
             }
+        } else {
+            let floor = conn.hold_floor();
+            self.set_floor(id, floor);
         }
     }
 
@@ -359,12 +395,14 @@ impl<'p> Extractor<'p> {
             opts: &self.opts,
             plaus: self.plaus,
             stats: &mut self.stats,
-            out,
+            order: &mut self.order,
+            now: frame,
             keys: &self.keys,
         };
         for mut c in conns {
             c.finish(frame, &mut sink);
         }
+        self.order.drain(out);
         self.stats
     }
 }
@@ -551,7 +589,7 @@ pub fn read_capture<R: Read + Send>(
             Err(PcapError::Incomplete(_)) => {
                 stalls += 1;
                 if stalls > 1000 {
-                    truncated(&mut ex, "the reader made no progress", out);
+                    truncated(&mut ex, "the reader made no progress");
                     break;
                 }
                 if reader.refill().is_err() {
@@ -580,7 +618,7 @@ pub fn read_capture<R: Read + Send>(
                         .next_power_of_two()
                         .clamp(capacity * 2, MAX_READ_BUFFER);
                     if !reader.grow(capacity) {
-                        truncated(&mut ex, "a record is larger than the reader buffer", out);
+                        truncated(&mut ex, "a record is larger than the reader buffer");
                         break;
                     }
                     if reader.refill().is_err() {
@@ -590,7 +628,6 @@ pub fn read_capture<R: Read + Send>(
                     truncated(
                         &mut ex,
                         "a record claims more than 16 MiB (corrupt length); reading stopped",
-                        out,
                     );
                     break;
                 }
@@ -599,14 +636,13 @@ pub fn read_capture<R: Read + Send>(
                 truncated(
                     &mut ex,
                     "the file ends inside a record (record claims more bytes than the file holds)",
-                    out,
                 );
                 break;
             }
             Err(PcapError::ReadError) => return Err(CaptureError::Read),
             Err(e) => {
                 let msg = format!("unparsable data after the last good record: {e:?}");
-                truncated(&mut ex, &msg, out);
+                truncated(&mut ex, &msg);
                 break;
             }
         }
@@ -614,10 +650,10 @@ pub fn read_capture<R: Read + Send>(
     Ok(ex.finish(out))
 }
 
-fn truncated(ex: &mut Extractor<'_>, why: &str, out: &mut dyn FnMut(Event)) {
+fn truncated(ex: &mut Extractor<'_>, why: &str) {
     ex.stats.file_truncated = true;
     let frame = ex.frame_no + 1;
     let mut n = Notice::new(NoticeKind::FileTruncated, format!("record {frame}: {why}"));
     n.frame = Some(frame);
-    ex.notice(n, out);
+    ex.notice(n);
 }

@@ -18,8 +18,10 @@
 
 pub mod capture;
 pub mod hex;
+mod order;
 pub mod pair;
 pub mod pcap_out;
+pub mod resync;
 pub mod stream;
 pub mod tcp;
 pub mod tls;
@@ -229,6 +231,12 @@ pub trait FramePlausibility {
     fn plausible_request(&self, frame_after_size: &[u8]) -> bool;
     /// Does `frame_after_size` start with a plausible response header (correlation_id int32)?
     fn plausible_response(&self, frame_after_size: &[u8]) -> bool;
+    /// Does `frame_after_size` (a response) carry the correlation_id of a request seen on
+    /// its connection? The evidence a response too large to hold whole needs while
+    /// resynchronising ([`resync`]). Default: no.
+    fn known_correlation(&self, _frame_after_size: &[u8]) -> bool {
+        false
+    }
 }
 
 /// A schema-free [`FramePlausibility`] for tests and as a fallback: request api_key `0..=100`,

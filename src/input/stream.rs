@@ -3,12 +3,15 @@
 //!
 //! Kafka frames are `int32 size` (big-endian) followed by `size` bytes (Kafka protocol guide,
 //! "Common Request and Response Structure"). A stream whose start is unknown (capture started
-//! mid-stream, or after a gap) is resynchronised on the first offset where the size is sane and
-//! the header is plausible according to [`FramePlausibility`].
+//! mid-stream, or after a gap) is resynchronised on the first offset where the evidence of
+//! [`super::resync`] holds (a sane size, a plausible header by [`FramePlausibility`], and the
+//! next boundary on another plausible frame).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
+use super::order::Reorder;
+use super::resync::{self, sane_size, Verdict};
 use super::tcp::{Delivery, Reassembler, Segment};
 use super::tls::{KeyLog, TlsConn, TlsOut};
 use super::{
@@ -19,18 +22,19 @@ use super::{
 /// Bytes of header handed to the plausibility check (when the frame is at least that long).
 pub const PEEK: usize = 64;
 
-/// While resynchronising, candidate frames up to this size (bytes after the prefix) must be
-/// complete and followed by a sane size prefix (or the stream end) to be accepted.
-pub const VERIFY_LIMIT: usize = 1 << 20;
+pub use super::resync::VERIFY_LIMIT;
 
 /// Correlation ids of recent requests remembered per connection, to check response
 /// candidates while resynchronising.
 const RECENT_CORRS: usize = 1024;
 
-/// Response plausibility narrowed to correlation ids of requests seen on the connection.
+/// Response plausibility narrowed to correlation ids of requests seen on the connection,
+/// or below all of them (answers to requests sent before the capture began).
 struct KnownCorr<'a> {
     inner: &'a dyn FramePlausibility,
     corrs: &'a VecDeque<i32>,
+    /// The lowest request correlation_id seen on the connection.
+    low: Option<i32>,
 }
 
 impl FramePlausibility for KnownCorr<'_> {
@@ -45,7 +49,13 @@ impl FramePlausibility for KnownCorr<'_> {
             return true;
         }
         let c = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-        self.corrs.contains(&c)
+        self.corrs.contains(&c) || self.low.is_some_and(|l| c < l)
+    }
+    fn known_correlation(&self, b: &[u8]) -> bool {
+        b.len() >= 4
+            && self
+                .corrs
+                .contains(&i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 }
 
@@ -66,6 +76,10 @@ pub enum FramerOut {
         time: Timestamp,
         /// Cut by a gap or by the end of the stream.
         incomplete: bool,
+        /// The record that completes it: the highest record number among those that carried
+        /// its bytes or those of the frames before it in this direction (and, when cut, the
+        /// record that revealed the gap); its place in the output order ([`super::order`]).
+        key: u64,
     },
     /// Something skipped.
     Notice {
@@ -105,15 +119,9 @@ pub struct Framer {
     spans: VecDeque<(u64, u64, Timestamp)>,
     mode: Mode,
     last_frame: u64,
-}
-
-/// Is `size` (the prefix value) acceptable as a frame start while resynchronising?
-fn sane_size(size: i32, dir: Direction, max_frame: usize) -> bool {
-    let min = match dir {
-        Direction::ToServer => 8,
-        Direction::ToClient => 4,
-    };
-    size >= min && (size as u64 + 4) <= max_frame as u64
+    /// Key of the last frame emitted: keys never go down within a direction, as a frame
+    /// cannot be cut before the ones ahead of it in the stream.
+    last_key: u64,
 }
 
 fn plausible(plaus: &dyn FramePlausibility, dir: Direction, body: &[u8]) -> bool {
@@ -131,8 +139,8 @@ pub enum Scan {
     NeedMore(usize),
 }
 
-/// Look for the first plausible frame start in `buf`. With `at_end`, candidates that cannot be
-/// fully checked are judged on the bytes present.
+/// Look for the first frame start in `buf` that the evidence of [`resync::confirm`]
+/// holds for. With `at_end`, candidates are judged on the bytes present.
 pub fn find_frame_start(
     buf: &[u8],
     dir: Direction,
@@ -144,30 +152,10 @@ pub fn find_frame_start(
     while p + 4 <= buf.len() {
         let size = i32::from_be_bytes([buf[p], buf[p + 1], buf[p + 2], buf[p + 3]]);
         if sane_size(size, dir, max_frame) {
-            let size = size as usize;
-            let need = size.min(PEEK);
-            let avail = buf.len() - (p + 4);
-            if avail < need && !at_end {
-                return Scan::NeedMore(p);
-            }
-            let body = &buf[p + 4..p + 4 + avail.min(size)];
-            let mut ok = plausible(plaus, dir, body);
-            if ok && size <= VERIFY_LIMIT {
-                // verify: the whole frame is present, and so is a sane next size prefix
-                if avail >= size + 4 {
-                    let q = p + 4 + size;
-                    let next = i32::from_be_bytes([buf[q], buf[q + 1], buf[q + 2], buf[q + 3]]);
-                    ok = next >= 0 && (next as u64 + 4) <= max_frame as u64;
-                } else if avail >= size && at_end {
-                    ok = true;
-                } else if at_end {
-                    ok = false;
-                } else {
-                    return Scan::NeedMore(p);
-                }
-            }
-            if ok {
-                return Scan::Found(p);
+            match resync::confirm(buf, p, dir, max_frame, plaus, at_end) {
+                Verdict::Accept => return Scan::Found(p),
+                Verdict::NeedMore => return Scan::NeedMore(p),
+                Verdict::Reject => {}
             }
         }
         p += 1;
@@ -194,6 +182,7 @@ impl Framer {
                 }
             },
             last_frame: 0,
+            last_key: 0,
         }
     }
 
@@ -222,11 +211,47 @@ impl Framer {
         }
     }
 
+    /// The record that completes the first `n` buffered bytes (see [`FramerOut::Frame`]).
+    fn completed_by(&mut self, n: usize, incomplete: bool) -> u64 {
+        let end = self.buf_off + n as u64;
+        let mut start = self.buf_off;
+        // A frame cut by a gap is complete (as far as it goes) once the gap is known.
+        let mut key = if incomplete {
+            self.last_key.max(self.last_frame)
+        } else {
+            self.last_key
+        };
+        for (span_end, f, _) in &self.spans {
+            if *span_end > start {
+                key = key.max(*f);
+                start = *span_end;
+            }
+            if start >= end {
+                break;
+            }
+        }
+        self.last_key = key;
+        key
+    }
+
+    /// The lowest record number among the bytes held while looking for a frame start: a
+    /// frame found in them can be completed by a record that far back. `None` when the
+    /// framer is in step (a frame it still waits for ends in a record not yet read).
+    pub fn hold_floor(&self) -> Option<u64> {
+        match self.mode {
+            Mode::Resync { .. } if !self.buf.is_empty() => {
+                self.spans.iter().map(|(_, f, _)| *f).min()
+            }
+            _ => None,
+        }
+    }
+
     fn emit(&mut self, n: usize, incomplete: bool, out: &mut Vec<FramerOut>) {
         let n = n.min(self.buf.len());
         let (first, _) = self.frame_at(self.buf_off);
         let (last, time) = self.frame_at(self.buf_off + n.saturating_sub(1) as u64);
         let bytes = self.buf[..n].to_vec();
+        let key = self.completed_by(n, incomplete);
         out.push(FramerOut::Frame {
             offset: self.buf_off,
             bytes,
@@ -234,6 +259,7 @@ impl Framer {
             last,
             time,
             incomplete,
+            key,
         });
         self.consume(n);
     }
@@ -511,7 +537,10 @@ pub(crate) struct Sink<'a> {
     pub opts: &'a CaptureOptions,
     pub plaus: &'a dyn FramePlausibility,
     pub stats: &'a mut CaptureStats,
-    pub out: &'a mut dyn FnMut(Event),
+    /// Events wait here for their turn (see [`super::order`]).
+    pub order: &'a mut Reorder,
+    /// The record being processed: the key of the notices raised now.
+    pub now: u64,
     /// Secrets for TLS connections.
     pub keys: &'a KeyLog,
 }
@@ -519,7 +548,7 @@ pub(crate) struct Sink<'a> {
 impl Sink<'_> {
     pub fn notice(&mut self, n: Notice) {
         self.stats.notices += 1;
-        (self.out)(Event::Notice(n));
+        self.order.push(self.now, Event::Notice(n));
     }
 }
 
@@ -543,6 +572,8 @@ pub(crate) struct Conn {
     sasl_raw: bool,
     last_frame: u64,
     recent_corrs: VecDeque<i32>,
+    /// The lowest request correlation_id seen.
+    low_corr: Option<i32>,
     /// The TLS layer, for a connection that carries TLS.
     tls: Option<Box<TlsConn>>,
 }
@@ -573,8 +604,33 @@ impl Conn {
             sasl_raw: false,
             last_frame: 0,
             recent_corrs: VecDeque::new(),
+            low_corr: None,
             tls: None,
         }
+    }
+
+    /// The lowest record number among the bytes this connection holds back (while deciding
+    /// what it carries, looking for a frame start, or waiting for a missing segment): no
+    /// event it raises later can be completed by an earlier record. `None` when it holds
+    /// nothing back.
+    pub fn hold_floor(&self) -> Option<u64> {
+        let mut floor: Option<u64> = None;
+        let mut low = |f: Option<u64>| {
+            if let Some(f) = f {
+                floor = Some(floor.map_or(f, |x| x.min(f)));
+            }
+        };
+        for s in 0..2 {
+            low(self.reasm[s].hold_floor());
+            low(self.framers[s].as_ref().and_then(Framer::hold_floor));
+            low(self.pending[s]
+                .iter()
+                .map(|d| match d {
+                    Delivery::Data { frame, .. } | Delivery::Gap { frame, .. } => *frame,
+                })
+                .min());
+        }
+        floor
     }
 
     /// True when both directions are finished.
@@ -851,6 +907,7 @@ impl Conn {
         let kc = KnownCorr {
             inner: sink.plaus,
             corrs: &self.recent_corrs,
+            low: self.low_corr,
         };
         match d {
             Delivery::Data {
@@ -908,6 +965,7 @@ impl Conn {
                     last,
                     time,
                     incomplete,
+                    key,
                 } => {
                     let kind = self.classify(dir, &bytes, incomplete, last, sink);
                     sink.stats.frames += 1;
@@ -927,7 +985,8 @@ impl Conn {
                         incomplete,
                         tls,
                     };
-                    (sink.out)(Event::Frame(Frame { ctx, kind, bytes }));
+                    sink.order
+                        .push(key, Event::Frame(Frame { ctx, kind, bytes }));
                 }
             }
         }
@@ -963,6 +1022,7 @@ impl Conn {
                         self.recent_corrs.pop_front();
                     }
                     self.recent_corrs.push_back(be32(8));
+                    self.low_corr = Some(self.low_corr.map_or(be32(8), |l| l.min(be32(8))));
                 }
                 if b.len() >= 12 && be16(4) == 17 && be16(6) == 0 {
                     self.sasl_corr = Some(be32(8));
@@ -1016,6 +1076,7 @@ impl Conn {
             let kc = KnownCorr {
                 inner: sink.plaus,
                 corrs: &self.recent_corrs,
+                low: self.low_corr,
             };
             if let Some(fr) = self.framers[s].as_mut() {
                 fr.finish(&kc, &mut fo);

@@ -293,6 +293,12 @@ impl Reassembler {
         }
     }
 
+    /// The lowest record number among the out-of-order pieces held, if any (see
+    /// `Conn::hold_floor`).
+    pub fn hold_floor(&self) -> Option<u64> {
+        self.ooo.values().map(|p| p.frame).min()
+    }
+
     /// Declare the bytes up to the first buffered piece lost; false if nothing is buffered.
     fn skip_to_first(&mut self, frame: u64, out: &mut Vec<Delivery>) -> bool {
         let Some((&k, _)) = self.ooo.first_key_value() else {

@@ -122,6 +122,44 @@ macro_rules! put_key {
     };
 }
 
+/// An api_key or api_version, `null` where nothing is known (the decoder's -1).
+fn put_known(out: &mut Vec<u8>, v: i16) {
+    if v < 0 {
+        out.extend_from_slice(b"null");
+    } else {
+        put_int(out, v);
+    }
+}
+
+/// [`put_known`] as a JSON value.
+fn known(v: i16) -> J {
+    if v < 0 {
+        J::Null
+    } else {
+        v.into()
+    }
+}
+
+/// The ranked layouts of a guessed decode (`candidates`: best, the decode shown, first),
+/// or `None` when the layout was not guessed.
+pub fn candidates_json(msg: &Message<'_>) -> Option<J> {
+    let g = msg.guess.as_ref()?;
+    Some(J::Array(
+        g.candidates
+            .iter()
+            .map(|c| {
+                json!({
+                    "api_key": c.api_key,
+                    "api_name": c.api_name,
+                    "api_version": c.api_version,
+                    "kind": c.direction.as_str(),
+                    "score": (c.score * 100.0).round() / 100.0,
+                })
+            })
+            .collect(),
+    ))
+}
+
 fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
         Some(s) => put_str(out, s),
@@ -224,11 +262,11 @@ fn write_message(
     out.extend_from_slice(b"{\"kind\":");
     put_str(out, msg.direction.as_str());
     put_key!(out, "api_key");
-    put_int(out, msg.api_key);
+    put_known(out, msg.api_key);
     put_key!(out, "api_name");
     put_opt_str(out, msg.api_name.as_deref());
     put_key!(out, "api_version");
-    put_int(out, msg.api_version);
+    put_known(out, msg.api_version);
     put_key!(out, "correlation_id");
     match msg.correlation_id {
         Some(c) => put_int(out, c),
@@ -240,6 +278,10 @@ fn write_message(
     put_int(out, msg.size);
     put_key!(out, "schema_release");
     put_opt_str(out, msg.schema_release.as_deref());
+    if let Some(c) = candidates_json(msg) {
+        out.extend_from_slice(b",\"guessed\":true,\"candidates\":");
+        out.extend_from_slice(c.to_string().as_bytes());
+    }
     if let Some(c) = ctx {
         put_key!(out, "frame");
         out.push(b'[');
@@ -365,13 +407,17 @@ fn write_node(out: &mut Vec<u8>, n: &Node<'_>, spill: &mut Spill<'_>) {
 pub fn message_json(msg: &Message<'_>, ctx: Option<&Context>) -> J {
     let mut m = Map::new();
     m.insert("kind".into(), msg.direction.as_str().into());
-    m.insert("api_key".into(), msg.api_key.into());
+    m.insert("api_key".into(), known(msg.api_key));
     m.insert("api_name".into(), msg.api_name.clone().into());
-    m.insert("api_version".into(), msg.api_version.into());
+    m.insert("api_version".into(), known(msg.api_version));
     m.insert("correlation_id".into(), msg.correlation_id.into());
     m.insert("header_version".into(), msg.header_version.into());
     m.insert("size".into(), msg.size.into());
     m.insert("schema_release".into(), msg.schema_release.clone().into());
+    if let Some(c) = candidates_json(msg) {
+        m.insert("guessed".into(), true.into());
+        m.insert("candidates".into(), c);
+    }
     if let Some(c) = ctx {
         m.insert("frame".into(), json!([c.frames.0, c.frames.1]));
         m.insert("time".into(), rfc3339(c.time.0, c.time.1).into());
@@ -538,6 +584,7 @@ mod tests {
             frame: &frame,
             buffers: Vec::new(),
             tree: root,
+            guess: None,
         };
         for ctx in [
             None,

@@ -347,19 +347,50 @@ pub fn api_label(msg: &Message<'_>) -> String {
     }
 }
 
-/// The API and version of a title or summary line (`Produce v9`). A response whose
-/// request is not in the capture has neither: `unknown API (request not seen)`.
+/// The API and version of a title or summary line (`Produce v9`). What is not known is
+/// `?`: a response whose request is not in the input and that no layout fits is `?`, a
+/// version the frame is too short to carry `v?`.
 pub fn api_head(msg: &Message<'_>) -> String {
     if msg.api_key < 0 && msg.api_name.is_none() {
-        return match msg.direction {
-            crate::tree::Direction::Response => "unknown API (request not seen)".into(),
-            crate::tree::Direction::Request => "unknown API".into(),
-        };
+        return "?".into();
     }
     let mut s = api_label(msg);
     s.push_str(" v");
-    s.push_str(itoa::Buffer::new().format(msg.api_version));
+    if msg.api_version < 0 {
+        s.push('?');
+    } else {
+        s.push_str(itoa::Buffer::new().format(msg.api_version));
+    }
     s
+}
+
+/// The mark of a guessed layout for title and summary lines, runners-up after it:
+/// `guessed (also EndTxn v3, AddOffsetsToTxn v3)`; `None` when the layout was given.
+pub fn guess_note(msg: &Message<'_>) -> Option<String> {
+    let g = msg.guess.as_ref()?;
+    let mut s = String::from("guessed");
+    let rest: Vec<String> = g
+        .candidates
+        .iter()
+        .skip(1)
+        .map(|c| {
+            let mut t = match &c.api_name {
+                Some(n) => format!("{n} v{}", c.api_version),
+                None => format!("api_key {} v{}", c.api_key, c.api_version),
+            };
+            if c.direction != msg.direction {
+                t.push(' ');
+                t.push_str(c.direction.as_str());
+            }
+            t
+        })
+        .collect();
+    if !rest.is_empty() {
+        s.push_str(" (also ");
+        s.push_str(&rest.join(", "));
+        s.push(')');
+    }
+    Some(s)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use super::{api_head, latency_text, rfc3339, value_text, Context, RenderOptions};
+use super::{api_head, guess_note, latency_text, rfc3339, value_text, Context, RenderOptions};
 use crate::tree::{Message, Node, NodeKind, Value};
 
 /// Topics shown before `+N more`.
@@ -56,12 +56,12 @@ pub fn line(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> S
         s.push(' ');
     }
     match &msg.api_name {
-        Some(n) => {
+        Some(n) if msg.api_version >= 0 => {
             s.push_str(n);
             s.push_str(" v");
             s.push_str(num.format(msg.api_version));
         }
-        None => s.push_str(&api_head(msg)),
+        _ => s.push_str(&api_head(msg)),
     }
     s.push(' ');
     s.push_str(msg.direction.as_str());
@@ -71,6 +71,10 @@ pub fn line(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> S
             s.push_str(num.format(id));
         }
         None => s.push_str(" corr=?"),
+    }
+    if let Some(g) = guess_note(msg) {
+        s.push(' ');
+        s.push_str(&g);
     }
     // Names are cut at 48 characters unless --wide asks for all of them.
     let max = if opts.wide {
@@ -243,10 +247,15 @@ impl<'t> Facts<'t> {
                 }
             }
             name if name == "RecordBatch" || name.starts_with("RecordBatch[") => self.batches += 1,
-            name if name.starts_with("Record[") => {
-                // Nothing under a record (length, key, value, headers, control data)
+            "Records" | "Records (decompressed)"
+                if n.ty == "records" && matches!(n.value, Value::Count(_)) =>
+            {
+                // The group holds the count of the records read (folded ones included);
+                // nothing under a record (length, key, value, headers, control data)
                 // is a fact of the summary: do not walk it.
-                self.records += 1;
+                if let Value::Count(k) = n.value {
+                    self.records += k as usize;
+                }
                 return;
             }
             _ => {}

@@ -15,8 +15,8 @@ use std::io::{self, Write};
 use owo_colors::Style;
 
 use super::{
-    api_head, count_text, error_style, is_record_payload, latency_text, paint, region_style,
-    rfc3339, value_text, warning_style, Context, RenderOptions,
+    api_head, count_text, error_style, guess_note, is_record_payload, latency_text, paint,
+    region_style, rfc3339, value_text, warning_style, Context, RenderOptions,
 };
 use crate::tree::{Message, Node, NodeKind, Region, Value};
 
@@ -75,6 +75,10 @@ pub fn title(msg: &Message<'_>, ctx: Option<&Context>, color: bool) -> String {
     }
     let head = format!("{} {}", api_head(msg), msg.direction.as_str());
     s.push_str(&paint(color, &head, Style::new().bold()));
+    if let Some(g) = guess_note(msg) {
+        s.push(' ');
+        s.push_str(&paint(color, &g, warning_style()));
+    }
     match msg.correlation_id {
         Some(id) => s.push_str(&format!(", correlation_id {id}")),
         None => s.push_str(", correlation_id ?"),
@@ -339,6 +343,10 @@ struct TreePrinter<'o> {
 
 /// Whether `child` is an element of a list under `parent` (for `max_elements`).
 fn is_element(parent: &Node<'_>, child: &Node<'_>) -> bool {
+    if child.ty == "folded" {
+        // What the decoder folded past the node budget is always shown: it says so.
+        return false;
+    }
     if parent.kind == NodeKind::Array {
         return child.name != "length" && child.name != "tagged_fields";
     }

@@ -134,6 +134,7 @@ pub fn request(frame: &[u8]) -> Message<'_> {
         frame,
         buffers: Vec::new(),
         tree: root,
+        guess: None,
     };
     describe(&mut m.tree, "## Request");
     m
@@ -211,6 +212,7 @@ pub fn response(frame: &[u8]) -> Message<'_> {
         frame,
         buffers: Vec::new(),
         tree: root,
+        guess: None,
     };
     describe(&mut m.tree, "## Response");
     m

@@ -85,8 +85,7 @@ impl TlsSummary {
 /// Output of [`TlsConn::data`].
 #[derive(Debug)]
 pub enum TlsOut {
-    /// Decrypted application data (or a gap in it) for side `0`/`1`, at offsets of the
-    /// plaintext stream.
+    /// Decrypted application data for side `0`/`1`, at offsets of the plaintext stream.
     Plain(usize, Delivery),
     /// Something to say (the caller adds the connection id).
     Notice(Notice),
@@ -349,7 +348,6 @@ impl TlsConn {
                 }
                 s.split.kill();
                 s.stopped = true;
-                let plain = s.plain_off;
                 let n = self.notice(
                     NoticeKind::Gap,
                     Some(side),
@@ -357,17 +355,8 @@ impl TlsConn {
                     Some(offset),
                     format!("{len} bytes missing from the TLS stream: TLS record boundaries are lost, the rest of this direction stays encrypted"),
                 );
+                // A frame the gap cut short comes out at the end, as `Unfinished`.
                 out.push(n);
-                if self.session.is_some() {
-                    out.push(TlsOut::Plain(
-                        side,
-                        Delivery::Gap {
-                            offset: plain,
-                            len: 0,
-                            frame,
-                        },
-                    ));
-                }
             }
         }
     }

@@ -1,0 +1,378 @@
+//! Ranked guesses for frames whose layout the input does not give: a response whose
+//! request is not in the input (a capture's first responses, `kwire decode` of a lone
+//! response), and, in `kwire decode`, a frame whose direction no `c>s`/`s>c` marker or
+//! `--kind` gives.
+//!
+//! Every response layout the schema knows (each api_key at each version) is tried on the
+//! frame; a layout survives when it consumes the frame exactly with no error and no
+//! warning. Survivors are ranked by a score (higher is better): values a broker would not
+//! send count against a layout (an error code Kafka does not define, a negative throttle
+//! time, control characters in a string...), and the connection's context counts for it
+//! (the same API and version, or the same API at a near version, seen in requests on the
+//! connection). The best survivor is the decode shown, marked [`Guess`]; the next few are
+//! listed as runners-up.
+//!
+//! Cost: layouts are pruned before any walk by the response header (a flexible version's
+//! header ends in a tagged-field count, which must be a small uvarint), trial walks keep
+//! only the summary tree ([`Detail::Summary`]), and the work per frame is capped at
+//! [`MAX_TRIAL_BYTES`] bytes walked, after which the layouts not yet tried are left out.
+
+use super::{decode, DecodeOptions, Detail, Known, Layout};
+use crate::schema::{MessageKind, Schema};
+use crate::tree::{Buffers, Direction, Message, Value};
+
+/// Bytes walked by trial decodes of one frame, at most (the frame's own length counts
+/// once per layout tried; past the cap the remaining layouts are not tried).
+pub const MAX_TRIAL_BYTES: usize = 64 << 20;
+
+/// Runners-up kept besides the decode shown.
+pub const MAX_CANDIDATES: usize = 5;
+
+/// One ranked layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// api_key of the layout.
+    pub api_key: i16,
+    /// The API's name.
+    pub api_name: Option<String>,
+    /// api_version of the layout.
+    pub api_version: i16,
+    /// Request or response.
+    pub direction: Direction,
+    /// Its score (higher is better; only the order between candidates means anything).
+    pub score: f64,
+}
+
+/// The mark of a guessed decode: the candidates that fit, best first (the first is the
+/// decode shown), at most `1 + MAX_CANDIDATES`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Guess {
+    /// Best first.
+    pub candidates: Vec<Candidate>,
+}
+
+/// What the input says around a frame: the (api_key, api_version) of requests seen on
+/// the same connection, oldest first.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GuessContext<'c> {
+    /// Requests seen on the connection.
+    pub seen: &'c [(i16, i16)],
+}
+
+/// The response layouts of a schema, listed once.
+#[derive(Clone, Debug)]
+pub struct Guesser {
+    /// `(api_key, api_version, response header version)`.
+    layouts: Vec<(i16, i16, i16)>,
+    /// The api_keys clients send to brokers (their definitions list the `broker`
+    /// listener); the others (inter-broker, controller-only) rank lower.
+    client_apis: Vec<i16>,
+}
+
+impl Guesser {
+    /// Lists every response layout of `schema`.
+    pub fn new(schema: &Schema) -> Guesser {
+        let mut layouts = Vec::new();
+        let mut client_apis = Vec::new();
+        for k in schema.api_keys() {
+            if schema
+                .by_api(MessageKind::Request, k)
+                .iter()
+                .any(|d| d.def.listeners.iter().any(|l| l == "broker"))
+            {
+                client_apis.push(k);
+            }
+            for v in schema.versions(MessageKind::Response, k) {
+                layouts.push((k, v, schema.response_header_version(k, v)));
+            }
+        }
+        Guesser {
+            layouts,
+            client_apis,
+        }
+    }
+
+    /// The best response decode of `frame` (laid out as `layout` says) among every
+    /// layout that fits, marked with its [`Guess`]; `None` when no layout fits.
+    pub fn response<'a>(
+        &self,
+        schema: &'a Schema,
+        opts: &'a DecodeOptions,
+        arena: &'a Buffers,
+        frame: &'a [u8],
+        layout: Layout,
+        cx: &GuessContext<'_>,
+    ) -> Option<Message<'a>> {
+        let body = frame.get(4 * usize::from(layout.size_prefix)..)?;
+        if layout.header && body.len() < 4 {
+            return None;
+        }
+        let trial = DecodeOptions {
+            detail: Detail::Summary,
+            ..opts.clone()
+        };
+        let mut fits: Vec<(i16, i16)> = Vec::new();
+        let mut work = 0usize;
+        for &(k, v, hv) in &self.layouts {
+            if layout.header && hv == 1 && !small_uvarint(&body[4..]) {
+                continue;
+            }
+            if work > MAX_TRIAL_BYTES {
+                break;
+            }
+            work += frame.len();
+            let a = Buffers::new();
+            let m = decode(schema, &trial, &a, frame, &known(k, v, layout));
+            if m.problem_counts() == (0, 0) {
+                fits.push((k, v));
+            }
+        }
+        // Scores read the whole tree, whatever detail the caller keeps, so every output
+        // format shows the same guess.
+        let full = DecodeOptions {
+            detail: Detail::Full,
+            ..opts.clone()
+        };
+        let mut ranked: Vec<Candidate> = fits
+            .iter()
+            .map(|&(k, v)| {
+                let a = Buffers::new();
+                let m = decode(schema, &full, &a, frame, &known(k, v, layout));
+                Candidate {
+                    api_key: k,
+                    api_name: m.api_name.clone(),
+                    api_version: v,
+                    direction: Direction::Response,
+                    score: score(schema, &m, cx, self.client_apis.contains(&k)),
+                }
+            })
+            .collect();
+        // Stable: among equal scores the lower api_key comes first, then the higher version.
+        ranked.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.api_key.cmp(&b.api_key))
+                .then(b.api_version.cmp(&a.api_version))
+        });
+        ranked.truncate(1 + MAX_CANDIDATES);
+        let best = ranked.first()?;
+        let mut m = decode(
+            schema,
+            opts,
+            arena,
+            frame,
+            &known(best.api_key, best.api_version, layout),
+        );
+        m.guess = Some(Box::new(Guess { candidates: ranked }));
+        Some(m)
+    }
+}
+
+impl Guesser {
+    /// A frame whose direction is unknown: a request that decodes with no error and no
+    /// warning stays a request with no mark; otherwise the best response layout that fits
+    /// is shown, marked, with the request decode among the candidates when it has no
+    /// error; with no response layout fitting, the request decode is shown as it is.
+    pub fn either<'a>(
+        &self,
+        schema: &'a Schema,
+        opts: &'a DecodeOptions,
+        arena: &'a Buffers,
+        frame: &'a [u8],
+        layout: Layout,
+        cx: &GuessContext<'_>,
+    ) -> Message<'a> {
+        let rk = Known {
+            layout,
+            ..Known::request()
+        };
+        let req = decode(schema, opts, arena, frame, &rk);
+        let (errors, mut warnings) = req.problem_counts();
+        // A request that ends with its header although its version has body fields is
+        // not clean either (the decoder leaves a missing body unsaid).
+        if body_missing(schema, &req) {
+            warnings += 1;
+        }
+        if (errors, warnings) == (0, 0) {
+            return req;
+        }
+        let Some(mut resp) = self.response(schema, opts, arena, frame, layout, cx) else {
+            return req;
+        };
+        if errors == 0 {
+            if let Some(g) = resp.guess.as_mut() {
+                let score = -10.0 * oddities(schema, &req) - 5.0 * warnings as f64;
+                let c = Candidate {
+                    api_key: req.api_key,
+                    api_name: req.api_name.clone(),
+                    api_version: req.api_version,
+                    direction: Direction::Request,
+                    score,
+                };
+                let at = g
+                    .candidates
+                    .iter()
+                    .position(|x| x.score < score)
+                    .unwrap_or(g.candidates.len());
+                g.candidates.insert(at, c);
+                g.candidates.truncate(1 + MAX_CANDIDATES);
+                if at == 0 {
+                    let mut req = req;
+                    req.guess = resp.guess.take();
+                    return req;
+                }
+            }
+        }
+        resp
+    }
+}
+
+/// Whether request decode `m` is clean: no error, no warning, and a body where its
+/// version has fields (the decoder leaves a missing body unsaid).
+pub fn clean_request(schema: &Schema, m: &Message<'_>) -> bool {
+    m.problem_counts() == (0, 0) && !body_missing(schema, m)
+}
+
+/// Whether `m` (a request) has no body although its definition has fields (or a
+/// tagged-field count) at its version.
+fn body_missing(schema: &Schema, m: &Message<'_>) -> bool {
+    let has_body = m
+        .tree
+        .children
+        .iter()
+        .any(|n| n.kind == crate::tree::NodeKind::Body || n.name == "body");
+    if has_body {
+        return false;
+    }
+    match schema.request(m.api_key, m.api_version) {
+        Some(d) => {
+            let v = m.api_version;
+            d.def.is_flexible(v)
+                || d.def
+                    .fields
+                    .iter()
+                    .any(|f| f.versions.contains(v) && !f.tagged_versions.contains(v))
+        }
+        None => false,
+    }
+}
+
+fn known(k: i16, v: i16, layout: Layout) -> Known {
+    Known {
+        layout,
+        ..Known::response(k, v)
+    }
+}
+
+/// Whether `b` starts with a uvarint of at most 2 bytes (a tagged-field count).
+fn small_uvarint(b: &[u8]) -> bool {
+    match b {
+        [x, ..] if x & 0x80 == 0 => true,
+        [_, y, ..] => y & 0x80 == 0,
+        _ => false,
+    }
+}
+
+/// The score of a decode that fits: oddities against it (10 a unit), APIs clients do not
+/// send to brokers against it (5), the connection's context for it (the same API and
+/// version seen: 6; an API of the same family seen, see [`family`]: 0.5), and a slight
+/// preference for newer versions (clients mostly speak recent ones: 0.01 a version).
+fn score(schema: &Schema, m: &Message<'_>, cx: &GuessContext<'_>, client_api: bool) -> f64 {
+    let mut s = -10.0 * oddities(schema, m);
+    if !client_api {
+        s -= 5.0;
+    }
+    let (k, v) = (m.api_key, m.api_version);
+    if cx.seen.contains(&(k, v)) {
+        s += 6.0;
+    } else if let Some(f) = family(k) {
+        if cx.seen.iter().any(|(sk, _)| family(*sk) == Some(f)) {
+            s += 0.5;
+        }
+    }
+    s + f64::from(v) / 100.0
+}
+
+/// The APIs a client sends together on one connection: consumer groups (to the group
+/// coordinator), transactions (to the transaction coordinator), produce and fetch (to
+/// partition leaders), administration (to the controller or any broker).
+fn family(api_key: i16) -> Option<u8> {
+    match api_key {
+        8 | 9 | 10 | 11 | 12 | 13 | 14 | 68 | 69 | 79 => Some(0),
+        22 | 24 | 25 | 26 | 28 | 65 | 66 => Some(1),
+        0 | 1 | 2 | 3 | 23 => Some(2),
+        15 | 16 | 19 | 20 | 21 | 29..=33 | 35..=37 | 42..=51 | 57 | 60 | 61 | 64 | 71 | 74 => {
+            Some(3)
+        }
+        _ => None,
+    }
+}
+
+/// How many values of `m` a broker would not send, weighted: an ApiVersions answer with
+/// no error and no API (3), api_keys Kafka does not define (1), error codes it does not
+/// define (3), throttle times outside an hour (3) or over a minute (1), control
+/// characters in strings (2),
+/// ports outside 0..65535 (2), ids, epochs and indexes below -1 (1), non-zero known error
+/// codes (0.25: errors happen, but less often than not).
+pub fn oddities(schema: &Schema, m: &Message<'_>) -> f64 {
+    let mut odd = 0.0;
+    // An ApiVersions answer without error lists the broker's APIs.
+    if m.api_key == 18 && m.direction == Direction::Response {
+        let ok = m.tree.find("ErrorCode").map(|n| &n.value) == Some(&Value::Int(0));
+        let empty = m
+            .tree
+            .find("ApiKeys")
+            .is_some_and(|n| n.value == Value::Count(0));
+        if ok && empty {
+            odd += 3.0;
+        }
+    }
+    m.tree.walk(&mut |n, _| {
+        let name: &str = &n.name;
+        match n.value {
+            Value::Int(x) => {
+                if name == "ApiKey" {
+                    if i16::try_from(x)
+                        .ok()
+                        .and_then(|k| schema.api_name(k))
+                        .is_none()
+                    {
+                        odd += 1.0;
+                    }
+                } else if name.ends_with("ErrorCode") {
+                    match i16::try_from(x).ok().and_then(crate::errors::error_name) {
+                        None => odd += 3.0,
+                        Some(_) if x != 0 => odd += 0.25,
+                        Some(_) => {}
+                    }
+                } else if name == "ThrottleTimeMs" {
+                    if !(0..=3_600_000).contains(&x) {
+                        odd += 3.0;
+                    } else if x > 60_000 {
+                        odd += 1.0;
+                    }
+                } else if name == "Port" {
+                    if !(0..=65535).contains(&x) {
+                        odd += 2.0;
+                    }
+                } else if (name.ends_with("Id")
+                    || name.contains("Epoch")
+                    || name.ends_with("Index"))
+                    && x < -1
+                {
+                    odd += 1.0;
+                }
+            }
+            // Tie-break: of two layouts that fit the same bytes, the one reading fewer
+            // empty arrays reads more of what is there.
+            Value::Count(0) => odd += 0.002,
+            Value::Str(t) => {
+                if t.chars().any(|c| c.is_control()) {
+                    odd += 2.0;
+                }
+            }
+            _ => {}
+        }
+    });
+    odd
+}
