@@ -36,13 +36,17 @@ struct Frame<'b> {
     stream: u64,
 }
 
+/// Requests waiting for their responses, by (stream, correlation_id), oldest first:
+/// (api_key, api_version, protocol type).
+type Pending = HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>;
+
 /// The pending request a response frame answers, taken from the queue of its
 /// correlation_id: the oldest whose response layout decodes the frame cleanly, else the
 /// oldest.
 fn take_pending(
     schema: &Schema,
     opts: &DecodeOptions,
-    pending: &mut HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>,
+    pending: &mut Pending,
     key: (u64, i32),
     frame: &[u8],
     layout: Layout,
@@ -268,7 +272,7 @@ pub fn decode_command(
     let mut ignored = output::ignored_options(&a.out);
     // Requests by (stream, correlation_id), oldest first: streams of several connections
     // written as one (`c>s`/`s>c` lines) reuse correlation_ids.
-    let mut pending: HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>> = HashMap::new();
+    let mut pending: Pending = HashMap::new();
     let mut order: VecDeque<(u64, i32)> = VecDeque::new();
     let mut forgot = false;
     let (mut frames, mut errors) = (0usize, 0usize);
