@@ -197,17 +197,6 @@ pub fn finding_json(f: &Finding) -> J {
     })
 }
 
-/// `FILE@OFFSET: level: message`.
-pub fn finding_line(f: &Finding) -> String {
-    format!(
-        "{}@{}: {}: {}",
-        f.file.display(),
-        f.offset,
-        f.level.as_str(),
-        f.message
-    )
-}
-
 /// Prints items in one format; findings to stderr, or to the output with `--verify`.
 struct Printer<'o> {
     out: &'o mut dyn Write,
@@ -258,11 +247,11 @@ impl Sink for Printer<'_> {
         if self.verify {
             match self.format {
                 Format::Json => writeln!(self.out, "{}", finding_json(f)),
-                _ => writeln!(self.out, "{}", finding_line(f)),
+                _ => writeln!(self.out, "{}", f.line()),
             }
         } else {
             if f.level != Level::Info {
-                eprintln!("kwire: {}", finding_line(f));
+                super::say(&format!("kwire: {}", f.line()));
             }
             Ok(())
         }
@@ -298,7 +287,7 @@ pub fn log_command(
 ) -> Result<(), CliError> {
     let format = a.out.format.unwrap_or(Format::Text);
     for l in super::output::ignored_options(&a.out, format) {
-        eprintln!("{l}");
+        super::say(&l);
     }
     if matches!(format, Format::Md | Format::Html) {
         return Err(CliError::Msg(
@@ -308,8 +297,8 @@ pub fn log_command(
         ));
     }
     if format == Format::Values {
-        eprintln!(
-            "kwire: --format values applies to API messages; kwire log prints its summary lines"
+        super::say(
+            "kwire: --format values applies to API messages; kwire log prints its summary lines",
         );
     }
     let opts = LogOptions {
@@ -359,7 +348,7 @@ pub fn log_command(
             )));
         }
     } else {
-        eprintln!("{line}");
+        super::say(&line);
     }
     Ok(())
 }

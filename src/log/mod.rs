@@ -129,6 +129,19 @@ pub struct Finding {
     pub message: String,
 }
 
+impl Finding {
+    /// The finding as one line: `FILE@OFFSET: level: message`.
+    pub fn line(&self) -> String {
+        format!(
+            "{}@{}: {}: {}",
+            self.file.display(),
+            self.offset,
+            self.level.as_str(),
+            self.message
+        )
+    }
+}
+
 /// What one item is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ItemKind {

@@ -129,13 +129,7 @@ impl Sink for LogStats {
     fn finding(&mut self, f: &Finding) -> io::Result<()> {
         self.findings[f.level as usize] += 1;
         if f.level != Level::Info {
-            eprintln!(
-                "kwire: {}@{}: {}: {}",
-                f.file.display(),
-                f.offset,
-                f.level.as_str(),
-                f.message
-            );
+            crate::cli::say(&format!("kwire: {}", f.line()));
         }
         Ok(())
     }
