@@ -45,22 +45,7 @@ pub(super) fn batch_v2_fields<'a>(
         Value::UInt(u64::from(*v))
     })?;
     let computed = crc32c::crc32c(whole.get(21..).unwrap_or(&[]));
-    if crc == computed {
-        annotate(out, r.fmt(format_args!("0x{crc:08x}, valid")));
-    } else {
-        annotate(
-            out,
-            r.fmt(format_args!(
-                "0x{crc:08x}, invalid, computed 0x{computed:08x}"
-            )),
-        );
-        set_error(
-            out,
-            r.fmt(format_args!(
-                "CRC-32C mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}"
-            )),
-        );
-    }
+    check_crc(r, out, "CRC-32C", crc, computed);
     let attrs = int(r, out, "attributes", "int16", wire::int16)?;
     let codec = Codec::from_attributes(attrs);
     let log_append_time = attrs & 0x08 != 0;

@@ -83,6 +83,34 @@ pub(super) fn set_error<'a>(out: &mut [Node<'a>], e: &'a str) {
 }
 
 /// Annotates -1 as `none` (leader epochs, producer ids, sequences).
+/// Annotates the last node (a stored checksum) with whether it matches the one computed
+/// over the bytes it covers, and sets an error naming both when it does not. `what` is
+/// the checksum's name (`CRC-32C` for RecordBatch v2, `CRC-32` for legacy messages).
+pub(super) fn check_crc<'a>(
+    r: &Reader<'a>,
+    out: &mut [Node<'a>],
+    what: &str,
+    crc: u32,
+    computed: u32,
+) {
+    if crc == computed {
+        annotate(out, r.fmt(format_args!("0x{crc:08x}, valid")));
+    } else {
+        annotate(
+            out,
+            r.fmt(format_args!(
+                "0x{crc:08x}, invalid, computed 0x{computed:08x}"
+            )),
+        );
+        set_error(
+            out,
+            r.fmt(format_args!(
+                "{what} mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}"
+            )),
+        );
+    }
+}
+
 pub(super) fn none_if_minus_one(out: &mut [Node<'_>], v: i64) {
     if v == -1 {
         annotate(out, "none");

@@ -32,22 +32,7 @@ pub(super) fn legacy_fields<'a>(
         Value::UInt(u64::from(*v))
     })?;
     let computed = crc32fast::hash(whole.get(16..).unwrap_or(&[]));
-    if crc == computed {
-        annotate(out, r.fmt(format_args!("0x{crc:08x}, valid")));
-    } else {
-        annotate(
-            out,
-            r.fmt(format_args!(
-                "0x{crc:08x}, invalid, computed 0x{computed:08x}"
-            )),
-        );
-        set_error(
-            out,
-            r.fmt(format_args!(
-                "CRC-32 mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}"
-            )),
-        );
-    }
+    check_crc(r, out, "CRC-32", crc, computed);
     int(r, out, "magic", "int8", wire::int8)?;
     let attrs = int(r, out, "attributes", "int8", wire::int8)?;
     let codec = Codec::from_attributes(attrs);
