@@ -128,10 +128,12 @@ impl Stats {
             return;
         }
         let a = self.apis.entry((m.api_key, m.api_version)).or_default();
-        a.api_name = m
-            .api_name
-            .clone()
-            .unwrap_or_else(|| format!("api_key {}", m.api_key));
+        match m.api_name {
+            // The name is the same for every message of a key: copied once.
+            Some(n) if a.api_name == n => {}
+            Some(n) => a.api_name = n.to_string(),
+            None => a.api_name = format!("api_key {}", m.api_key),
+        }
         a.bytes += m.size as u64;
         if !m.errors().is_empty() {
             a.malformed += 1;

@@ -366,8 +366,8 @@ pub struct Message<'a> {
     pub direction: Direction,
     /// The api_key (from the header, or from the paired request for a response).
     pub api_key: i16,
-    /// The API name (`DeleteTopics`), when the key is known.
-    pub api_name: Option<String>,
+    /// The API name (`DeleteTopics`), when the key is known (borrowed from the schema).
+    pub api_name: Option<&'a str>,
     /// The api_version.
     pub api_version: i16,
     /// The correlation_id, when the header could be read.
@@ -376,8 +376,9 @@ pub struct Message<'a> {
     pub header_version: i16,
     /// The frame's length in bytes, size prefix included.
     pub size: usize,
-    /// The release (or `user`) the body's definition came from.
-    pub schema_release: Option<String>,
+    /// The release (or `user`) the body's definition came from (borrowed from the
+    /// schema).
+    pub schema_release: Option<&'a str>,
     /// The frame bytes.
     pub frame: &'a [u8],
     /// Decompressed buffers; buffer id n is `buffers[n - 1]`.
@@ -473,7 +474,9 @@ impl<'a> Message<'a> {
 /// thread that the arena outlives.
 #[derive(Default)]
 pub struct Buffers {
-    arena: typed_arena::Arena<Vec<u8>>,
+    /// Made on the first decompressed buffer of a message: most messages have none, and
+    /// an arena costs an allocation.
+    arena: std::cell::OnceCell<typed_arena::Arena<Vec<u8>>>,
     bump: bumpalo::Bump,
 }
 
@@ -497,7 +500,10 @@ impl Buffers {
 
     /// Moves `v` into the arena and returns a slice of it that lives as long as the arena.
     pub fn alloc(&self, v: Vec<u8>) -> &[u8] {
-        self.arena.alloc(v).as_slice()
+        self.arena
+            .get_or_init(typed_arena::Arena::new)
+            .alloc(v)
+            .as_slice()
     }
 
     /// Copies `s` into the arena.
@@ -546,7 +552,7 @@ impl Buffers {
 
     /// Empties the arena for the next message, keeping its memory unless it grew large.
     pub fn reset(&mut self) {
-        self.arena = typed_arena::Arena::new();
+        self.arena.take();
         if self.bump.allocated_bytes() > KEEP_BYTES {
             self.bump = bumpalo::Bump::new();
         } else {

@@ -34,7 +34,7 @@ pub fn to_values(msg: &Message<'_>) -> Value {
     let known = |v: i16| if v < 0 { Value::Null } else { v.into() };
     o.insert("api_key".into(), known(msg.api_key));
     if let Some(n) = &msg.api_name {
-        o.insert("api_name".into(), n.clone().into());
+        o.insert("api_name".into(), (*n).into());
     }
     o.insert("api_version".into(), known(msg.api_version));
     let mut header = Map::new();

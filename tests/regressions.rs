@@ -828,7 +828,7 @@ fn malformed_frame_between_good_ones_in_a_capture() {
                 seen.push((
                     m.direction,
                     m.correlation_id,
-                    m.api_name.clone(),
+                    m.api_name.map(str::to_string),
                     located(m.errors()),
                 ));
             }

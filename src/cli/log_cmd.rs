@@ -436,14 +436,14 @@ pub fn record_message<'a>(
     Message {
         direction: Direction::Request,
         api_key: -1,
-        api_name: Some(format!("{} record", topic.name())),
+        api_name: Some(arena.fmt(format_args!("{} record", topic.name()))),
         api_version: 0,
         correlation_id: None,
         header_version: 0,
         size: frame.len(),
         schema_release: None,
         frame,
-        buffers: cx.buffers,
+        buffers: std::mem::take(&mut cx.buffers),
         tree: root,
         guess: None,
     }

@@ -140,7 +140,7 @@ impl Guesser {
                 let m = decode(schema, &full, &a, frame, &known(k, v, layout));
                 Candidate {
                     api_key: k,
-                    api_name: m.api_name.clone(),
+                    api_name: m.api_name.map(str::to_string),
                     api_version: v,
                     direction: Direction::Response,
                     score: score(schema, &m, cx, self.client_apis.contains(&k)),
@@ -204,7 +204,7 @@ impl Guesser {
                 let score = -10.0 * oddities(schema, &req) - 5.0 * warnings as f64;
                 let c = Candidate {
                     api_key: req.api_key,
-                    api_name: req.api_name.clone(),
+                    api_name: req.api_name.map(str::to_string),
                     api_version: req.api_version,
                     direction: Direction::Request,
                     score,

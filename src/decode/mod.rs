@@ -170,7 +170,7 @@ impl<'a> Cx<'a> {
             opts,
             depth: 0,
             topics: internal::TopicState::default(),
-            pool: Vec::new(),
+            pool: POOL.with(|p| p.take()),
             spent: 0,
         }
     }
@@ -219,6 +219,43 @@ impl<'a> Cx<'a> {
     /// Bytes that may still be decompressed in this message.
     pub fn decompress_budget(&self) -> usize {
         self.opts.max_decompressed.saturating_sub(self.decompressed)
+    }
+}
+
+thread_local! {
+    /// The children vectors of the last context on this thread, emptied, so that the
+    /// next message's walk reuses them instead of allocating its own.
+    static POOL: std::cell::Cell<Vec<Vec<Node<'static>>>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Vectors kept in [`POOL`], at most.
+const POOL_VECS: usize = 64;
+/// Nodes a kept vector may hold, at most (larger ones are freed: memory stays flat).
+const POOL_NODES: usize = 4096;
+
+impl Drop for Cx<'_> {
+    fn drop(&mut self) {
+        let kept: Vec<Vec<Node<'static>>> = std::mem::take(&mut self.pool)
+            .into_iter()
+            .filter(|v| v.capacity() <= POOL_NODES)
+            .take(POOL_VECS)
+            // Empty vectors of nodes that borrow from this message, as vectors of
+            // `'static` nodes: the same layout, so collecting in place keeps their
+            // memory (no element is ever mapped).
+            .map(|mut v| {
+                v.clear();
+                v.into_iter()
+                    .map(|_| -> Node<'static> { unreachable!("the vector was cleared") })
+                    .collect()
+            })
+            .collect();
+        POOL.with(|p| {
+            let mut old = p.take();
+            if old.len() < kept.len() {
+                old = kept;
+            }
+            p.set(old);
+        });
     }
 }
 
@@ -497,11 +534,11 @@ pub fn decode<'a>(
                 "the request was ApiVersions v{}; the broker answered UNSUPPORTED_VERSION with a v0 body",
                 msg.api_version
             )));
-            m0.buffers = cx0.buffers;
+            m0.buffers = std::mem::take(&mut cx0.buffers);
             return m0;
         }
     }
-    msg.buffers = cx.buffers;
+    msg.buffers = std::mem::take(&mut cx.buffers);
     msg
 }
 
@@ -600,7 +637,7 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
     };
     let body_def = schema.resolve(kind, key, ver);
     let api_name = schema.api_name(key);
-    msg.api_name = api_name.map(str::to_string);
+    msg.api_name = api_name;
     let hv = if is_req {
         schema.request_header_version(key, ver)
     } else {
@@ -702,8 +739,8 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
         match body_def {
             Some(d) => {
                 msg.schema_release = Some(match &d.source {
-                    Source::User => "user".to_string(),
-                    Source::Release(x) => x.clone(),
+                    Source::User => "user",
+                    Source::Release(x) => x.as_str(),
                 });
                 let def = &d.def;
                 let mut body = Node::new(root_name, "struct", NodeKind::Body, r.pos)
@@ -843,7 +880,7 @@ pub fn sasl_token<'a>(arena: &'a Buffers, frame: &'a [u8], direction: Direction)
     Message {
         direction,
         api_key: -1,
-        api_name: Some("SaslToken".into()),
+        api_name: Some("SaslToken"),
         api_version: -1,
         correlation_id: None,
         header_version: -1,

@@ -305,7 +305,7 @@ pub fn message_row(m: &Message<'_>, ctx: &Context, capture: u32, index: u64) -> 
         kind: m.direction,
         tls: ctx.tls.is_some(),
         api_key: m.api_key,
-        api_name: m.api_name.clone(),
+        api_name: m.api_name.map(str::to_string),
         api_version: m.api_version,
         header_version: m.header_version,
         correlation_id: m.correlation_id,
@@ -320,7 +320,7 @@ pub fn message_row(m: &Message<'_>, ctx: &Context, capture: u32, index: u64) -> 
         warnings,
         incomplete: ctx.incomplete,
         guessed: m.guess.is_some(),
-        schema_release: m.schema_release.clone(),
+        schema_release: m.schema_release.map(str::to_string),
         acks_zero,
     }
 }

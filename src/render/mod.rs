@@ -374,7 +374,7 @@ pub fn latency_text(d: Duration) -> String {
 /// The API's name, or `api_key N` when the key is unknown.
 pub fn api_label(msg: &Message<'_>) -> String {
     match &msg.api_name {
-        Some(n) => n.clone(),
+        Some(n) => n.to_string(),
         None => format!("api_key {}", msg.api_key),
     }
 }

@@ -144,8 +144,25 @@ impl Schema {
     /// The definition of message `name` that serves `version`: the best source whose
     /// `validVersions` holds it.
     pub fn resolve_name(&self, name: &str, version: i16) -> Option<&Definition> {
-        self.by_name(name)
-            .into_iter()
+        // Message names are stored lower-case; the header and nested-data names the
+        // decoder asks for on every message are looked up without allocating.
+        let mut buf = [0u8; 64];
+        let v = match buf.get_mut(..name.len()) {
+            Some(b) => {
+                b.copy_from_slice(name.as_bytes());
+                b.make_ascii_lowercase();
+                // Lower-casing ASCII bytes of a str leaves it UTF-8.
+                self.by_name.get(std::str::from_utf8(b).ok()?)?
+            }
+            None => self.by_name.get(&name.to_ascii_lowercase())?,
+        };
+        self.first_serving(v, version)
+    }
+
+    /// The first of `idx` (best first) whose `validVersions` holds `version`.
+    fn first_serving(&self, idx: &[usize], version: i16) -> Option<&Definition> {
+        idx.iter()
+            .map(|i| self.defs[*i].as_ref())
             .find(|d| d.def.valid_versions.contains(version))
     }
 
@@ -159,9 +176,7 @@ impl Schema {
 
     /// The definition that serves `(kind, api_key, version)`.
     pub fn resolve(&self, kind: MessageKind, api_key: i16, version: i16) -> Option<&Definition> {
-        self.by_api(kind, api_key)
-            .into_iter()
-            .find(|d| d.def.valid_versions.contains(version))
+        self.first_serving(self.by_api.get(&(kind, api_key))?, version)
     }
 
     /// The request definition for `(api_key, version)`.
@@ -176,9 +191,8 @@ impl Schema {
 
     /// The API name (`DeleteTopics`) of an api_key, from its newest request definition.
     pub fn api_name(&self, api_key: i16) -> Option<&str> {
-        self.by_api(MessageKind::Request, api_key)
-            .first()
-            .map(|d| d.def.name.strip_suffix("Request").unwrap_or(&d.def.name))
+        let d = &self.defs[*self.by_api.get(&(MessageKind::Request, api_key))?.first()?].def;
+        Some(d.name.strip_suffix("Request").unwrap_or(&d.name))
     }
 
     /// Every API key that has a request definition, ascending.

@@ -252,7 +252,7 @@ pub fn decode_capture(path: &Path) -> Decoded {
             // A guessed layout (a response whose request is not in the capture) counts
             // as unknown, as tshark has no API for it either.
             api_key: if m.guess.is_some() { -1 } else { m.api_key },
-            api_name: m.api_name.clone().filter(|_| m.guess.is_none()),
+            api_name: m.api_name.map(str::to_string).filter(|_| m.guess.is_none()),
             api_version: if m.guess.is_some() { -1 } else { m.api_version },
             guessed: m.guess.is_some(),
             correlation_id: m.correlation_id,
