@@ -190,6 +190,12 @@ impl<'a> Cx<'a> {
         self.pool.pop().unwrap_or_default()
     }
 
+    /// Keeps an emptied vector from [`Cx::vec`] for reuse.
+    pub fn recycle(&mut self, mut v: Vec<Node<'a>>) {
+        v.clear();
+        self.pool.push(v);
+    }
+
     /// Moves collected children into the arena and keeps the vector for reuse.
     pub fn seal(&mut self, mut v: Vec<Node<'a>>) -> crate::tree::Children<'a> {
         let s = self.arena.seal_from(&mut v);

@@ -722,7 +722,9 @@ impl<'c, 'a> Walk<'c, 'a> {
                 let l = self.length_leaf(prefix, len.raw, loff, llen, r, "compact, len+1");
                 let mut nk = self.cx.vec();
                 nk.push(l);
-                nk.extend(children);
+                let mut children = children;
+                nk.append(&mut children);
+                self.cx.recycle(children);
                 node.children = self.cx.seal(nk);
                 Ok(node)
             }

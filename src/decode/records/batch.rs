@@ -192,9 +192,12 @@ pub(super) fn record_list<'a>(
         .min(r.left() / MIN_RECORD + 1)
         .min(room);
     let mut recs = cx.vec();
-    recs.reserve(cap);
-    let mut i = 0usize;
     let skim = cx.opts.detail == Detail::Summary && !bcx.control;
+    if !skim {
+        // The summary keeps no node for a clean record: nothing to make room for.
+        recs.reserve(cap);
+    }
+    let mut i = 0usize;
     while (i as i64) < count && r.left() > 0 {
         if cx.budget_left() == 0 {
             let folded = fold_records(cx, r, i, count, bcx);
