@@ -400,6 +400,9 @@ fn lz4(data: &[u8], cap: usize, legacy: bool) -> Result<Decompressed, String> {
             }
         }
     }
+    if let Some(data) = lz4_blocks(data, cap) {
+        return Ok(Decompressed { data, note: None });
+    }
     Ok(Decompressed {
         data: read_capped(
             lz4_flex::frame::FrameDecoder::new(data),
@@ -409,6 +412,120 @@ fn lz4(data: &[u8], cap: usize, legacy: bool) -> Result<Decompressed, String> {
         )?,
         note: None,
     })
+}
+
+/// The LZ4 frame magic number, little-endian on the wire.
+const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
+/// How far back an LZ4 match can reach (16-bit offsets): the dictionary of a linked block.
+const LZ4_WINDOW: usize = 64 << 10;
+
+/// Decodes a well-formed LZ4 frame block by block with `lz4_flex`'s block decoder, into
+/// a block buffer kept on the thread, appending each block's output to the result. Like
+/// `lz4_flex::frame::FrameDecoder` read to its end, it reads the first frame only and
+/// does not look at bytes after it.
+///
+/// `lz4_flex::frame::FrameDecoder` zero-fills a new block buffer of the frame's block
+/// size (64 KiB to 4 MiB) for every frame it opens, which for the small batches of a
+/// chatty capture costs more than the decompression itself. This path checks what the
+/// frame decoder checks (version, reserved bits, block size code, header checksum, block
+/// sizes, block and content checksums, content size) and hands back `None` on anything
+/// else, or on anything wrong (an error, a legacy or skippable frame, a dictionary id,
+/// output over `cap`), so that the frame decoder reads the data again and reports it in
+/// its own words: both paths accept the same frames and give the same bytes (tested).
+fn lz4_blocks(data: &[u8], cap: usize) -> Option<Vec<u8>> {
+    thread_local! {
+        static BLOCK: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let xxh = |b: &[u8]| twox_hash::XxHash32::oneshot(0, b);
+    let le32 = |b: &[u8], at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    let mut out = Vec::with_capacity(data.len().saturating_mul(4).clamp(4096, 16 << 20).min(cap));
+    if data.is_empty() {
+        return Some(out);
+    }
+    // Frame descriptor: magic, FLG, BD, [content size], [dictionary id], HC.
+    if data.len() < 7 || data[..4] != LZ4_MAGIC {
+        return None;
+    }
+    let (flg, bd) = (data[4], data[5]);
+    // Version 01; reserved bits clear; no dictionary id (the frame decoder has none).
+    if flg & 0xc0 != 0x40 || flg & 0x03 != 0 || bd & 0x8f != 0 {
+        return None;
+    }
+    let block_max = match (bd >> 4) & 0x07 {
+        4 => 64 << 10,
+        5 => 256 << 10,
+        6 => 1 << 20,
+        7 => 4 << 20,
+        _ => return None,
+    };
+    let linked = flg & 0x20 == 0;
+    let block_sums = flg & 0x10 != 0;
+    let mut at = 6;
+    let mut content_size = None;
+    if flg & 0x08 != 0 {
+        content_size = Some(u64::from_le_bytes(data.get(6..14)?.try_into().ok()?));
+        at = 14;
+    }
+    if *data.get(at)? != (xxh(&data[4..at]) >> 8) as u8 {
+        return None;
+    }
+    at += 1;
+    loop {
+        // Block: size (high bit: stored uncompressed; 0: the end mark), data, [checksum].
+        let info = le32(data, at)?;
+        at += 4;
+        if info == 0 {
+            break;
+        }
+        let len = (info & 0x7fff_ffff) as usize;
+        if len > block_max {
+            return None;
+        }
+        let block = data.get(at..at + len)?;
+        at += len;
+        if block_sums {
+            if le32(data, at)? != xxh(block) {
+                return None;
+            }
+            at += 4;
+        }
+        if info & 0x8000_0000 != 0 {
+            if out.len() + len > cap {
+                return None;
+            }
+            out.extend_from_slice(block);
+            continue;
+        }
+        BLOCK.with(|b| {
+            let mut b = b.try_borrow_mut().ok()?;
+            if b.len() < block_max {
+                b.resize(block_max, 0);
+            }
+            let buf = &mut b[..block_max];
+            let n = if linked {
+                // A linked block's matches may reach into the frame's last 64 KiB.
+                let dict = &out[out.len().saturating_sub(LZ4_WINDOW)..];
+                lz4_flex::block::decompress_into_with_dict(block, buf, dict)
+            } else {
+                lz4_flex::block::decompress_into(block, buf)
+            }
+            .ok()?;
+            if out.len() + n > cap {
+                return None;
+            }
+            out.extend_from_slice(&buf[..n]);
+            Some(())
+        })?;
+    }
+    if content_size.is_some_and(|s| s != out.len() as u64) {
+        return None;
+    }
+    if flg & 0x04 != 0 && le32(data, at)? != xxh(&out) {
+        return None;
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -579,5 +696,80 @@ mod tests {
             .contains("cap of 99999 bytes"));
         assert!(decompress(Codec::Zstd, &z[..z.len() / 2], 1 << 20, false).is_err());
         assert!(decompress(Codec::Unknown(6), &z, 10, false).is_err());
+    }
+
+    /// What `lz4_flex`'s frame decoder alone makes of `data` under `cap`: the reference
+    /// the block path must agree with.
+    fn lz4_by_frame_decoder(data: &[u8], cap: usize) -> Result<Vec<u8>, String> {
+        read_capped(lz4_flex::frame::FrameDecoder::new(data), data.len(), cap, "lz4")
+    }
+
+    /// The block path gives the frame decoder's bytes on every frame layout (block sizes,
+    /// linked and independent blocks, block and content checksums, content size, a second
+    /// frame after the first, which both leave unread), and on every corruption of them
+    /// `decompress` gives exactly the frame decoder's result (the block path hands those
+    /// back to it).
+    #[test]
+    fn lz4_block_path_agrees_with_the_frame_decoder() {
+        use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
+        // Compressible, with matches reaching back across block boundaries.
+        let mut text = Vec::new();
+        let mut x: u32 = 7;
+        while text.len() < 300_000 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let word = [b"order-", &b"page-view-"[..], b"trace-id=", b"{\"k\":"][(x >> 16) as usize % 4];
+            text.extend_from_slice(word);
+            text.extend_from_slice((x % 1000).to_string().as_bytes());
+        }
+        let mut frames = Vec::new();
+        for (size, mode, bsum, csum, csize, n) in [
+            (BlockSize::Max64KB, BlockMode::Independent, false, false, false, 200),
+            (BlockSize::Max64KB, BlockMode::Linked, true, true, true, 300_000),
+            (BlockSize::Max256KB, BlockMode::Linked, false, true, false, 300_000),
+            (BlockSize::Max1MB, BlockMode::Independent, true, false, true, 100_000),
+            (BlockSize::Max4MB, BlockMode::Linked, false, false, false, 5_000),
+            (BlockSize::Max64KB, BlockMode::Linked, false, false, false, 0),
+        ] {
+            let info = FrameInfo::new()
+                .block_size(size)
+                .block_mode(mode)
+                .block_checksums(bsum)
+                .content_checksum(csum)
+                .content_size(csize.then_some(n as u64));
+            let mut e = FrameEncoder::with_frame_info(info, Vec::new());
+            e.write_all(&text[..n]).unwrap();
+            frames.push(e.finish().unwrap());
+        }
+        // Incompressible data makes uncompressed blocks.
+        let noise: Vec<u8> = (0..70_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let mut e = FrameEncoder::new(Vec::new());
+        e.write_all(&noise).unwrap();
+        frames.push(e.finish().unwrap());
+        frames.push([frames[0].clone(), frames[1].clone()].concat());
+        for f in &frames {
+            let want = lz4_by_frame_decoder(f, 64 << 20).unwrap();
+            let got = lz4_blocks(f, 64 << 20).expect("the block path reads a good frame");
+            assert!(got == want, "{} bytes, the frame decoder {}", got.len(), want.len());
+            // Under a cap too small for the output, the frame decoder's error.
+            if want.len() > 10 {
+                assert_eq!(lz4_blocks(f, want.len() - 1), None);
+                let got = decompress_inner(Codec::Lz4, f, want.len() - 1, false).map(|d| d.data);
+                assert!(got == lz4_by_frame_decoder(f, want.len() - 1), "cap {}", want.len() - 1);
+            }
+            // Every byte flipped, cut short, or followed by junk: the same answer either way.
+            let step = (f.len() / 300).max(1);
+            for i in (0..f.len()).step_by(step) {
+                let mut bad = f.clone();
+                bad[i] ^= 0x5a;
+                let got = decompress_inner(Codec::Lz4, &bad, 64 << 20, false).map(|d| d.data);
+                assert!(got == lz4_by_frame_decoder(&bad, 64 << 20), "flip at {i}");
+                let cut = &f[..i];
+                let got = decompress_inner(Codec::Lz4, cut, 64 << 20, false).map(|d| d.data);
+                assert!(got == lz4_by_frame_decoder(cut, 64 << 20), "cut at {i}");
+            }
+            let junk = [f.as_slice(), &[0x04, 0x22]].concat();
+            let got = decompress_inner(Codec::Lz4, &junk, 64 << 20, false).map(|d| d.data);
+            assert!(got == lz4_by_frame_decoder(&junk, 64 << 20), "junk after the frame");
+        }
     }
 }
