@@ -25,6 +25,7 @@
 use super::walk::Walk;
 use super::{Cx, Reader};
 use crate::schema::{Definition, Field, MessageKind, Schema};
+use crate::schema::plan::Role;
 use crate::tree::{Node, NodeKind, Region, Value};
 use crate::wire;
 
@@ -98,10 +99,10 @@ impl TopicState {
     /// (`entityType: topicName`) or `TopicId` sets the topic the next records belong to.
     pub fn observe(&mut self, def_name: &str, f: &Field, n: &Node<'_>) {
         match &n.value {
-            Value::Str(s) if f.entity_type.as_deref() == Some("topicName") => {
+            Value::Str(s) if f.role.has(Role::TOPIC_NAME) => {
                 self.topic = InternalTopic::from_name(s);
             }
-            Value::Uuid(u) if f.name == "TopicId" && !u.is_nil() => {
+            Value::Uuid(u) if f.role.has(Role::TOPIC_ID) && !u.is_nil() => {
                 self.topic = if *u == CLUSTER_METADATA_TOPIC_ID {
                     Some(InternalTopic::ClusterMetadata)
                 } else {
@@ -111,7 +112,7 @@ impl TopicState {
                         .map(|(_, t)| *t)
                 };
             }
-            Value::Int(v) if f.name == "Position" && def_name == "FetchSnapshotResponse" => {
+            Value::Int(v) if f.role.has(Role::POSITION) && def_name == "FetchSnapshotResponse" => {
                 self.position = Some(*v);
             }
             _ => {}

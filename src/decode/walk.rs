@@ -12,6 +12,7 @@
 
 use super::{records, Cx, Detail, Reader};
 use crate::errors::error_name;
+use crate::schema::plan::{fixed_size, Plan, Role};
 use crate::schema::{Field, FieldType, MessageDef, Prim, SummaryFact};
 use crate::tree::{Node, NodeKind, Region, Value};
 use crate::wire::{self, LenPrefix, WireError};
@@ -69,29 +70,6 @@ pub fn snake_case(s: &str) -> String {
 
 fn wire_msg(e: &WireError<'_>) -> String {
     e.kind.to_string()
-}
-
-/// Whether a field name means "none" when -1 (leaders, epochs, producer ids).
-fn minus_one_is_none(f: &Field) -> bool {
-    f.entity_type.as_deref() == Some("brokerId")
-        || f.name.ends_with("Epoch")
-        || f.name.ends_with("LeaderId")
-        || f.name == "ProducerId"
-        || f.name == "LeaderId"
-        || f.name == "ControllerId"
-        || f.name == "CoordinatorId"
-}
-
-/// The size of a fixed-size primitive; `None` for strings, bytes and records.
-fn fixed_size(p: Prim) -> Option<usize> {
-    match p {
-        Prim::Bool | Prim::Int8 => Some(1),
-        Prim::Int16 | Prim::Uint16 => Some(2),
-        Prim::Int32 | Prim::Uint32 => Some(4),
-        Prim::Int64 | Prim::Float64 => Some(8),
-        Prim::Uuid => Some(16),
-        Prim::String | Prim::Bytes | Prim::Records => None,
-    }
 }
 
 /// The length prefix of a string, bytes or array: compact (uvarint, length + 1) in
@@ -286,8 +264,21 @@ impl<'c, 'a> Walk<'c, 'a> {
         out: &mut Vec<Node<'a>>,
         tag_desc: &'static str,
     ) -> Result<(), Stop> {
+        let plan = self.def.plan(fields, self.version, self.flexible);
+        self.planned(r, fields, &plan, out, tag_desc)
+    }
+
+    /// [`Walk::fields`] by the compiled plan of `fields` at this walk's version.
+    fn planned(
+        &mut self,
+        r: &mut Reader<'a>,
+        fields: &'a [Field],
+        plan: &Plan,
+        out: &mut Vec<Node<'a>>,
+        tag_desc: &'static str,
+    ) -> Result<(), Stop> {
         self.cx.depth += 1;
-        let res = self.fields_inner(r, fields, out, tag_desc);
+        let res = self.fields_inner(r, fields, plan, out, tag_desc);
         self.cx.depth -= 1;
         res
     }
@@ -296,6 +287,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         &mut self,
         r: &mut Reader<'a>,
         fields: &'a [Field],
+        plan: &Plan,
         out: &mut Vec<Node<'a>>,
         tag_desc: &'static str,
     ) -> Result<(), Stop> {
@@ -309,16 +301,25 @@ impl<'c, 'a> Walk<'c, 'a> {
         }
         let full = self.cx.opts.detail == Detail::Full;
         if full {
-            out.reserve(fields.len() + 1);
+            out.reserve(plan.steps.len() + 1);
         }
-        for f in fields {
-            if !f.versions.contains(self.version) || (self.flexible && f.is_tagged(self.version)) {
+        let skims = !full && !self.guide_style;
+        let mut k = 0;
+        while let Some(step) = plan.steps.get(k) {
+            let f = &fields[usize::from(step.field)];
+            // A run of fixed-size fields the summary does not keep: one bounds check.
+            // When the bytes run out inside it, its fields are read one by one below and
+            // the one cut short says so.
+            if skims && step.run > 1 && r.split(step.run_bytes as usize).is_some() {
+                k += usize::from(step.run);
                 continue;
             }
-            if !full && !self.guide_style && f.summary == SummaryFact::Never && self.skim(r, f) {
+            k += 1;
+            if skims && f.summary == SummaryFact::Never && self.skim(r, f) {
                 continue;
             }
-            match self.field(r, f) {
+            let sub = step.home.as_ref().and_then(|h| h.fields(self.def));
+            match self.field_in(r, f, sub) {
                 Ok(n) => {
                     if self.keeps(Some(f), &n) {
                         out.push(n)
@@ -331,7 +332,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
         }
         if self.flexible {
-            self.tagged(r, fields, out, tag_desc)?;
+            self.tagged(r, fields, plan, out, tag_desc)?;
         }
         Ok(())
     }
@@ -342,6 +343,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         &mut self,
         r: &mut Reader<'a>,
         fields: &'a [Field],
+        plan: &Plan,
         out: &mut Vec<Node<'a>>,
         tag_desc: &'static str,
     ) -> Result<(), Stop> {
@@ -412,9 +414,10 @@ impl<'c, 'a> Walk<'c, 'a> {
                     break;
                 }
             };
-            let known = fields
-                .iter()
-                .find(|f| f.tag == Some(tag) && f.is_tagged(self.version));
+            let known = u32::try_from(tag)
+                .ok()
+                .and_then(|t| plan.tagged_field(t))
+                .map(|i| &fields[i]);
             let label: &'a str = match known {
                 Some(f) => self.name_of(f),
                 None => self.cx.fmt(format_args!("unknown tag {tag}")),
@@ -475,11 +478,22 @@ impl<'c, 'a> Walk<'c, 'a> {
     /// # Errors
     /// The partial node, with the error attached, when the walk must stop.
     pub fn field(&mut self, r: &mut Reader<'a>, f: &'a Field) -> Result<Node<'a>, Node<'a>> {
+        self.field_in(r, f, None)
+    }
+
+    /// [`Walk::field`], with the fields of `f`'s struct when a plan found them (`None`:
+    /// looked up by name).
+    fn field_in(
+        &mut self,
+        r: &mut Reader<'a>,
+        f: &'a Field,
+        sub: Option<&'a [Field]>,
+    ) -> Result<Node<'a>, Node<'a>> {
         let name = self.name_of(f);
         let mut n = match &f.ty {
             FieldType::Prim(p) => self.prim(r, f, *p, name, self.field_flexible(f))?,
-            FieldType::Struct(s) => self.struct_field(r, f, s, name)?,
-            FieldType::Array(inner) => self.array(r, f, inner, name)?,
+            FieldType::Struct(s) => self.struct_field(r, f, s, name, sub)?,
+            FieldType::Array(inner) => self.array(r, f, inner, name, sub)?,
         };
         if let Some(a) = &f.about {
             n.description = Some(a.as_str());
@@ -557,7 +571,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             Prim::Bytes | Prim::Records => return self.bytes(r, f, p, name, ty, flexible),
         };
         if let Value::Int(v) = n.value {
-            if p == Prim::Int16 && (f.name.ends_with("ErrorCode") || f.name == "Error") {
+            if p == Prim::Int16 && f.role.has(Role::ERROR_CODE) {
                 // The reference page leaves NONE (0) unannotated; every other code is named.
                 if v != 0 {
                     n.annotation = Some(match error_name(v as i16) {
@@ -565,9 +579,9 @@ impl<'c, 'a> Walk<'c, 'a> {
                         None => self.cx.fmt(format_args!("unknown error code {v}")),
                     });
                 }
-            } else if p == Prim::Int16 && (f.name == "RequestApiKey" || f.name == "ApiKey") {
+            } else if p == Prim::Int16 && f.role.has(Role::API_KEY) {
                 n.annotation = Some(self.cx.schema.api_name(v as i16).unwrap_or("unknown API"));
-            } else if v == -1 && minus_one_is_none(f) {
+            } else if v == -1 && f.role.has(Role::NONE_IF_MINUS_ONE) {
                 n.annotation = Some("none");
             }
         }
@@ -604,7 +618,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             Some(b) => match std::str::from_utf8(b) {
                 Ok(s) => {
                     node.value = Value::Str(s);
-                    if f.name == "ProtocolType" {
+                    if f.role.has(Role::PROTOCOL_TYPE) {
                         self.protocol_type = Some(s);
                     }
                 }
@@ -678,7 +692,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             if snapshot && self.cx.topics.position == Some(0) && self.cx.topics.topic.is_some() {
                 // A snapshot's first chunk starts at its first batch.
                 Some(records::decode_records(self.cx, &mut sub, true))
-            } else if snapshot || f.name == "UnalignedRecords" {
+            } else if snapshot || f.role.has(Role::UNALIGNED_RECORDS) {
                 None
             } else {
                 let partial_ok = matches!(
@@ -697,7 +711,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 let mut node = self
                     .leaf(name, ty, Value::Bytes(data), start, r.pos - start, r)
                     .annotate(ann);
-                if f.name == "ClientHostAddress" {
+                if f.role.has(Role::CLIENT_HOST_ADDRESS) {
                     // Envelope: the original client's address as raw IPv4/IPv6 bytes.
                     let ip: Option<std::net::IpAddr> = match data.len() {
                         4 => <[u8; 4]>::try_from(data).ok().map(Into::into),
@@ -804,6 +818,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         f: &'a Field,
         s: &'a str,
         name: &'a str,
+        sub: Option<&'a [Field]>,
     ) -> Result<Node<'a>, Node<'a>> {
         let start = r.pos;
         let mut node = Node::new(name, f.type_name.as_str(), NodeKind::Struct, start);
@@ -832,7 +847,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 }
             }
         }
-        let Some(fields) = self.struct_fields(f, s) else {
+        let Some(fields) = sub.or_else(|| self.struct_fields(f, s)) else {
             nk.push(self.err_leaf(r, "unread", "bytes", format!("struct {s} is not defined")));
             node.length = r.pos - start;
             node.children = self.cx.seal(nk);
@@ -847,13 +862,27 @@ impl<'c, 'a> Walk<'c, 'a> {
     fn struct_body(
         &mut self,
         r: &mut Reader<'a>,
+        node: Node<'a>,
+        kids: Vec<Node<'a>>,
+        fields: &'a [Field],
+    ) -> Result<Node<'a>, Node<'a>> {
+        let plan = self.def.plan(fields, self.version, self.flexible);
+        self.struct_planned(r, node, kids, fields, &plan)
+    }
+
+    /// [`Walk::struct_body`] by `fields`' plan (an array's elements share one).
+    fn struct_planned(
+        &mut self,
+        r: &mut Reader<'a>,
         mut node: Node<'a>,
         mut kids: Vec<Node<'a>>,
         fields: &'a [Field],
+        plan: &Plan,
     ) -> Result<Node<'a>, Node<'a>> {
-        let res = self.fields(
+        let res = self.planned(
             r,
             fields,
+            plan,
             &mut kids,
             "number of tagged fields in this struct",
         );
@@ -865,59 +894,13 @@ impl<'c, 'a> Walk<'c, 'a> {
         }
     }
 
-    /// The fewest bytes one element of type `t` can take (for count checks).
-    fn min_size(&self, t: &FieldType, f: &'a Field, depth: usize) -> usize {
-        match t {
-            FieldType::Prim(p) => match p {
-                Prim::String => {
-                    if self.field_flexible(f) {
-                        1
-                    } else {
-                        2
-                    }
-                }
-                Prim::Bytes | Prim::Records => {
-                    if self.field_flexible(f) {
-                        1
-                    } else {
-                        4
-                    }
-                }
-                p => p.fixed_size().unwrap_or(0),
-            },
-            FieldType::Array(_) => {
-                if self.flexible {
-                    1
-                } else {
-                    4
-                }
-            }
-            FieldType::Struct(s) => {
-                if depth > 8 {
-                    return 0;
-                }
-                let Some(fs) = self.struct_fields(f, s) else {
-                    return 0;
-                };
-                let mut n = if self.flexible { 1 } else { 0 };
-                for sf in fs {
-                    if sf.versions.contains(self.version)
-                        && !(self.flexible && sf.is_tagged(self.version))
-                    {
-                        n += self.min_size(&sf.ty, sf, depth + 1);
-                    }
-                }
-                n
-            }
-        }
-    }
-
     fn array(
         &mut self,
         r: &mut Reader<'a>,
         f: &'a Field,
         inner: &'a FieldType,
         name: &'a str,
+        sub: Option<&'a [Field]>,
     ) -> Result<Node<'a>, Node<'a>> {
         let start = r.pos;
         let flexible = self.field_flexible(f);
@@ -955,7 +938,22 @@ impl<'c, 'a> Walk<'c, 'a> {
         if self.keeps(None, &l) {
             nk.push(l);
         }
-        let min = self.min_size(inner, f, 0) as u64;
+        let elem_struct = match inner {
+            FieldType::Struct(s) => Some((s.as_str(), sub.or_else(|| self.struct_fields(f, s)))),
+            _ => None,
+        };
+        // One plan for every element of an array of structs.
+        let elem_plan = match elem_struct {
+            Some((_, Some(fs))) => Some(self.def.plan(fs, self.version, self.flexible)),
+            _ => None,
+        };
+        let min = match (&elem_plan, elem_struct) {
+            (Some(p), _) => p.min_size,
+            (None, Some(_)) => 0,
+            (None, None) => {
+                crate::schema::plan::min_size(self.def, inner, f, self.version, self.flexible, 0)
+            }
+        } as u64;
         if count.saturating_mul(min.max(1)) > r.left() as u64 && min > 0 {
             let m = format!(
                 "{}: {} cannot fit in the {} bytes left",
@@ -968,10 +966,6 @@ impl<'c, 'a> Walk<'c, 'a> {
             node.children = self.cx.seal(nk);
             return Err(node);
         }
-        let elem_struct = match inner {
-            FieldType::Struct(s) => Some((s.as_str(), self.struct_fields(f, s))),
-            _ => None,
-        };
         // Counted against the message's node budget: the element and its fields.
         let weight = match elem_struct {
             Some((_, Some(fs))) => 1 + fs.len(),
@@ -1016,7 +1010,10 @@ impl<'c, 'a> Walk<'c, 'a> {
                     en.buffer = r.buffer;
                     en.region = self.region;
                     let ek = self.cx.vec();
-                    self.struct_body(r, en, ek, fields)
+                    match &elem_plan {
+                        Some(p) => self.struct_planned(r, en, ek, fields, p),
+                        None => self.struct_body(r, en, ek, fields),
+                    }
                 }
                 _ => Err(self.err_leaf(
                     r,

@@ -11,6 +11,7 @@
 
 pub mod load;
 pub mod model;
+pub mod plan;
 
 pub use model::{
     Field, FieldType, MessageDef, MessageKind, Prim, StructDef, SummaryFact, Versions,

@@ -314,6 +314,9 @@ pub struct Field {
     /// Whether the summary detail level keeps this field's value (from its name; see
     /// `decode::Detail::Summary`).
     pub summary: SummaryFact,
+    /// What the decoder does with the field beyond reading its type (from its name and
+    /// entity type; see [`super::plan::Role`]).
+    pub role: super::plan::Role,
 }
 
 /// Whether the summary detail level (`decode::Detail::Summary`) keeps a field's value:
@@ -378,6 +381,9 @@ pub struct MessageDef {
     pub fields: Vec<Field>,
     /// `commonStructs`.
     pub common_structs: Vec<StructDef>,
+    /// The decoder's compiled plans of this definition's field lists, made on first use
+    /// ([`super::plan`]).
+    pub plans: super::plan::Plans,
 }
 
 /// An error in a definition: the field path and what is wrong.
@@ -497,8 +503,10 @@ impl Field {
             }
             check_tags(&fields, &path)?;
         }
+        let entity_type = get_str(o, "entityType", &path)?.map(str::to_string);
         Ok(Field {
             summary: SummaryFact::of(&name),
+            role: super::plan::Role::of(&name, entity_type.as_deref()),
             name,
             type_name,
             ty,
@@ -510,7 +518,7 @@ impl Field {
             default,
             ignorable: get_bool(o, "ignorable", &path)?,
             map_key: get_bool(o, "mapKey", &path)?,
-            entity_type: get_str(o, "entityType", &path)?.map(str::to_string),
+            entity_type,
             zero_copy: get_bool(o, "zeroCopy", &path)?,
             flexible_versions: get_versions(o, "flexibleVersions", &path)?,
             about: get_str(o, "about", &path)?.map(str::to_string),
@@ -656,6 +664,7 @@ impl MessageDef {
             listeners,
             fields,
             common_structs,
+            plans: Default::default(),
         };
         def.check_structs()?;
         Ok(def)
