@@ -57,9 +57,27 @@ fn seconds_since(t: (i64, u32), base: Option<(i64, u32)>) -> String {
     let b = base.unwrap_or(t);
     let n = (i128::from(t.0) * 1_000_000_000 + i128::from(t.1))
         - (i128::from(b.0) * 1_000_000_000 + i128::from(b.1));
-    let sign = if n < 0 { "-" } else { "" };
+    let mut s = String::with_capacity(24);
+    if n < 0 {
+        s.push('-');
+    }
+    // Written digit by digit (one line a message prints this): 64-bit division when the
+    // span fits, as it always does in a capture.
     let n = n.unsigned_abs();
-    format!("{sign}{}.{:09}", n / 1_000_000_000, n % 1_000_000_000)
+    let (secs, frac) = match u64::try_from(n) {
+        Ok(n) => (u128::from(n / 1_000_000_000), (n % 1_000_000_000) as u32),
+        Err(_) => (n / 1_000_000_000, (n % 1_000_000_000) as u32),
+    };
+    s.push_str(itoa::Buffer::new().format(secs));
+    s.push('.');
+    let mut digits = [b'0'; 9];
+    let mut f = frac;
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (f % 10) as u8;
+        f /= 10;
+    }
+    s.push_str(std::str::from_utf8(&digits).unwrap_or("000000000"));
+    s
 }
 
 fn fmt_tz<Tz: TimeZone>(d: &DateTime<Tz>, pattern: &str, nanos: u32) -> String
@@ -96,6 +114,32 @@ pub fn time_text(t: (i64, u32), format: TimeFormat, refs: &TimeRefs) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Seconds written digit by digit read as `format!("{sign}{}.{:09}")` does, across
+    /// signs, small and extreme spans.
+    #[test]
+    fn seconds_since_as_format() {
+        let samples = [
+            (0, 0),
+            (0, 1),
+            (1, 999_999_999),
+            (-1, 5),
+            (1_714_557_600, 2_000_000),
+            (i64::MAX, 999_999_999),
+            (i64::MIN, 0),
+            (-20_000_000_000, 123),
+        ];
+        for t in samples {
+            for b in samples {
+                let n = (i128::from(t.0) * 1_000_000_000 + i128::from(t.1))
+                    - (i128::from(b.0) * 1_000_000_000 + i128::from(b.1));
+                let sign = if n < 0 { "-" } else { "" };
+                let m = n.unsigned_abs();
+                let want = format!("{sign}{}.{:09}", m / 1_000_000_000, m % 1_000_000_000);
+                assert_eq!(seconds_since(t, Some(b)), want, "{t:?} since {b:?}");
+            }
+        }
+    }
 
     #[test]
     fn time_formats_as_tshark() {
