@@ -16,6 +16,7 @@ pub mod filter;
 pub mod input;
 pub mod log;
 pub mod page;
+pub mod pipeline;
 pub mod render;
 pub mod schema;
 pub mod session;

@@ -1,12 +1,16 @@
 //! `kwire export`: captures to Parquet tables (`src/export`), several captures at once.
 
-use super::read::{run_capture, unanswered_first_pass, unreadable, worse, CaptureArgs, FilterArgs};
+use super::read::{
+    run_capture, unanswered_first_pass, unreadable, worse, CaptureArgs, FilterArgs, RunOptions,
+};
 use super::CliError;
 use super::{say, EXIT_OK};
 use crate::decode::DecodeOptions;
 use crate::export::{self, table::FileOptions, CaptureExport, ExportOptions, PartitionBy};
 use crate::filter::{self, Filter};
 use crate::schema::Schema;
+use crate::session::Context;
+use crate::tree::Message;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -185,26 +189,39 @@ fn export_one(
     let res = (|| {
         let unanswered =
             unanswered_first_pass(schema, &a.capture, file, flt).map_err(|e| e.to_string())?;
-        let mut exp = CaptureExport::new(opts, index, name)?;
+        // The writer takes rows in capture order: the export runs on the reading thread.
+        let exp = std::sync::Mutex::new(CaptureExport::new(opts, index, name)?);
+        let work = |m: &Message<'_>, ctx: &Context, _: &mut dyn std::io::Write| {
+            let fctx = filter::Context {
+                capture: Some(ctx),
+                unanswered: unanswered.as_ref(),
+            };
+            if !flt.is_none_or(|f| f.matches(m, &fctx)) {
+                return Ok(false);
+            }
+            exp.lock()
+                .map_err(|_| std::io::Error::other("export writer poisoned"))?
+                .add(m, ctx)
+                .map_err(std::io::Error::other)?;
+            Ok(true)
+        };
+        let mut run = RunOptions {
+            threads: 1,
+            ..RunOptions::default()
+        };
         let ran = run_capture(
             schema,
             &a.capture,
             file,
             DecodeOptions::default(),
-            false,
-            None,
-            |m, ctx| {
-                let fctx = filter::Context {
-                    capture: Some(ctx),
-                    unanswered: unanswered.as_ref(),
-                };
-                if !flt.is_none_or(|f| f.matches(m, &fctx)) {
-                    return Ok(false);
-                }
-                exp.add(m, ctx).map_err(std::io::Error::other)?;
-                Ok(true)
-            },
+            &mut run,
+            &mut std::io::sink(),
+            &work,
+            &mut |shown| shown,
         );
+        let mut exp = exp
+            .into_inner()
+            .map_err(|_| "export writer poisoned".to_string())?;
         match ran {
             Ok(outcome) => {
                 let sum = exp.finish()?;

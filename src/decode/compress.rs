@@ -177,17 +177,21 @@ struct RecentEntry {
     note: Option<String>,
 }
 
-thread_local! {
-    static RECENT: std::cell::RefCell<Recent> = std::cell::RefCell::new(Recent::default());
-}
+/// One cache for the whole process, shared by `kwire read`'s worker threads (a batch in
+/// a Produce request and in the Fetch responses that carry it again are often decoded
+/// on different threads), so its memory counts once.
+static RECENT: std::sync::Mutex<Recent> = std::sync::Mutex::new(Recent {
+    entries: std::collections::VecDeque::new(),
+    bytes: 0,
+});
 
 impl Recent {
     fn find(codec: Codec, packed: &[u8], cap: usize, legacy_lz4: bool) -> Option<Decompressed> {
         if packed.len() < RECENT_MIN_PACKED {
             return None;
         }
-        RECENT.with(|r| {
-            let r = r.try_borrow().ok()?;
+        {
+            let r = RECENT.lock().ok()?;
             let e = r.entries.iter().find(|e| {
                 e.codec == codec
                     && e.legacy_lz4 == legacy_lz4
@@ -198,7 +202,7 @@ impl Recent {
                 data: e.data.clone(),
                 note: e.note.clone(),
             })
-        })
+        }
     }
 
     fn keep(codec: Codec, packed: &[u8], legacy_lz4: bool, d: &Decompressed) {
@@ -206,8 +210,8 @@ impl Recent {
         if packed.len() < RECENT_MIN_PACKED || size > RECENT_BYTES / 4 {
             return;
         }
-        RECENT.with(|r| {
-            let Ok(mut r) = r.try_borrow_mut() else {
+        {
+            let Ok(mut r) = RECENT.lock() else {
                 return;
             };
             while r.bytes + size > RECENT_BYTES {
@@ -224,7 +228,7 @@ impl Recent {
                 data: d.data.clone(),
                 note: d.note.clone(),
             });
-        })
+        }
     }
 }
 
