@@ -15,6 +15,7 @@ pub mod export;
 pub mod filter;
 pub mod input;
 pub mod log;
+pub mod memory;
 pub mod page;
 pub mod pipeline;
 pub mod render;

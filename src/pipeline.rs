@@ -20,6 +20,8 @@
 use crossbeam_channel::{bounded, Receiver, Sender, TryRecvError};
 use std::collections::VecDeque;
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Bytes of output a worker gathers before handing them to the printing thread.
 pub const CHUNK: usize = 64 << 10;
@@ -63,6 +65,8 @@ enum Piece<O> {
 struct Job<J, O> {
     payload: J,
     out: Sender<Piece<O>>,
+    /// The job's number, in the order jobs are handed out (and printed).
+    seq: usize,
 }
 
 struct Pending<O> {
@@ -122,6 +126,11 @@ impl<O> Write for Chunks<'_, O> {
 pub struct Feeder<'w, J, O> {
     jobs: Option<Sender<Job<J, O>>>,
     pending: VecDeque<Pending<O>>,
+    /// The number of the next job handed out.
+    next_seq: usize,
+    /// The number of the job being printed (the oldest not yet printed), which the
+    /// workers read: that job never waits for [`crate::memory`]'s budget.
+    head: Arc<AtomicUsize>,
     input_bytes: usize,
     budget: Budget,
     out: &'w mut dyn Write,
@@ -151,9 +160,15 @@ impl<J: Send, O: Send> Feeder<'_, J, O> {
             input_bytes,
             out: rx,
         });
+        let seq = self.next_seq;
+        self.next_seq += 1;
         if let Some(jobs) = &self.jobs {
             // Workers only stop when the job queue closes, so this does not fail.
-            let _ = jobs.send(Job { payload, out: tx });
+            let _ = jobs.send(Job {
+                payload,
+                out: tx,
+                seq,
+            });
         }
         // Print what is ready without waiting.
         while self.print_head(false) {}
@@ -210,6 +225,9 @@ impl<J: Send, O: Send> Feeder<'_, J, O> {
         if let Some(h) = self.pending.pop_front() {
             self.input_bytes -= h.input_bytes;
         }
+        // The next job to print is the oldest still pending: the one after this.
+        self.head.fetch_add(1, Ordering::AcqRel);
+        crate::memory::head_moved();
         true
     }
 
@@ -241,12 +259,15 @@ where
     O: Send,
 {
     let (jtx, jrx) = bounded::<Job<J, O>>(budget.jobs);
+    let head = Arc::new(AtomicUsize::new(0));
     let (r, err) = std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
             let jrx = jrx.clone();
+            let head = head.clone();
             s.spawn(move || {
                 let mut buf = Vec::with_capacity(CHUNK);
                 while let Ok(job) = jrx.recv() {
+                    let _turn = crate::memory::Turn::enter(head.clone(), job.seq);
                     buf.clear();
                     let mut w = Chunks {
                         tx: &job.out,
@@ -262,6 +283,8 @@ where
         let mut f = Feeder {
             jobs: Some(jtx),
             pending: VecDeque::new(),
+            next_seq: 0,
+            head,
             input_bytes: 0,
             budget,
             out,

@@ -70,9 +70,6 @@ pub struct ExportArgs {
     /// Rows a row group holds at most (fewer when they take more than about 4 MiB).
     #[arg(long, value_name = "N", default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(1..))]
     pub row_group_rows: u32,
-    /// Captures exported at once (default: the number of CPUs).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    pub threads: Option<u16>,
 }
 
 /// Runs `kwire export`; returns the exit status.
@@ -114,11 +111,9 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> 
         },
     };
     let files = a.capture.captures();
-    let threads = a
-        .threads
-        .map(usize::from)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .clamp(1, files.len().max(1));
+    // --threads: captures exported at once (each on one thread: its writer takes rows in
+    // capture order).
+    let threads = a.capture.threads().clamp(1, files.len().max(1));
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Exported>>> = Mutex::new(vec![None; files.len()]);
     std::thread::scope(|s| {

@@ -52,9 +52,10 @@ pub struct CaptureArgs {
     /// A pcapng file's Decryption Secrets Blocks are always read.
     #[arg(long = "tls-keylog", value_name = "FILE")]
     pub tls_keylog: Vec<PathBuf>,
-    /// Worker threads that decode and print (default: the number of cores; 1 when
-    /// reading stdin, so a live capture prints each message as it comes). `--threads 1`
-    /// decodes on the reading thread. The output is the same at any count.
+    /// Worker threads (default: the number of cores; 1 when reading stdin, so a live
+    /// capture prints each message as it comes). `read` and `stats` decode and print on
+    /// them (`--threads 1` decodes on the reading thread); `export` exports that many
+    /// captures at once. The output is the same at any count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
