@@ -511,7 +511,11 @@ fn lz4_blocks(data: &[u8], cap: usize, charge: Charge<'_>) -> Option<Vec<u8>> {
     let room = |out: &mut Vec<u8>, n: usize| {
         if out.capacity() - out.len() < n {
             let first = data.len().saturating_mul(4).clamp(4096, 16 << 20).min(cap);
-            let step = if out.capacity() == 0 { first } else { out.len().min(16 << 20) };
+            let step = if out.capacity() == 0 {
+                first
+            } else {
+                out.len().min(16 << 20)
+            };
             let want = step.max(n);
             charge(want);
             out.reserve_exact(want);
@@ -822,7 +826,13 @@ mod tests {
     /// What `lz4_flex`'s frame decoder alone makes of `data` under `cap`: the reference
     /// the block path must agree with.
     fn lz4_by_frame_decoder(data: &[u8], cap: usize) -> Result<Vec<u8>, String> {
-        read_capped(lz4_flex::frame::FrameDecoder::new(data), data.len(), cap, "lz4", &|_| {})
+        read_capped(
+            lz4_flex::frame::FrameDecoder::new(data),
+            data.len(),
+            cap,
+            "lz4",
+            &|_| {},
+        )
     }
 
     /// The block path gives the frame decoder's bytes on every frame layout (block sizes,
@@ -838,18 +848,61 @@ mod tests {
         let mut x: u32 = 7;
         while text.len() < 300_000 {
             x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            let word = [b"order-", &b"page-view-"[..], b"trace-id=", b"{\"k\":"][(x >> 16) as usize % 4];
+            let word =
+                [b"order-", &b"page-view-"[..], b"trace-id=", b"{\"k\":"][(x >> 16) as usize % 4];
             text.extend_from_slice(word);
             text.extend_from_slice((x % 1000).to_string().as_bytes());
         }
         let mut frames = Vec::new();
         for (size, mode, bsum, csum, csize, n) in [
-            (BlockSize::Max64KB, BlockMode::Independent, false, false, false, 200),
-            (BlockSize::Max64KB, BlockMode::Linked, true, true, true, 300_000),
-            (BlockSize::Max256KB, BlockMode::Linked, false, true, false, 300_000),
-            (BlockSize::Max1MB, BlockMode::Independent, true, false, true, 100_000),
-            (BlockSize::Max4MB, BlockMode::Linked, false, false, false, 5_000),
-            (BlockSize::Max64KB, BlockMode::Linked, false, false, false, 0),
+            (
+                BlockSize::Max64KB,
+                BlockMode::Independent,
+                false,
+                false,
+                false,
+                200,
+            ),
+            (
+                BlockSize::Max64KB,
+                BlockMode::Linked,
+                true,
+                true,
+                true,
+                300_000,
+            ),
+            (
+                BlockSize::Max256KB,
+                BlockMode::Linked,
+                false,
+                true,
+                false,
+                300_000,
+            ),
+            (
+                BlockSize::Max1MB,
+                BlockMode::Independent,
+                true,
+                false,
+                true,
+                100_000,
+            ),
+            (
+                BlockSize::Max4MB,
+                BlockMode::Linked,
+                false,
+                false,
+                false,
+                5_000,
+            ),
+            (
+                BlockSize::Max64KB,
+                BlockMode::Linked,
+                false,
+                false,
+                false,
+                0,
+            ),
         ] {
             let info = FrameInfo::new()
                 .block_size(size)
@@ -862,7 +915,9 @@ mod tests {
             frames.push(e.finish().unwrap());
         }
         // Incompressible data makes uncompressed blocks.
-        let noise: Vec<u8> = (0..70_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let noise: Vec<u8> = (0..70_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
         let mut e = FrameEncoder::new(Vec::new());
         e.write_all(&noise).unwrap();
         frames.push(e.finish().unwrap());
@@ -870,27 +925,42 @@ mod tests {
         for f in &frames {
             let want = lz4_by_frame_decoder(f, 64 << 20).unwrap();
             let got = lz4_blocks(f, 64 << 20, &|_| {}).expect("the block path reads a good frame");
-            assert!(got == want, "{} bytes, the frame decoder {}", got.len(), want.len());
+            assert!(
+                got == want,
+                "{} bytes, the frame decoder {}",
+                got.len(),
+                want.len()
+            );
             // Under a cap too small for the output, the frame decoder's error.
             if want.len() > 10 {
                 assert_eq!(lz4_blocks(f, want.len() - 1, &|_| {}), None);
-                let got = decompress_inner(Codec::Lz4, f, want.len() - 1, false, &|_| {}).map(|d| d.data);
-                assert!(got == lz4_by_frame_decoder(f, want.len() - 1), "cap {}", want.len() - 1);
+                let got =
+                    decompress_inner(Codec::Lz4, f, want.len() - 1, false, &|_| {}).map(|d| d.data);
+                assert!(
+                    got == lz4_by_frame_decoder(f, want.len() - 1),
+                    "cap {}",
+                    want.len() - 1
+                );
             }
             // Every byte flipped, cut short, or followed by junk: the same answer either way.
             let step = (f.len() / 300).max(1);
             for i in (0..f.len()).step_by(step) {
                 let mut bad = f.clone();
                 bad[i] ^= 0x5a;
-                let got = decompress_inner(Codec::Lz4, &bad, 64 << 20, false, &|_| {}).map(|d| d.data);
+                let got =
+                    decompress_inner(Codec::Lz4, &bad, 64 << 20, false, &|_| {}).map(|d| d.data);
                 assert!(got == lz4_by_frame_decoder(&bad, 64 << 20), "flip at {i}");
                 let cut = &f[..i];
-                let got = decompress_inner(Codec::Lz4, cut, 64 << 20, false, &|_| {}).map(|d| d.data);
+                let got =
+                    decompress_inner(Codec::Lz4, cut, 64 << 20, false, &|_| {}).map(|d| d.data);
                 assert!(got == lz4_by_frame_decoder(cut, 64 << 20), "cut at {i}");
             }
             let junk = [f.as_slice(), &[0x04, 0x22]].concat();
             let got = decompress_inner(Codec::Lz4, &junk, 64 << 20, false, &|_| {}).map(|d| d.data);
-            assert!(got == lz4_by_frame_decoder(&junk, 64 << 20), "junk after the frame");
+            assert!(
+                got == lz4_by_frame_decoder(&junk, 64 << 20),
+                "junk after the frame"
+            );
         }
     }
 }

@@ -24,8 +24,8 @@
 
 use super::walk::Walk;
 use super::{Cx, Reader};
-use crate::schema::{Definition, Field, MessageKind, Schema};
 use crate::schema::plan::Role;
+use crate::schema::{Definition, Field, MessageKind, Schema};
 use crate::tree::{Node, NodeKind, Region, Value};
 use crate::wire;
 

@@ -51,7 +51,10 @@ impl Role {
                 r.0 |= x.0;
             }
         };
-        add(name.ends_with("ErrorCode") || name == "Error", Role::ERROR_CODE);
+        add(
+            name.ends_with("ErrorCode") || name == "Error",
+            Role::ERROR_CODE,
+        );
         add(name == "RequestApiKey" || name == "ApiKey", Role::API_KEY);
         add(
             entity == Some("brokerId")
@@ -90,7 +93,9 @@ impl Home {
     pub fn fields<'d>(&self, def: &'d MessageDef) -> Option<&'d [Field]> {
         let (first, rest) = self.0.split_first()?;
         let mut fs: &[Field] = if first & Home::COMMON != 0 {
-            &def.common_structs.get(usize::from(first & !Home::COMMON))?.fields
+            &def.common_structs
+                .get(usize::from(first & !Home::COMMON))?
+                .fields
         } else {
             &def.fields.get(usize::from(*first))?.fields
         };
@@ -353,7 +358,8 @@ mod tests {
     /// runs, finds tags and struct homes, and is made once per list and version.
     #[test]
     fn plan_steps_runs_tags_homes() {
-        let d = def(r#"{"apiKey": 90, "type": "request", "name": "PlanTestRequest",
+        let d = def(
+            r#"{"apiKey": 90, "type": "request", "name": "PlanTestRequest",
             "validVersions": "0-2", "flexibleVersions": "2+", "fields": [
               {"name": "A", "type": "int32", "versions": "0+"},
               {"name": "B", "type": "int64", "versions": "1+"},
@@ -369,9 +375,14 @@ mod tests {
             ], "commonStructs": [
               {"name": "Shared", "versions": "0+", "fields": [
                 {"name": "X", "type": "int32", "versions": "0+"}]}
-            ]}"#);
+            ]}"#,
+        );
         let p0 = d.plan(&d.fields, 0, false);
-        let names: Vec<&str> = p0.steps.iter().map(|s| d.fields[s.field as usize].name.as_str()).collect();
+        let names: Vec<&str> = p0
+            .steps
+            .iter()
+            .map(|s| d.fields[s.field as usize].name.as_str())
+            .collect();
         assert_eq!(names, ["A", "C", "TopicName", "ErrorCode", "Parts"]);
         assert_eq!((p0.steps[0].run, p0.steps[0].run_bytes), (2, 5));
         assert_eq!((p0.steps[1].run, p0.steps[1].run_bytes), (1, 1));
