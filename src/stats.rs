@@ -142,7 +142,7 @@ impl Item {
             api_name: m
                 .api_name
                 .map_or_else(|| format!("api_key {}", m.api_key), str::to_string),
-            sasl_token: m.api_name.as_deref() == Some("SaslToken"),
+            sasl_token: m.api_name == Some("SaslToken"),
             guessed: m.guess.is_some(),
             size: m.size as u64,
             malformed: m.api_key >= 0 && !m.errors().is_empty(),

@@ -142,7 +142,7 @@ fn every_shared_capture_decodes() {
                     None if !errs.is_empty() => problems.push(format!(
                         "{stem} frame {}: {} v{}: {errs:?}",
                         fr.ctx.first_frame,
-                        m.api_name.as_deref().unwrap_or("?"),
+                        m.api_name.unwrap_or("?"),
                         m.api_version
                     )),
                     None => {}

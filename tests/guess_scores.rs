@@ -151,7 +151,7 @@ fn score_one(
     let label = format!(
         "{name} #{:?} {} v{}",
         m.frames,
-        truth.api_name.as_deref().unwrap_or("?"),
+        truth.api_name.unwrap_or("?"),
         m.api_version
     );
     let right = |gm: &Option<Message<'_>>| match gm {
@@ -159,11 +159,7 @@ fn score_one(
         None => false,
     };
     let shown = |gm: &Option<Message<'_>>| match gm {
-        Some(x) => format!(
-            "{} v{}",
-            x.api_name.as_deref().unwrap_or("?"),
-            x.api_version
-        ),
+        Some(x) => format!("{} v{}", x.api_name.unwrap_or("?"), x.api_version),
         None => "nothing".into(),
     };
     let a1 = Buffers::new();

@@ -85,7 +85,7 @@ fn lab_pdus_decode() {
                 bad.push(format!(
                     "{name}:{}: {} v{} {:?}: {:?}",
                     c.line,
-                    m.api_name.as_deref().unwrap_or("?"),
+                    m.api_name.unwrap_or("?"),
                     m.api_version,
                     m.direction,
                     errs.iter()

@@ -439,7 +439,7 @@ fn decompressed_buffers_and_wide_offsets() {
     let m = Message {
         direction: kwire::tree::Direction::Request,
         api_key: 0,
-        api_name: Some("Produce".into()),
+        api_name: Some("Produce"),
         api_version: 9,
         correlation_id: Some(1),
         header_version: 2,

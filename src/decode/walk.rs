@@ -414,10 +414,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                     break;
                 }
             };
-            let known = u32::try_from(tag)
-                .ok()
-                .and_then(|t| plan.tagged_field(t))
-                .map(|i| &fields[i]);
+            let known = plan.tagged_field(tag).map(|i| &fields[i]);
             let label: &'a str = match known {
                 Some(f) => self.name_of(f),
                 None => self.cx.fmt(format_args!("unknown tag {tag}")),

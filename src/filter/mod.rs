@@ -624,7 +624,7 @@ fn collect<'a>(name: &Name, m: &'a Message<'_>, ctx: &Context<'a>, out: &mut Vec
             }
             Prop::Api => out.push(Occurrence {
                 value: Occ::Num(Num::Int(m.api_key.into())),
-                label: m.api_name.as_deref(),
+                label: m.api_name,
             }),
             Prop::ApiKey => out.push(num(m.api_key)),
             Prop::ApiVersion => out.push(num(m.api_version)),
@@ -902,7 +902,7 @@ mod tests {
         Message {
             direction: Direction::Response,
             api_key: 0,
-            api_name: Some("Produce".into()),
+            api_name: Some("Produce"),
             api_version: 9,
             correlation_id: Some(7),
             header_version: 1,

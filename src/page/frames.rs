@@ -47,7 +47,7 @@ pub fn markdown(
         color: false,
         ..opts.clone()
     };
-    let name = m.api_name.as_deref().unwrap_or("unknown API");
+    let name = m.api_name.unwrap_or("unknown API");
     writeln!(
         w,
         "## {n}. {name} v{} {}",
@@ -138,7 +138,7 @@ impl Doc {
                 ),
                 None => Ok(()),
             });
-        let name = m.api_name.as_deref().unwrap_or("unknown API");
+        let name = m.api_name.unwrap_or("unknown API");
         self.entries.push(Entry {
             title: rtext::title(m, ctx, false),
             short: format!(

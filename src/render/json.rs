@@ -278,7 +278,7 @@ fn write_message(
     put_key!(out, "api_key");
     put_known(out, msg.api_key);
     put_key!(out, "api_name");
-    put_opt_str(out, msg.api_name.as_deref());
+    put_opt_str(out, msg.api_name);
     put_key!(out, "api_version");
     put_known(out, msg.api_version);
     put_key!(out, "correlation_id");
@@ -291,7 +291,7 @@ fn write_message(
     put_key!(out, "size");
     put_int(out, msg.size);
     put_key!(out, "schema_release");
-    put_opt_str(out, msg.schema_release.as_deref());
+    put_opt_str(out, msg.schema_release);
     if let Some(c) = candidates_json(msg) {
         out.extend_from_slice(b",\"guessed\":true,\"candidates\":");
         out.extend_from_slice(c.to_string().as_bytes());
@@ -426,12 +426,12 @@ pub fn message_json(msg: &Message<'_>, ctx: Option<&Context>) -> J {
     let mut m = Map::new();
     m.insert("kind".into(), msg.direction.as_str().into());
     m.insert("api_key".into(), known(msg.api_key));
-    m.insert("api_name".into(), msg.api_name.clone().into());
+    m.insert("api_name".into(), msg.api_name.into());
     m.insert("api_version".into(), known(msg.api_version));
     m.insert("correlation_id".into(), msg.correlation_id.into());
     m.insert("header_version".into(), msg.header_version.into());
     m.insert("size".into(), msg.size.into());
-    m.insert("schema_release".into(), msg.schema_release.clone().into());
+    m.insert("schema_release".into(), msg.schema_release.into());
     if let Some(c) = candidates_json(msg) {
         m.insert("guessed".into(), true.into());
         m.insert("candidates".into(), c);
@@ -596,7 +596,7 @@ mod tests {
         let msg = Message {
             direction: Direction::Response,
             api_key: 1,
-            api_name: Some("Fetch".into()),
+            api_name: Some("Fetch"),
             api_version: 11,
             correlation_id: None,
             header_version: 0,
