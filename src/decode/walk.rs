@@ -278,27 +278,34 @@ impl<'c, 'a> Walk<'c, 'a> {
         tag_desc: &'static str,
     ) -> Result<(), Stop> {
         self.cx.depth += 1;
-        let res = self.fields_inner(r, fields, plan, out, tag_desc);
-        self.cx.depth -= 1;
-        res
-    }
-
-    fn fields_inner(
-        &mut self,
-        r: &mut Reader<'a>,
-        fields: &'a [Field],
-        plan: &Plan,
-        out: &mut Vec<Node<'a>>,
-        tag_desc: &'static str,
-    ) -> Result<(), Stop> {
-        if self.cx.depth > self.cx.opts.max_depth {
+        let res = if self.cx.depth > self.cx.opts.max_depth {
             let m = format!(
                 "nesting deeper than the cap of {} levels",
                 self.cx.opts.max_depth
             );
             out.push(self.err_leaf(r, "unread", "bytes", m));
-            return Err(Stop);
-        }
+            Err(Stop)
+        } else {
+            self.steps(r, fields, plan, out).and_then(|()| {
+                if self.flexible {
+                    self.tagged(r, fields, plan, out, tag_desc)
+                } else {
+                    Ok(())
+                }
+            })
+        };
+        self.cx.depth -= 1;
+        res
+    }
+
+    /// The fields of `plan`, in order.
+    fn steps(
+        &mut self,
+        r: &mut Reader<'a>,
+        fields: &'a [Field],
+        plan: &Plan,
+        out: &mut Vec<Node<'a>>,
+    ) -> Result<(), Stop> {
         let full = self.cx.opts.detail == Detail::Full;
         if full {
             out.reserve(plan.steps.len() + 1);
@@ -330,9 +337,6 @@ impl<'c, 'a> Walk<'c, 'a> {
                     return Err(Stop);
                 }
             }
-        }
-        if self.flexible {
-            self.tagged(r, fields, plan, out, tag_desc)?;
         }
         Ok(())
     }
