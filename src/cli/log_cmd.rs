@@ -4,6 +4,7 @@
 use super::{CliError, Format, OutputArgs};
 use crate::decode::internal::{self, InternalTopic};
 use crate::decode::{Cx, DecodeOptions, Detail, Reader};
+use crate::filter::Filter;
 use crate::log::{self, Finding, Item, ItemKind, Level, LogOptions, Sink};
 use crate::render::{self, json::node_json, RenderOptions};
 use crate::schema::Schema;
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 
 /// `kwire log` options.
 #[derive(clap::Args, Debug, Clone)]
+#[command(after_help = LOG_HELP)]
 pub struct LogArgs {
     /// Log directories, partition folders or files (`.log`, `.index`, `.timeindex`,
     /// `.txnindex`, `.snapshot`, `.checkpoint`, `quorum-state`, `*-checkpoint`,
@@ -27,10 +29,33 @@ pub struct LogArgs {
     /// footers, and print what was found.
     #[arg(long)]
     pub verify: bool,
+    /// A display filter (docs/filter.md): print only the batches and entries for which
+    /// it holds, e.g. `-Y 'TopicRecord.Name == "foo"'`, `-Y 'record_type == GroupMetadataValue'`,
+    /// `-Y 'offset == 1234'`. Findings are all printed.
+    #[arg(short = 'Y', long = "display-filter", value_name = "EXPR")]
+    pub display_filter: Option<String>,
     /// Output options (`--format summary`: one line per batch or entry).
     #[command(flatten)]
     pub out: OutputArgs,
 }
+
+const LOG_HELP: &str = "\
+-Y takes the display filter of kwire read (docs/filter.md) over each batch's tree (its
+RecordBatch fields, every record, each internal-topic record's key and value) and over
+each entry of the other files. A name with dots is a field inside a record type or node
+(`TopicRecord.Name`, `PartitionRecord.Leader`, `RecordBatch.producerId`); a capitalised
+name alone is also a record type (`TopicRecord`: the batch holds one). Properties of log
+items: kind (batch or entry), topic (the partition folder's or --topic), record_type,
+offset (the batch holds that offset: `offset == 42`, `offset in {10..20}`), last_offset,
+file, file_kind, position, size; and malformed, warning.
+
+Examples:
+  kwire log /var/lib/kafka/data/__cluster_metadata-0 --format summary
+  kwire log DIR -Y 'TopicRecord.Name == \"orders\"'
+  kwire log __consumer_offsets-31 -Y 'record_type == OffsetCommitValue && OffsetCommitKey.group == \"billing\"'
+  kwire log 00000000000000000000.log -Y 'offset == 1234' --format json
+  kwire log DIR -Y 'kind == entry && file_kind == offset_index'
+  kwire log DIR --verify";
 
 /// `kwire record` options.
 #[derive(clap::Args, Debug, Clone)]
@@ -301,10 +326,18 @@ pub fn log_command(
             "kwire: --format values applies to API messages; kwire log prints its summary lines",
         );
     }
+    let filter = a
+        .display_filter
+        .as_deref()
+        .map(Filter::parse)
+        .transpose()
+        .map_err(|e| CliError::Usage(format!("-Y: {e}\n{}", e.pointer())))?;
     let opts = LogOptions {
         topic: a.topic.clone(),
         verify: a.verify,
-        detail: if matches!(format, Format::Summary | Format::Values | Format::Hexdump) {
+        detail: if matches!(format, Format::Summary | Format::Values | Format::Hexdump)
+            && !filter.as_ref().is_some_and(Filter::needs_full_tree)
+        {
             Detail::Summary
         } else {
             Detail::Full
@@ -316,10 +349,23 @@ pub fn log_command(
         ropts,
         verify: a.verify,
     };
-    let t = log::read_paths(schema, &a.paths, &opts, &mut p)?;
+    let (t, shown) = match &filter {
+        None => (log::read_paths(schema, &a.paths, &opts, &mut p)?, None),
+        Some(f) => {
+            let mut fs = log::Filtered {
+                inner: &mut p,
+                filter: f,
+                topic: a.topic.as_deref(),
+                shown: 0,
+            };
+            let t = log::read_paths(schema, &a.paths, &opts, &mut fs)?;
+            (t, Some(fs.shown))
+        }
+    };
     let [info, warnings, errors] = t.findings;
+    let shown_text = shown.map_or(String::new(), |n| format!(" ({n} shown)"));
     let line = format!(
-        "kwire: {} file{}, {} batch{}, {} entr{}: {errors} error{}, {warnings} warning{}, {info} note{}",
+        "kwire: {} file{}, {} batch{}, {} entr{}{shown_text}: {errors} error{}, {warnings} warning{}, {info} note{}",
         t.files,
         if t.files == 1 { "" } else { "s" },
         t.batches,
@@ -332,12 +378,14 @@ pub fn log_command(
     );
     if a.verify {
         match format {
-            Format::Json => writeln!(
-                p.out,
-                "{}",
-                json!({"kind": "verdict", "files": t.files, "batches": t.batches, "entries": t.entries,
-                       "errors": errors, "warnings": warnings, "notes": info})
-            )?,
+            Format::Json => {
+                let mut v = json!({"kind": "verdict", "files": t.files, "batches": t.batches, "entries": t.entries,
+                       "errors": errors, "warnings": warnings, "notes": info});
+                if let Some(n) = shown {
+                    v["shown"] = n.into();
+                }
+                writeln!(p.out, "{v}")?
+            }
             _ => writeln!(p.out, "{}", line.trim_start_matches("kwire: "))?,
         }
         p.out.flush()?;
