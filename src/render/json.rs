@@ -91,7 +91,7 @@ fn first_escape(b: &[u8]) -> Option<usize> {
 }
 
 /// The JSON text of a string, escaped as serde_json escapes it.
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let b = s.as_bytes();
     out.reserve(b.len() + 2);
@@ -121,7 +121,8 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-fn put_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+/// An integer's JSON text.
+pub(crate) fn put_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
     out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
@@ -307,41 +308,65 @@ fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
             out.extend_from_slice(b"]}");
         }
     }
-    // Errors and warnings in one walk: warnings go to a second buffer.
-    let mut warnings = Vec::new();
-    out.extend_from_slice(b",\"errors\":[");
-    let (mut first_e, mut first_w) = (true, true);
-    msg.tree.walk(&mut |n, _| {
-        for (m, buf, first) in [
-            (n.error(), &mut *out, &mut first_e),
-            (n.warning(), &mut warnings, &mut first_w),
-        ] {
-            if let Some(m) = m {
-                if !*first {
-                    buf.push(b',');
-                }
-                *first = false;
-                buf.extend_from_slice(b"{\"offset\":");
-                put_int(buf, n.offset);
-                if n.buffer != 0 {
-                    put_key!(buf, "buffer");
-                    put_int(buf, n.buffer);
-                }
-                put_key!(buf, "message");
-                put_str(buf, m);
-                buf.push(b'}');
-            }
-        }
-    });
-    out.extend_from_slice(b"],\"warnings\":[");
-    out.extend_from_slice(&warnings);
-    out.push(b']');
+    write_problems(out, Some(&msg.tree), None);
     put_key!(out, "tree");
     write_node(out, &msg.tree);
     out.push(b'}');
 }
 
-fn write_node(out: &mut Vec<u8>, n: &Node<'_>) {
+/// `,"errors":[...],"warnings":[...]`: every error and warning of `tree` as
+/// `{"offset","buffer"?,"message"}`, in tree order, and `extra` (an offset and a
+/// message) last among the errors.
+pub(crate) fn write_problems(
+    out: &mut Vec<u8>,
+    tree: Option<&Node<'_>>,
+    extra: Option<(u64, &str)>,
+) {
+    // Errors and warnings in one walk: warnings go to a second buffer.
+    let mut warnings = Vec::new();
+    out.extend_from_slice(b",\"errors\":[");
+    let (mut first_e, mut first_w) = (true, true);
+    if let Some(t) = tree {
+        t.walk(&mut |n, _| {
+            for (m, buf, first) in [
+                (n.error(), &mut *out, &mut first_e),
+                (n.warning(), &mut warnings, &mut first_w),
+            ] {
+                if let Some(m) = m {
+                    if !*first {
+                        buf.push(b',');
+                    }
+                    *first = false;
+                    buf.extend_from_slice(b"{\"offset\":");
+                    put_int(buf, n.offset);
+                    if n.buffer != 0 {
+                        put_key!(buf, "buffer");
+                        put_int(buf, n.buffer);
+                    }
+                    put_key!(buf, "message");
+                    put_str(buf, m);
+                    buf.push(b'}');
+                }
+            }
+        });
+    }
+    if let Some((at, m)) = extra {
+        if !first_e {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"offset\":");
+        put_int(out, at);
+        put_key!(out, "message");
+        put_str(out, m);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"],\"warnings\":[");
+    out.extend_from_slice(&warnings);
+    out.push(b']');
+}
+
+/// A node and its descendants, as [`node_json`] gives them.
+pub(crate) fn write_node(out: &mut Vec<u8>, n: &Node<'_>) {
     out.extend_from_slice(b"{\"name\":");
     put_str(out, n.name);
     put_key!(out, "type");
