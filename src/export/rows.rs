@@ -504,6 +504,14 @@ fn topic_of(n: &Node<'_>) -> Option<Topic> {
     t.named().then_some(t)
 }
 
+/// The integer value of `n`'s child `name`.
+fn child_int(n: &Node<'_>, name: &str) -> Option<i64> {
+    n.children
+        .iter()
+        .find(|c| c.name == name)
+        .and_then(|c| int(&c.value))
+}
+
 fn int(v: &Value<'_>) -> Option<i64> {
     match v {
         Value::Int(i) => Some(*i),
@@ -623,12 +631,7 @@ fn summarise(
         .enumerate()
     {
         s.batches += 1;
-        let get = |name: &str| {
-            b.children
-                .iter()
-                .find(|c| c.name == name)
-                .and_then(|c| int(&c.value))
-        };
+        let get = |name: &str| child_int(b, name);
         let attrs = get("attributes").unwrap_or(0);
         if first {
             first = false;
@@ -641,16 +644,7 @@ fn summarise(
                 s.control = Some(attrs & 0x20 != 0);
             }
         }
-        let mut batch = Batch {
-            entry,
-            index: bi as i64,
-            base_offset: get("baseOffset").or_else(|| get("offset")).unwrap_or(0),
-            base_ts: get("baseTimestamp").or_else(|| get("timestamp")),
-            max_ts: get("maxTimestamp"),
-            log_append: attrs & 0x08 != 0,
-            v2: b.name == "RecordBatch",
-            control: attrs & 0x20 != 0,
-        };
+        let mut batch = Batch::of(b, entry, bi as i64);
         b.walk(&mut |n, _| {
             if n.name == "compressed records" {
                 *s.compressed_bytes.get_or_insert(0) += n.length as i64;
@@ -663,7 +657,9 @@ fn summarise(
     s
 }
 
-struct Batch<'e> {
+/// What a record's row takes from its batch (a `RecordBatch` or legacy `Message` node)
+/// and its partition entry.
+pub(crate) struct Batch<'e> {
     entry: &'e PartitionRow,
     index: i64,
     base_offset: i64,
@@ -674,9 +670,28 @@ struct Batch<'e> {
     control: bool,
 }
 
+impl<'e> Batch<'e> {
+    /// Batch node `b`, the `index`th of partition entry `entry` (whose topic and
+    /// partition the rows take).
+    pub(crate) fn of(b: &Node<'_>, entry: &'e PartitionRow, index: i64) -> Batch<'e> {
+        let get = |name: &str| child_int(b, name);
+        let attrs = get("attributes").unwrap_or(0);
+        Batch {
+            entry,
+            index,
+            base_offset: get("baseOffset").or_else(|| get("offset")).unwrap_or(0),
+            base_ts: get("baseTimestamp").or_else(|| get("timestamp")),
+            max_ts: get("maxTimestamp"),
+            log_append: attrs & 0x08 != 0,
+            v2: b.name == "RecordBatch",
+            control: attrs & 0x20 != 0,
+        }
+    }
+}
+
 /// Counts (and, with `records`, makes rows of) the records under batch node `b`: the
 /// `Record[i]` nodes of a v2 batch, the innermost messages of a legacy one.
-fn count_records(
+pub(crate) fn count_records(
     b: &Node<'_>,
     batch: &mut Batch<'_>,
     count: &mut i64,
