@@ -727,6 +727,9 @@ fn schema_overlays_apply_to_internal_records() {
 /// Position, first and last offset, control flag, record types.
 type RawBatch = (u64, i64, i64, bool, Vec<i64>);
 
+/// Which raw batches a filter must keep.
+type Keep = fn(&RawBatch) -> bool;
+
 /// The batches of a segment read straight from its bytes (no kwire code): position,
 /// first and last offset, control flag, and each record's metadata record type (the
 /// value's second uvarint, after the frame version) or coordinator key type (the key's
@@ -854,7 +857,7 @@ fn cli_log_display_filter_counts_from_the_bytes() {
         assert!(closing.contains("(0 shown)"), "{expr}: {closing}");
     }
     // Offsets: the batch holding 34; those overlapping 50..60; those past 120.
-    let cases: [(&str, fn(&RawBatch) -> bool); 5] = [
+    let cases: [(&str, Keep); 5] = [
         ("offset == 34", |b| b.1 <= 34 && 34 <= b.2),
         ("offset in {50..60}", |b| b.2 >= 50 && b.1 <= 60),
         ("offset > 120", |b| b.2 > 120),
@@ -888,10 +891,13 @@ fn cli_log_display_filter_counts_from_the_bytes() {
         }
     }
     assert_eq!(want_gm.len(), 4);
-    let (got, _) = filtered(&[dir.clone()], "record_type == GroupMetadataValue");
+    let (got, _) = filtered(
+        std::slice::from_ref(&dir),
+        "record_type == GroupMetadataValue",
+    );
     assert_eq!(got, want_gm);
     let (got, _) = filtered(
-        &[dir.clone()],
+        std::slice::from_ref(&dir),
         "topic == __consumer_offsets && kind == batch && !TopicRecord",
     );
     assert_eq!(got.len(), all, "{got:?}");
