@@ -331,11 +331,16 @@ fn export_agrees_with_read_and_stats() {
 
 /// The documented columns of `table`: (name, DuckDB type, nullable).
 fn documented(table: &str) -> Vec<(String, String, bool)> {
+    documented_under(&format!("## `{table}`"))
+}
+
+/// The column table under `heading` in docs/parquet-format.md.
+fn documented_under(heading: &str) -> Vec<(String, String, bool)> {
     let doc = std::fs::read_to_string(repo().join("docs/parquet-format.md")).unwrap();
     let part = doc
-        .split(&format!("## `{table}`"))
+        .split(heading)
         .nth(1)
-        .unwrap_or_else(|| panic!("docs/parquet-format.md has no ## `{table}` section"));
+        .unwrap_or_else(|| panic!("docs/parquet-format.md has no {heading} section"));
     let part = part.split("\n## ").next().unwrap();
     part.lines()
         .filter(|l| l.starts_with("| `"))
@@ -346,6 +351,23 @@ fn documented(table: &str) -> Vec<(String, String, bool)> {
                 c[2].to_string(),
                 c[3] == "yes",
             )
+        })
+        .collect()
+}
+
+/// A file's columns as (name, DuckDB type, nullable), from DuckDB's `describe` rows
+/// and `parquet_schema`'s repetition types.
+fn file_columns(types: &[J], reps: &[J]) -> Vec<(String, String, bool)> {
+    types
+        .iter()
+        .map(|t| {
+            let name = t[0].as_str().unwrap().to_string();
+            let rep = reps
+                .iter()
+                .find(|r| r[0].as_str() == Some(&name))
+                .map(|r| r[1].as_str().unwrap().to_string())
+                .unwrap_or_default();
+            (name, t[1].as_str().unwrap().to_string(), rep == "OPTIONAL")
         })
         .collect()
 }
@@ -373,20 +395,7 @@ fn schema_matches_the_docs() {
             ],
             &[],
         );
-        let types = res[0].clone().unwrap();
-        let reps = res[1].clone().unwrap();
-        let got: Vec<(String, String, bool)> = types
-            .iter()
-            .map(|t| {
-                let name = t[0].as_str().unwrap().to_string();
-                let rep = reps
-                    .iter()
-                    .find(|r| r[0].as_str() == Some(&name))
-                    .map(|r| r[1].as_str().unwrap().to_string())
-                    .unwrap_or_default();
-                (name, t[1].as_str().unwrap().to_string(), rep == "OPTIONAL")
-            })
-            .collect();
+        let got = file_columns(&res[0].clone().unwrap(), &res[1].clone().unwrap());
         // The parquet_schema root row is named after the table in kwire's files.
         let got: Vec<_> = got.into_iter().filter(|g| g.0 != table).collect();
         assert_eq!(
@@ -853,25 +862,9 @@ fn decrypted_messages_are_marked_tls() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// The documented columns of a log table (`## Log directories: \`batches\``).
+/// The documented columns of a log directory's table (`## Log directories: \`batches\``).
 fn documented_log(table: &str) -> Vec<(String, String, bool)> {
-    let doc = std::fs::read_to_string(repo().join("docs/parquet-format.md")).unwrap();
-    let part = doc
-        .split(&format!("## Log directories: `{table}`"))
-        .nth(1)
-        .unwrap_or_else(|| panic!("docs/parquet-format.md has no log `{table}` section"));
-    let part = part.split("\n## ").next().unwrap();
-    part.lines()
-        .filter(|l| l.starts_with("| `"))
-        .map(|l| {
-            let c: Vec<&str> = l.split('|').map(str::trim).collect();
-            (
-                c[1].trim_matches('`').to_string(),
-                c[2].to_string(),
-                c[3] == "yes",
-            )
-        })
-        .collect()
+    documented_under(&format!("## Log directories: `{table}`"))
 }
 
 #[test]
@@ -996,21 +989,7 @@ fn log_directories_export_to_batches_and_records() {
             ],
             std::slice::from_ref(&f),
         );
-        let reps = res[1].clone().unwrap();
-        let got: Vec<(String, String, bool)> = res[0]
-            .clone()
-            .unwrap()
-            .iter()
-            .map(|t| {
-                let name = t[0].as_str().unwrap().to_string();
-                let rep = reps
-                    .iter()
-                    .find(|r| r[0].as_str() == Some(&name))
-                    .map(|r| r[1].as_str().unwrap().to_string())
-                    .unwrap_or_default();
-                (name, t[1].as_str().unwrap().to_string(), rep == "OPTIONAL")
-            })
-            .collect();
+        let got = file_columns(&res[0].clone().unwrap(), &res[1].clone().unwrap());
         assert_eq!(got, documented_log(table), "{table}");
         assert_eq!(res[2].clone().unwrap(), vec![json!([table])]);
         assert!(arrow[0].is_ok(), "pyarrow reads {f}: {:?}", arrow[0]);

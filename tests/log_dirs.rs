@@ -489,8 +489,8 @@ fn kwire() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("kwire").unwrap()
 }
 
-#[test]
-fn cli_log_json_lines_match_the_schema() {
+/// The validator of docs/kwire-message.schema.json.
+fn message_schema() -> jsonschema::Validator {
     let schema: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/kwire-message.schema.json"),
@@ -498,7 +498,12 @@ fn cli_log_json_lines_match_the_schema() {
         .unwrap(),
     )
     .unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+#[test]
+fn cli_log_json_lines_match_the_schema() {
+    let validator = message_schema();
     let out = kwire()
         .args(["log", "--format", "json", "--verify"])
         .arg(captures().join("rupia"))
@@ -992,14 +997,7 @@ fn streamed_json_lines_equal_serde_json_ones() {
 
 #[test]
 fn cli_log_json_with_a_filter_matches_the_schema() {
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/kwire-message.schema.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    let validator = message_schema();
     let out = kwire()
         .args(["log", "--format", "json", "--verify", "-Y"])
         .arg("record_type == GroupMetadataValue")

@@ -69,17 +69,9 @@ pub fn log_records_table(values: bool) -> Table {
         col("topic", Str, true),
         col("partition", I32, true),
         col("batch_position", I64, false),
-        col("record_offset", I64, false),
-        col("timestamp", TimestampMicros, true),
-        col("timestamp_ms", I64, true),
-        col("timestamp_type", Str, true),
-        col("control", Bool, false),
-        col("key", Bytes, true),
-        col("key_length", I32, true),
-        col("value_length", I32, true),
-        col("header_keys", ListStr, false),
-        col("record_type", Str, false),
     ];
+    cols.extend(super::rows::record_cols());
+    cols.push(col("record_type", Str, false));
     if values {
         cols.push(col("value", Bytes, true));
     }
@@ -115,7 +107,6 @@ pub struct LogExport {
     values: bool,
     topic: Option<String>,
     next: i64,
-    record_rows: u64,
     /// The first write error: the read stops at it.
     failed: Option<String>,
 }
@@ -148,7 +139,6 @@ impl LogExport {
             values: o.record_values,
             topic,
             next: 0,
-            record_rows: 0,
             failed: None,
         })
     }
@@ -256,22 +246,13 @@ impl LogExport {
                     topic.as_deref().map_or(Cell::Null, Cell::Str),
                     oi(partition),
                     Cell::Int(it.position as i64),
-                    Cell::Int(r.offset),
-                    oi(r.timestamp_ms.and_then(|t| t.checked_mul(1000))),
-                    oi(r.timestamp_ms),
-                    r.timestamp_type.map_or(Cell::Null, Cell::Str),
-                    Cell::Bool(r.control),
-                    r.key.as_deref().map_or(Cell::Null, Cell::Bytes),
-                    oi(r.key_length),
-                    oi(r.value_length),
-                    Cell::StrList(&keys),
-                    Cell::Str(ty),
                 ];
+                c.extend(r.record_cells(&keys));
+                c.push(Cell::Str(ty));
                 if self.values {
-                    c.push(r.value.as_deref().map_or(Cell::Null, Cell::Bytes));
+                    c.push(r.value_cell());
                 }
                 t.push("", &c)?;
-                self.record_rows += 1;
             }
         }
         Ok(())
@@ -286,29 +267,7 @@ impl LogExport {
             self.abandon();
             return Err(e);
         }
-        let mut sum = ExportSummary {
-            rows: [self.batches.rows, 0, self.record_rows],
-            files: Vec::new(),
-        };
-        let mut err = None;
-        let tables = std::iter::once(self.batches).chain(self.records);
-        for t in tables {
-            match t.finish() {
-                Ok(f) => sum.files.extend(f),
-                Err(e) => {
-                    err.get_or_insert(e);
-                }
-            }
-        }
-        match err {
-            None => Ok(sum),
-            Some(e) => {
-                for f in &sum.files {
-                    let _ = std::fs::remove_file(f);
-                }
-                Err(e)
-            }
-        }
+        super::finish_tables([Some(self.batches), None, self.records])
     }
 
     /// Gives up: removes every file written or being written.

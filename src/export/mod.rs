@@ -461,28 +461,7 @@ impl CaptureExport {
             self.abandon();
             return Err(e);
         }
-        let mut sum = ExportSummary::default();
-        let mut err = None;
-        for (i, t) in self.tables.iter_mut().enumerate() {
-            if let Some(t) = t.take() {
-                sum.rows[i] = t.rows;
-                match t.finish() {
-                    Ok(f) => sum.files.extend(f),
-                    Err(e) => {
-                        err.get_or_insert(e);
-                    }
-                }
-            }
-        }
-        match err {
-            None => Ok(sum),
-            Some(e) => {
-                for f in &sum.files {
-                    let _ = std::fs::remove_file(f);
-                }
-                Err(e)
-            }
-        }
+        finish_tables(std::mem::take(&mut self.tables))
     }
 
     /// Gives up: removes every file of this capture (finished or not).
@@ -490,6 +469,33 @@ impl CaptureExport {
         for t in self.tables.iter_mut().flatten() {
             t.abandon();
             t.open.clear();
+        }
+    }
+}
+
+/// Finishes up to three tables' files; `rows` counts each one's rows in its place. On
+/// an error every file written is removed.
+fn finish_tables(tables: [Option<TableSet>; 3]) -> Result<ExportSummary, String> {
+    let mut sum = ExportSummary::default();
+    let mut err = None;
+    for (i, t) in tables.into_iter().enumerate() {
+        if let Some(t) = t {
+            sum.rows[i] = t.rows;
+            match t.finish() {
+                Ok(f) => sum.files.extend(f),
+                Err(e) => {
+                    err.get_or_insert(e);
+                }
+            }
+        }
+    }
+    match err {
+        None => Ok(sum),
+        Some(e) => {
+            for f in &sum.files {
+                let _ = std::fs::remove_file(f);
+            }
+            Err(e)
         }
     }
 }

@@ -104,6 +104,24 @@ pub fn partitions_table() -> Table {
     }
 }
 
+/// The columns of a record's own facts, from `record_offset` to `header_keys`, that
+/// the captures' `records` table and the log directories' share
+/// ([`RecordRow::record_cells`]).
+pub(crate) fn record_cols() -> Vec<Col> {
+    use Ty::*;
+    vec![
+        col("record_offset", I64, false),
+        col("timestamp", TimestampMicros, true),
+        col("timestamp_ms", I64, true),
+        col("timestamp_type", Str, true),
+        col("control", Bool, false),
+        col("key", Bytes, true),
+        col("key_length", I32, true),
+        col("value_length", I32, true),
+        col("header_keys", ListStr, false),
+    ]
+}
+
 /// The `records` table; `values` adds the `value` column (`--record-values`).
 pub fn records_table(values: bool) -> Table {
     use Ty::*;
@@ -114,16 +132,8 @@ pub fn records_table(values: bool) -> Table {
         col("topic", Str, true),
         col("partition", I32, false),
         col("batch_index", I32, false),
-        col("record_offset", I64, false),
-        col("timestamp", TimestampMicros, true),
-        col("timestamp_ms", I64, true),
-        col("timestamp_type", Str, true),
-        col("control", Bool, false),
-        col("key", Bytes, true),
-        col("key_length", I32, true),
-        col("value_length", I32, true),
-        col("header_keys", ListStr, false),
     ];
+    cols.extend(record_cols());
     if values {
         cols.push(col("value", Bytes, true));
     }
@@ -431,7 +441,6 @@ impl RecordRow {
         header_keys: &'x [&'x str],
         values: bool,
     ) -> Vec<Cell<'x>> {
-        let oi = |v: Option<i64>| v.map_or(Cell::Null, Cell::Int);
         let mut c = vec![
             Cell::Int(m.message_id),
             Cell::Str(capture),
@@ -439,6 +448,18 @@ impl RecordRow {
             self.topic.as_deref().map_or(Cell::Null, Cell::Str),
             Cell::Int(self.partition),
             Cell::Int(self.batch_index),
+        ];
+        c.extend(self.record_cells(header_keys));
+        if values {
+            c.push(self.value_cell());
+        }
+        c
+    }
+
+    /// The cells of [`record_cols`].
+    pub(crate) fn record_cells<'x>(&'x self, header_keys: &'x [&'x str]) -> [Cell<'x>; 9] {
+        let oi = |v: Option<i64>| v.map_or(Cell::Null, Cell::Int);
+        [
             Cell::Int(self.offset),
             oi(self.timestamp_ms.and_then(|t| t.checked_mul(1000))),
             oi(self.timestamp_ms),
@@ -448,11 +469,12 @@ impl RecordRow {
             oi(self.key_length),
             oi(self.value_length),
             Cell::StrList(header_keys),
-        ];
-        if values {
-            c.push(self.value.as_deref().map_or(Cell::Null, Cell::Bytes));
-        }
-        c
+        ]
+    }
+
+    /// The `value` column's cell.
+    pub(crate) fn value_cell(&self) -> Cell<'_> {
+        self.value.as_deref().map_or(Cell::Null, Cell::Bytes)
     }
 }
 
