@@ -912,6 +912,34 @@ fn cli_log_display_filter_counts_from_the_bytes() {
         "kind == entry && file_kind == offset_index",
     );
     assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>(), vec![0, 8]);
+    // Every format keeps the same items: the summary reads whole the batches a filter
+    // needs decoded (topic names in records, decode problems).
+    for expr in [
+        "topic == foo",
+        "topic == __consumer_offsets",
+        "not malformed && offset < 40",
+        "kind == batch && size > 300",
+    ] {
+        let (summary, _) = filtered(&[captures()], expr);
+        let out = kwire()
+            .args(["log", "--format", "json", "-Y", expr])
+            .arg(captures())
+            .assert()
+            .success();
+        let json: Vec<(String, u64)> = String::from_utf8(out.get_output().stdout.clone())
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (
+                    v["file"].as_str().unwrap().to_string(),
+                    v["position"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(summary, json, "{expr}");
+        assert!(!json.is_empty(), "{expr}");
+    }
     // A bad expression is a usage error with its column.
     let out = kwire()
         .args(["log", "-Y", "TopicRecord.Name =="])

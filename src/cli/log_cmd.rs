@@ -380,7 +380,7 @@ pub fn log_command(
         topic: a.topic.clone(),
         verify: a.verify,
         detail: if matches!(format, Format::Summary | Format::Values | Format::Hexdump)
-            && !filter.as_ref().is_some_and(Filter::needs_full_tree)
+            && !filter.as_ref().is_some_and(Filter::needs_log_tree)
         {
             Detail::Summary
         } else {

@@ -415,6 +415,33 @@ impl Filter {
         go(&self.expr)
     }
 
+    /// Whether the filter needs a log item's tree ([`Filter::matches_log`]): it names
+    /// anything but `kind`, `offset`, `last_offset`, `file`, `file_kind`, `position`
+    /// and `size`, which a batch read from its header alone (`kwire log --format
+    /// summary`) has too.
+    pub fn needs_log_tree(&self) -> bool {
+        fn go(e: &Expr) -> bool {
+            match e {
+                Expr::And(a, b) | Expr::Or(a, b) => go(a) || go(b),
+                Expr::Not(a) => go(a),
+                Expr::Test(
+                    Name::Prop(
+                        Prop::Kind
+                        | Prop::Offset
+                        | Prop::LastOffset
+                        | Prop::File
+                        | Prop::FileKind
+                        | Prop::Position
+                        | Prop::Size,
+                    ),
+                    _,
+                ) => false,
+                Expr::Test(..) => true,
+            }
+        }
+        go(&self.expr)
+    }
+
     /// Whether the filter uses `unanswered` (which needs the whole capture read first).
     pub fn uses_unanswered(&self) -> bool {
         fn go(e: &Expr) -> bool {
