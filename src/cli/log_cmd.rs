@@ -52,7 +52,7 @@ file, file_kind, position, size; and malformed, warning.
 Examples:
   kwire log /var/lib/kafka/data/__cluster_metadata-0 --format summary
   kwire log DIR -Y 'TopicRecord.Name == \"orders\"'
-  kwire log __consumer_offsets-31 -Y 'record_type == OffsetCommitValue && OffsetCommitKey.group == \"billing\"'
+  kwire log __consumer_offsets-31 -Y 'OffsetCommitKey.group == \"billing\"'
   kwire log 00000000000000000000.log -Y 'offset == 1234' --format json
   kwire log DIR -Y 'kind == entry && file_kind == offset_index'
   kwire log DIR --verify";
