@@ -983,8 +983,8 @@ struct SameJson(u64);
 
 impl Sink for SameJson {
     fn item(&mut self, it: &Item<'_>) -> std::io::Result<()> {
-        let mut line = Vec::new();
-        kwire::cli::log_cmd::write_item_json(&mut line, it);
+        let (mut line, mut buf) = (Vec::new(), Vec::new());
+        kwire::cli::log_cmd::write_item_json(&mut line, &mut buf, it).unwrap();
         let want = format!("{}\n", kwire::cli::log_cmd::item_json(it));
         assert_eq!(String::from_utf8(line).unwrap(), want);
         self.0 += 1;

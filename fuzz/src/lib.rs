@@ -690,8 +690,8 @@ impl kwire::log::Sink for LogCheck {
             }
         }
         // `kwire log --format json` streams the line that serializing item_json gives.
-        let mut line = Vec::new();
-        kwire::cli::log_cmd::write_item_json(&mut line, it);
+        let (mut line, mut buf) = (Vec::new(), Vec::new());
+        kwire::cli::log_cmd::write_item_json(&mut line, &mut buf, it).unwrap();
         assert_eq!(
             String::from_utf8_lossy(&line),
             format!("{}\n", kwire::cli::log_cmd::item_json(it)),

@@ -211,11 +211,16 @@ pub fn item_json(it: &Item<'_>) -> J {
     J::Object(m)
 }
 
-/// Writes the JSON line of one item straight from its tree into `out` (no
+/// Writes the JSON line of one item to `w` straight from its tree (no
 /// `serde_json::Value` in between): byte for byte what serializing [`item_json`] gives,
-/// and a newline.
-pub fn write_item_json(out: &mut Vec<u8>, it: &Item<'_>) {
-    use crate::render::json::{put_int, put_str, write_node, write_problems};
+/// and a newline. `out` is the line buffer (emptied first); a batch of many records is
+/// written out in pieces as the buffer fills, as `kwire read`'s JSON lines are.
+///
+/// # Errors
+/// The writer's errors.
+pub fn write_item_json(w: &mut dyn Write, out: &mut Vec<u8>, it: &Item<'_>) -> io::Result<()> {
+    use crate::render::json::{put_int, put_str, write_node, write_problems, Spill};
+    out.clear();
     out.extend_from_slice(match it.kind {
         ItemKind::Batch => b"{\"kind\":\"batch\",\"file\":",
         ItemKind::Entry => b"{\"kind\":\"entry\",\"file\":",
@@ -237,11 +242,13 @@ pub fn write_item_json(out: &mut Vec<u8>, it: &Item<'_>) {
         .filter(|b| !b.crc_ok && it.node.is_none())
         .map(|_| (it.position, "CRC mismatch"));
     write_problems(out, it.node.as_ref(), crc);
+    let mut spill = Spill::new(w);
     if let Some(n) = &it.node {
         out.extend_from_slice(b",\"tree\":");
-        write_node(out, n);
+        write_node(out, n, &mut spill);
     }
     out.extend_from_slice(b"}\n");
+    spill.finish(out)
 }
 
 /// The JSON object of a finding (`kind: "finding"`).
@@ -275,9 +282,7 @@ impl Sink for Printer<'_> {
                 ItemKind::Entry => writeln!(w, "{}", entry_line(it, &self.ropts)),
             },
             Format::Json => {
-                self.line.clear();
-                write_item_json(&mut self.line, it);
-                let res = w.write_all(&self.line);
+                let res = write_item_json(w, &mut self.line, it);
                 // One huge batch does not keep its buffer for the rest of the read.
                 if self.line.capacity() > 4 << 20 {
                     self.line = Vec::new();

@@ -40,7 +40,8 @@ pub fn render(
         };
         out.clear();
         out.reserve(1024 + 160 * msg.size.min(1 << 16));
-        write_message(out, msg, ctx);
+        let mut spill = Spill::new(w);
+        write_message(out, msg, ctx, &mut spill);
         if bytes && out.last() == Some(&b'}') {
             out.pop();
             out.extend_from_slice(b",\"bytes\":\"");
@@ -48,7 +49,7 @@ pub fn render(
             out.extend_from_slice(b"\"}");
         }
         out.push(b'\n');
-        let res = w.write_all(out);
+        let res = spill.finish(out);
         if out.capacity() > KEEP {
             *out = Vec::new();
         }
@@ -239,7 +240,50 @@ fn put_value(out: &mut Vec<u8>, v: &Value<'_>) {
     }
 }
 
-fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
+/// Where a large message's line goes while it is written: once the buffer holds
+/// [`SPILL`] bytes, between two nodes, it is written out and emptied, so a message of
+/// many records streams rather than being held whole (the bytes are the same).
+pub(crate) struct Spill<'w> {
+    w: &'w mut dyn Write,
+    /// The first write error; nothing more is written after it.
+    err: Option<io::Error>,
+}
+
+/// Bytes of a JSON line buffered before they are written out.
+const SPILL: usize = 256 << 10;
+
+impl<'w> Spill<'w> {
+    /// Spills into `w`.
+    pub(crate) fn new(w: &'w mut dyn Write) -> Spill<'w> {
+        Spill { w, err: None }
+    }
+
+    /// Writes what `out` still holds (the line's end), or gives the first error.
+    pub(crate) fn finish(self, out: &[u8]) -> io::Result<()> {
+        match self.err {
+            Some(e) => Err(e),
+            None => self.w.write_all(out),
+        }
+    }
+
+    fn check(&mut self, out: &mut Vec<u8>) {
+        if out.len() >= SPILL {
+            if self.err.is_none() {
+                if let Err(e) = self.w.write_all(out) {
+                    self.err = Some(e);
+                }
+            }
+            out.clear();
+        }
+    }
+}
+
+fn write_message(
+    out: &mut Vec<u8>,
+    msg: &Message<'_>,
+    ctx: Option<&Context>,
+    spill: &mut Spill<'_>,
+) {
     out.extend_from_slice(b"{\"kind\":");
     put_str(out, msg.direction.as_str());
     put_key!(out, "api_key");
@@ -310,7 +354,7 @@ fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
     }
     write_problems(out, Some(&msg.tree), None);
     put_key!(out, "tree");
-    write_node(out, &msg.tree);
+    write_node(out, &msg.tree, spill);
     out.push(b'}');
 }
 
@@ -365,8 +409,9 @@ pub(crate) fn write_problems(
     out.push(b']');
 }
 
-/// A node and its descendants, as [`node_json`] gives them.
-pub(crate) fn write_node(out: &mut Vec<u8>, n: &Node<'_>) {
+/// A node and its descendants, as [`node_json`] gives them; between two children, a
+/// buffer past [`SPILL`] bytes is written out through `spill`.
+pub(crate) fn write_node(out: &mut Vec<u8>, n: &Node<'_>, spill: &mut Spill<'_>) {
     out.extend_from_slice(b"{\"name\":");
     put_str(out, n.name);
     put_key!(out, "type");
@@ -404,7 +449,8 @@ pub(crate) fn write_node(out: &mut Vec<u8>, n: &Node<'_>) {
             if i > 0 {
                 out.push(b',');
             }
-            write_node(out, c);
+            write_node(out, c, spill);
+            spill.check(out);
         }
         out.push(b']');
     }
@@ -608,6 +654,8 @@ mod tests {
                 latency: Some(Duration::from_nanos(1_234_567)),
                 incomplete: true,
                 capture: Some("broker-1/a \"b\".pcap".into()),
+                first_time: None,
+                previous_time: None,
                 tls: None,
             }),
             Some(Context {
