@@ -236,14 +236,24 @@ thread_local! {
 
 /// Vectors kept in [`POOL`], at most.
 const POOL_VECS: usize = 64;
-/// Nodes a kept vector may hold, at most (larger ones are freed: memory stays flat).
-const POOL_NODES: usize = 4096;
+/// Nodes a kept vector may hold, at most, and all kept vectors together (larger ones
+/// are freed: what a thread keeps between messages stays under 1.5 MB of nodes, as
+/// every worker thread keeps its own).
+const POOL_NODES: usize = 1024;
+const POOL_ALL_NODES: usize = 8192;
 
 impl Drop for Cx<'_> {
     fn drop(&mut self) {
+        let mut room = POOL_ALL_NODES;
         let kept: Vec<Vec<Node<'static>>> = std::mem::take(&mut self.pool)
             .into_iter()
-            .filter(|v| v.capacity() <= POOL_NODES)
+            .filter(|v| {
+                let keep = v.capacity() <= POOL_NODES.min(room);
+                if keep {
+                    room -= v.capacity();
+                }
+                keep
+            })
             .take(POOL_VECS)
             // Empty vectors of nodes that borrow from this message, as vectors of
             // `'static` nodes: the same layout, so collecting in place keeps their
