@@ -6,7 +6,7 @@
 //!   tiny records; the capture is a few KB.
 //! - `dense-fetch`: one Fetch v11 exchange whose response holds an uncompressed batch of
 //!   `--size` bytes (default 4 MiB: 599 k records).
-//! - `dense-threads`: [`BOMBS`] `dense-zstd` exchanges, each followed by an exchange whose
+//! - `dense-threads`: `--batches` (default [`BOMBS`]) `dense-zstd` exchanges, each followed by an exchange whose
 //!   produce carries a larger uncompressed batch ([`FILLER_RECORDS`] records), so that
 //!   each dense batch is a worker job of its own on `kwire read --threads N`.
 //!
@@ -30,7 +30,7 @@ use std::path::Path;
 /// offsetDelta 0, null key, null value, no headers: 7 bytes.
 pub const TINY: [u8; 7] = [0x0c, 0, 0, 0, 0x01, 0x01, 0];
 
-/// Dense batches in a `dense-threads` capture.
+/// Dense batches in a `dense-threads` capture, by default.
 pub const BOMBS: usize = 8;
 
 /// Records of the uncompressed batch after each dense one in `dense-threads` (280 KB:
@@ -151,7 +151,8 @@ impl Frames {
 }
 
 /// Writes the `kind` capture to `path`, each dense batch holding `size` bytes of tiny
-/// records, and with `frames_out` the dense frame alone. Returns the capture's bytes and
+/// records (`batches` of them for `dense-threads`), and with `frames_out` the dense frame
+/// alone. Returns the capture's bytes and
 /// packets.
 ///
 /// # Errors
@@ -159,6 +160,7 @@ impl Frames {
 pub fn write(
     kind: Hostile,
     size: u64,
+    batches: usize,
     path: &Path,
     frames_out: Option<&Path>,
 ) -> io::Result<(u64, u64)> {
@@ -174,7 +176,7 @@ pub fn write(
             let bomb = tiny_batch(count, 4)?;
             let filler = tiny_batch(FILLER_RECORDS, 0)?;
             let mut x = Vec::new();
-            for _ in 0..BOMBS {
+            for _ in 0..batches {
                 x.push(f.produce(&bomb)?);
                 x.push(f.produce(&filler)?);
             }

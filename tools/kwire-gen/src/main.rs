@@ -91,6 +91,9 @@ struct Args {
     /// The file to write (default: target/bench/KIND-SIZE.pcap).
     #[arg(short, long)]
     out: Option<PathBuf>,
+    /// dense-threads: how many dense batches, each in a job of its own (default 8).
+    #[arg(long, default_value_t = hostile::BOMBS)]
+    batches: usize,
     /// Dense kinds: also write the dense frame alone here (size-prefixed, for `kwire
     /// decode --raw`).
     #[arg(long)]
@@ -1269,7 +1272,7 @@ fn run(a: &Args) -> io::Result<(PathBuf, u64, u64)> {
         std::fs::create_dir_all(dir)?;
     }
     if let Some(h) = a.kind.hostile() {
-        let (bytes, packets) = hostile::write(h, size, &path, a.frames_out.as_deref())?;
+        let (bytes, packets) = hostile::write(h, size, a.batches, &path, a.frames_out.as_deref())?;
         return Ok((path, bytes, packets));
     }
     let file = BufWriter::with_capacity(1 << 20, File::create(&path)?);
