@@ -41,19 +41,19 @@ pub const FILLER_RECORDS: usize = 40_000;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hostile {
     /// One zstd batch of tiny records in a Produce request.
-    DenseZstd,
+    ZstdBatch,
     /// One uncompressed batch of tiny records in a Fetch response.
-    DenseFetch,
+    FetchResponse,
     /// [`BOMBS`] dense zstd batches, each in a job of its own.
-    DenseThreads,
+    ManyJobs,
 }
 
 impl Hostile {
     /// The default `--size`: the bytes of tiny records in each dense batch.
     pub fn default_size(self) -> u64 {
         match self {
-            Hostile::DenseZstd | Hostile::DenseThreads => 60 << 20,
-            Hostile::DenseFetch => 4 << 20,
+            Hostile::ZstdBatch | Hostile::ManyJobs => 60 << 20,
+            Hostile::FetchResponse => 4 << 20,
         }
     }
 }
@@ -170,9 +170,9 @@ pub fn write(
         corr: 0,
     };
     let exchanges: Vec<[Vec<u8>; 2]> = match kind {
-        Hostile::DenseZstd => vec![f.produce(&tiny_batch(count, 4)?)?],
-        Hostile::DenseFetch => vec![f.fetch(&tiny_batch(count, 0)?)?],
-        Hostile::DenseThreads => {
+        Hostile::ZstdBatch => vec![f.produce(&tiny_batch(count, 4)?)?],
+        Hostile::FetchResponse => vec![f.fetch(&tiny_batch(count, 0)?)?],
+        Hostile::ManyJobs => {
             let bomb = tiny_batch(count, 4)?;
             let filler = tiny_batch(FILLER_RECORDS, 0)?;
             let mut x = Vec::new();
@@ -185,7 +185,7 @@ pub fn write(
     };
     if let Some(fo) = frames_out {
         let dense = match kind {
-            Hostile::DenseFetch => &exchanges[0][1],
+            Hostile::FetchResponse => &exchanges[0][1],
             _ => &exchanges[0][0],
         };
         std::fs::write(fo, dense)?;

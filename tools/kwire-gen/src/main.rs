@@ -64,9 +64,9 @@ impl Kind {
     fn hostile(self) -> Option<hostile::Hostile> {
         match self {
             Kind::Chatter | Kind::Bulk => None,
-            Kind::DenseZstd => Some(hostile::Hostile::DenseZstd),
-            Kind::DenseFetch => Some(hostile::Hostile::DenseFetch),
-            Kind::DenseThreads => Some(hostile::Hostile::DenseThreads),
+            Kind::DenseZstd => Some(hostile::Hostile::ZstdBatch),
+            Kind::DenseFetch => Some(hostile::Hostile::FetchResponse),
+            Kind::DenseThreads => Some(hostile::Hostile::ManyJobs),
         }
     }
 }
