@@ -55,7 +55,8 @@ enum Kind {
     /// Hostile: a Fetch response of one uncompressed batch of `--size` (default 4M) of
     /// 7-byte records.
     DenseFetch,
-    /// Hostile: eight `dense-zstd` batches, each in a worker job of its own.
+    /// Hostile: `--batches` (default 8) `dense-zstd` batches, each in a worker job of
+    /// its own.
     DenseThreads,
 }
 
