@@ -552,15 +552,17 @@ impl TlsConn {
         };
         match msg[0] {
             1 => {
-                let Ok((_, TlsMessage::Handshake(H::ClientHello(ch)))) = parsed else {
-                    out.push(garbled(self, "ClientHello"));
-                    return;
-                };
+                // After a ServerHello (TLS 1.3's HelloRetryRequest sets no server random),
+                // a ClientHello renegotiates, whether or not it parses.
                 if established || self.server_random.is_some() && self.version != Some(0x0304) {
                     let n = self.notice(NoticeKind::Tls, Some(side), frame, Some(offset), "TLS renegotiation attempt (a second ClientHello); kwire follows the first handshake's keys only".into());
                     out.push(n);
                     return;
                 }
+                let Ok((_, TlsMessage::Handshake(H::ClientHello(ch)))) = parsed else {
+                    out.push(garbled(self, "ClientHello"));
+                    return;
+                };
                 self.client = Some(side);
                 self.client_random = Some(ch.random.to_vec());
                 for (ty, data) in raw_extensions(ch.ext.unwrap_or(&[])) {
@@ -666,7 +668,7 @@ impl TlsConn {
         let sr = self.server_random.clone().unwrap_or_default();
         let Some(sec) = keys.get(&cr) else {
             self.missing = Some(if keys.is_empty() {
-                "no key log given (--tls-keylog FILE or SSLKEYLOGFILE)".into()
+                "no key log given, or no key in it (--tls-keylog FILE or SSLKEYLOGFILE)".into()
             } else {
                 "no key in the key log for this client random (keys for another capture?)".into()
             });
@@ -719,9 +721,11 @@ impl TlsConn {
 
     /// End of the connection: says what stayed encrypted and why, and what was cut.
     pub fn finish(&mut self, frame: u64, out: &mut Vec<TlsOut>) {
+        let mut cut = 0;
         for side in 0..2 {
             let held = self.sides[side].split.held();
             if held > 0 {
+                cut += 1;
                 let n = self.notice(
                     NoticeKind::Unfinished,
                     Some(side),
@@ -748,6 +752,9 @@ impl TlsConn {
             (None, None) => "the capture starts after the TLS handshake (no ClientHello, so no client random): the keys cannot be matched".into(),
             (None, Some(_)) if self.failed_once => "a record did not decrypt (see above)".into(),
             (None, Some(_)) if self.server_random.is_none() => "no ServerHello seen".into(),
+            (None, Some(_)) if sum.encrypted_records == cut => {
+                "the stream ended inside a TLS record (see above)".into()
+            }
             (None, Some(_)) => "records after a gap or a failed record".into(),
         };
         let mut n = Notice::new(
