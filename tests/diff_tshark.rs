@@ -215,7 +215,9 @@ as kwire's, and not none; each connection's correlation_ids, direction by direct
 the same in the same order. TLS 1.2 and 1.3; AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305;
 AES-CBC with HMAC-SHA1, HMAC-SHA256 and HMAC-SHA384, MAC-then-encrypt and
 encrypt-then-MAC; RSA and ECDHE key exchange; HelloRetryRequest, KeyUpdate, resumed
-sessions (TLS 1.2 abbreviated handshake, TLS 1.3 ticket); SASL_SSL.
+sessions (TLS 1.2 abbreviated handshake, TLS 1.3 ticket); TLS 1.3 0-RTT early data (a
+Kafka request in the resumed connection's early data, decrypted by both tools with
+`CLIENT_EARLY_TRAFFIC_SECRET`); SASL_SSL.
 
 Where tshark falls short:
 - Without `-d tls.port==PORT,kafka`, tshark 4.0 hands no decrypted payload to its Kafka

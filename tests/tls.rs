@@ -303,3 +303,75 @@ fn stats_show_each_tls_connection() {
         "{text}"
     );
 }
+
+#[test]
+fn early_data_decrypts_with_its_secret() {
+    // openssl s_client -sess_in -early_data: the second connection's ApiVersions request
+    // is 0-RTT early data, in the ClientHello's packet (frame 30), before any ServerHello
+    let cap = lab("tls13_openssl_early_data.pcapng");
+    let keys = lab("tls13_openssl_early_data.keys");
+    let (out, err) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&keys),
+        "--format",
+        "json",
+    ]);
+    let msgs: Vec<J> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(msgs.len(), 8, "{err}");
+    let early = msgs
+        .iter()
+        .find(|m| m["correlation_id"] == 3 && m["kind"] == "request")
+        .expect("the early data request");
+    assert_eq!(early["api_name"], "ApiVersions");
+    assert_eq!(early["frame"][0], 30);
+    assert!(early["errors"].as_array().unwrap().is_empty(), "{early}");
+    // its response pairs with it: not guessed
+    assert!(msgs
+        .iter()
+        .all(|m| m.get("guessed").is_none_or(|g| g == false)));
+    assert!(
+        err.contains("TLS 1.3 early data (0-RTT): 1 of the client's 1 records"),
+        "{err}"
+    );
+    assert!(!err.contains("stayed encrypted"), "{err}");
+    // without CLIENT_EARLY_TRAFFIC_SECRET: the early record and EndOfEarlyData stay
+    // encrypted, said so; the rest of the connection decrypts
+    let text = std::fs::read_to_string(&keys).unwrap();
+    let k = temp(
+        "no-early.keys",
+        &text
+            .lines()
+            .filter(|l| !l.starts_with("CLIENT_EARLY_TRAFFIC_SECRET"))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    );
+    let (out, err) = kwire(&[
+        "read",
+        path(&cap),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        path(&k),
+        "--format",
+        "summary",
+    ]);
+    std::fs::remove_file(&k).ok();
+    assert_eq!(out.lines().count(), 7, "{out}{err}");
+    assert!(out.contains("Metadata v12 request corr=4"), "{out}");
+    assert!(
+        err.contains("the key log has no CLIENT_EARLY_TRAFFIC_SECRET for this client random"),
+        "{err}"
+    );
+    assert!(
+        err.contains("2 records (84 bytes) stayed encrypted: 2 of them TLS 1.3 early data"),
+        "{err}"
+    );
+    assert!(!err.contains("does not decrypt"), "{err}");
+}
