@@ -141,6 +141,26 @@ fn glob(out: &Path, table: &str) -> String {
     )
 }
 
+/// Rows of the messages table `m` per (capture, api_name or "", kind).
+fn rows_per_capture_api_kind(py: &Path, m: &str) -> BTreeMap<(String, String, String), u64> {
+    sql1(
+        py,
+        format!("select capture, coalesce(api_name, ''), kind, count(*) from {m} group by all"),
+    )
+    .iter()
+    .map(|r| {
+        (
+            (
+                r[0].as_str().unwrap().into(),
+                r[1].as_str().unwrap().into(),
+                r[2].as_str().unwrap().into(),
+            ),
+            r[3].as_u64().unwrap(),
+        )
+    })
+    .collect()
+}
+
 /// nearest-rank milliseconds as `kwire stats` rounds them.
 fn ms(ns: f64) -> f64 {
     (ns / 1000.0).round() / 1000.0
@@ -179,22 +199,7 @@ fn export_agrees_with_read_and_stats() {
             .or_default() += 1;
     }
     assert!(lines > 500, "{lines} messages");
-    let got: BTreeMap<(String, String, String), u64> = sql1(
-        &py,
-        format!("select capture, coalesce(api_name, ''), kind, count(*) from {m} group by all"),
-    )
-    .iter()
-    .map(|r| {
-        (
-            (
-                r[0].as_str().unwrap().into(),
-                r[1].as_str().unwrap().into(),
-                r[2].as_str().unwrap().into(),
-            ),
-            r[3].as_u64().unwrap(),
-        )
-    })
-    .collect();
+    let got = rows_per_capture_api_kind(&py, &m);
     assert_eq!(got, want);
 
     // Per API and version: requests, responses, bytes, error names and latencies as
@@ -915,22 +920,7 @@ fn tls_lab_exports_its_decrypted_messages() {
     assert_eq!(per_capture.len(), caps.len(), "every capture decrypts");
     let m = glob(&out, "messages");
     let r = glob(&out, "records");
-    let got: BTreeMap<(String, String, String), u64> = sql1(
-        &py,
-        format!("select capture, coalesce(api_name, ''), kind, count(*) from {m} group by all"),
-    )
-    .iter()
-    .map(|r| {
-        (
-            (
-                r[0].as_str().unwrap().into(),
-                r[1].as_str().unwrap().into(),
-                r[2].as_str().unwrap().into(),
-            ),
-            r[3].as_u64().unwrap(),
-        )
-    })
-    .collect();
+    let got = rows_per_capture_api_kind(&py, &m);
     assert_eq!(got, want);
     let not_tls = sql1(&py, format!("select count(*) from {m} where not tls"));
     assert_eq!(not_tls[0][0], 0, "rows not marked tls");

@@ -38,14 +38,16 @@ fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// Every secret of a key log, in hex, and its first 16 digits, upper and lower case.
-fn secrets(keys: &Path) -> Vec<String> {
+/// Every secret of a key log, in hex, upper and lower case, whole and its first 16 digits.
+fn secrets(keys: &std::path::Path) -> Vec<String> {
     let text = std::fs::read_to_string(keys).unwrap();
     let mut v = Vec::new();
     for l in text.lines().filter(|l| !l.starts_with('#')) {
         if let Some(s) = l.split_whitespace().nth(2) {
-            v.push(s[..16].to_lowercase());
-            v.push(s[..16].to_uppercase());
+            for x in [s, &s[..16]] {
+                v.push(x.to_lowercase());
+                v.push(x.to_uppercase());
+            }
         }
     }
     v
@@ -374,4 +376,221 @@ fn early_data_decrypts_with_its_secret() {
         "{err}"
     );
     assert!(!err.contains("does not decrypt"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Bad input on the command line (the in-memory cases: `tests/tls_bad_input.rs`).
+
+/// kafka-python over TLS 1.2 ChaCha20-Poly1305: 5 connections, 48 messages.
+const KP12: &str = "tls12_kp_chacha20";
+
+#[test]
+fn a_key_log_of_the_wrong_format() {
+    // the capture itself given as its key log: a binary file, no line of it a key line
+    let cap = lab(&format!("{KP12}.pcapng"));
+    let cap = cap.to_str().unwrap();
+    let (out, err) = kwire(&[
+        "read",
+        cap,
+        "--port",
+        "9093",
+        "--tls-keylog",
+        cap,
+        "--format",
+        "summary",
+    ]);
+    assert!(out.is_empty(), "{out}");
+    let named = err
+        .lines()
+        .filter(|l| l.contains("kwire: key log "))
+        .count();
+    assert!(
+        (2..=12).contains(&named),
+        "a few lines name the problems, not one per line: {err}"
+    );
+    assert!(
+        err.contains("is not an NSS key log"),
+        "the file is said not to be a key log: {err}"
+    );
+    assert!(err.contains("more lines could not be used"), "{err}");
+    // the run goes on: every connection is named with what stayed encrypted
+    assert_eq!(err.matches("stayed encrypted").count(), 5, "{err}");
+    // a JSON file: text, but no line of it is a key log line
+    let json = std::env::temp_dir().join(format!("kwire-tls-bad-{}.json", std::process::id()));
+    std::fs::write(&json, "{\"keys\": [\n  \"CLIENT_RANDOM\"\n]}\n").unwrap();
+    let (_, err) = kwire(&[
+        "read",
+        cap,
+        "--port",
+        "9093",
+        "--tls-keylog",
+        json.to_str().unwrap(),
+    ]);
+    std::fs::remove_file(&json).ok();
+    assert!(err.contains(":1: unknown label"), "{err}");
+    assert!(err.contains("is not an NSS key log"), "{err}");
+    assert_eq!(err.matches("stayed encrypted").count(), 5, "{err}");
+}
+
+#[test]
+fn tls_on_a_kafka_port_and_with_detect() {
+    let cap = lab(&format!("{KP12}.pcapng"));
+    let keys = lab(&format!("{KP12}.keys"));
+    let (cap, keys) = (cap.to_str().unwrap(), keys.to_str().unwrap());
+    let with = kwire(&[
+        "read",
+        cap,
+        "--port",
+        "9093",
+        "--tls-keylog",
+        keys,
+        "--format",
+        "summary",
+    ]);
+    assert_eq!(with.0.lines().count(), 48, "{}", with.1);
+    // --detect, no port: TLS is recognised and decrypted all the same
+    let det = kwire(&[
+        "read",
+        cap,
+        "--detect",
+        "--tls-keylog",
+        keys,
+        "--format",
+        "summary",
+    ]);
+    assert_eq!(det.0, with.0, "{}", det.1);
+    // without keys, on the Kafka port or with --detect: no Kafka read from TLS bytes, one
+    // notice per connection
+    for args in [
+        &["--port", "9093"][..],
+        &["--detect"][..],
+        &["--port", "9093", "--detect"],
+    ] {
+        let mut a = vec!["read", cap, "--format", "summary"];
+        a.extend(args);
+        let (out, err) = kwire(&a);
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_eq!(
+            err.matches("stayed encrypted").count(),
+            5,
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"));
+    }
+}
+
+#[test]
+fn alerts_are_notices() {
+    // a Python ssl server answers kafka-python's closing with a decode_error alert (the
+    // lab README); confluent-kafka closes with close_notify
+    let (_, err) = kwire(&[
+        "read",
+        lab(&format!("{KP12}.pcapng")).to_str().unwrap(),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        lab(&format!("{KP12}.keys")).to_str().unwrap(),
+        "--format",
+        "summary",
+    ]);
+    let alerts: Vec<&str> = err.lines().filter(|l| l.contains("TLS alert")).collect();
+    assert_eq!(alerts.len(), 5, "{err}");
+    assert!(alerts
+        .iter()
+        .all(|l| l.starts_with("kwire: frame ") && l.contains("decode_error (fatal)")));
+    let (_, err) = kwire(&[
+        "read",
+        lab("tls12_ck_sasl_ssl.pcapng").to_str().unwrap(),
+        "--port",
+        "9093",
+        "--tls-keylog",
+        lab("tls12_ck_sasl_ssl.keys").to_str().unwrap(),
+        "--format",
+        "summary",
+    ]);
+    assert_eq!(
+        err.matches("TLS alert: close_notify (warning)").count(),
+        6,
+        "{err}"
+    );
+}
+
+#[test]
+fn no_secret_in_any_output() {
+    let test = "no_secret_in_any_output";
+    let mut checked = 0;
+    for name in [
+        "tls12_kp_chacha20",
+        "tls13_kp_aes256gcm",
+        "tls12_ck_sasl_ssl",
+    ] {
+        let cap = lab(&format!("{name}.pcapng"));
+        let keys = lab(&format!("{name}.keys"));
+        let s = secrets(&keys);
+        assert!(!s.is_empty());
+        let (cap, keys) = (cap.to_str().unwrap(), keys.to_str().unwrap());
+        let base = ["--port", "9093", "--tls-keylog", keys, "--color", "never"];
+        let mut runs: Vec<Vec<&str>> = Vec::new();
+        for f in ["text", "json", "values", "summary", "hexdump", "md", "html"] {
+            runs.push([&["read", cap, "--format", f][..], &base[..]].concat());
+        }
+        runs.push([&["read", cap, "-V", "-x"][..], &base[..]].concat());
+        for f in ["text", "json"] {
+            runs.push([&["stats", cap, "--format", f][..], &base[..]].concat());
+        }
+        for args in &runs {
+            let (out, err) = kwire(args);
+            assert!(out.len() > 100, "{args:?}: {out}");
+            for x in &s {
+                assert!(
+                    !out.contains(x.as_str()) && !err.contains(x.as_str()),
+                    "{args:?}: secret {x} printed"
+                );
+            }
+            checked += 1;
+        }
+        // the Parquet export, every file of it
+        let dir = std::env::temp_dir().join(format!("kwire-{test}-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let d = dir.to_str().unwrap();
+        let (_, err) = kwire(
+            &[
+                &["export", cap, "--out", d, "--records", "--record-values"][..],
+                &base[..4],
+            ]
+            .concat(),
+        );
+        assert!(
+            s.iter().all(|x| !err.contains(x.as_str())),
+            "export's notices"
+        );
+        let mut files = vec![dir.clone()];
+        let mut n = 0;
+        while let Some(p) = files.pop() {
+            if p.is_dir() {
+                files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            let bytes = std::fs::read(&p).unwrap();
+            let text = String::from_utf8_lossy(&bytes).to_lowercase();
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            for x in s.iter().filter(|x| x.len() > 16) {
+                let raw = common::unhex(x);
+                assert!(
+                    !hex.contains(&x.to_lowercase()) && !text.contains(&x.to_lowercase()),
+                    "{}: secret in the export",
+                    p.display()
+                );
+                assert!(
+                    !bytes.windows(raw.len()).any(|w| w == raw.as_slice()),
+                    "{}: secret bytes in the export",
+                    p.display()
+                );
+            }
+            n += 1;
+        }
+        assert!(n > 0);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+    assert!(checked >= 30);
 }
