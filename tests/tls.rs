@@ -34,6 +34,13 @@ fn kwire(args: &[&str]) -> (String, String) {
     )
 }
 
+/// `kwire read CAP --port 9093 --tls-keylog KEYS EXTRA...`: stdout and stderr.
+fn read_tls(cap: &str, keys: &str, extra: &[&str]) -> (String, String) {
+    let mut a = vec!["read", cap, "--port", "9093", "--tls-keylog", keys];
+    a.extend(extra);
+    kwire(&a)
+}
+
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -65,16 +72,7 @@ const CAP: &str = "tls13_kp_aes256gcm";
 fn decrypted_messages_in_json_carry_their_tls_records() {
     let cap = lab(&format!("{CAP}.pcapng"));
     let keys = lab(&format!("{CAP}.keys"));
-    let (out, err) = kwire(&[
-        "read",
-        path(&cap),
-        "--port",
-        "9093",
-        "--tls-keylog",
-        path(&keys),
-        "--format",
-        "json",
-    ]);
+    let (out, err) = read_tls(path(&cap), path(&keys), &["--format", "json"]);
     let v = common::message_validator();
     let lines: Vec<J> = out
         .lines()
@@ -118,33 +116,17 @@ fn text_hexdump_and_summary_show_the_decrypted_messages() {
     let title = text.lines().next().unwrap();
     assert!(title.contains("[TLS 1.3 record"), "{title}");
     assert!(text.contains("lab-tls-kp"), "{text}");
-    let (hd, _) = kwire(&[
-        "read",
+    let (hd, _) = read_tls(
         path(&cap),
-        "--port",
-        "9093",
-        "--tls-keylog",
         path(&keys),
-        "--api",
-        "Produce",
-        "--format",
-        "hexdump",
-        "--color",
-        "never",
-    ]);
+        &[
+            "--api", "Produce", "--format", "hexdump", "--color", "never",
+        ],
+    );
     assert!(hd.contains("[TLS 1.3 record"), "{hd}");
     // the grid shows decrypted bytes: the topic name in the ASCII column
     assert!(hd.contains("lab-tls-"), "{hd}");
-    let (sum, _) = kwire(&[
-        "read",
-        path(&cap),
-        "--port",
-        "9093",
-        "--tls-keylog",
-        path(&keys),
-        "--format",
-        "summary",
-    ]);
+    let (sum, _) = read_tls(path(&cap), path(&keys), &["--format", "summary"]);
     assert!(
         sum.lines().any(|l| l.contains("JoinGroup v7 request")),
         "{sum}"
@@ -182,14 +164,7 @@ fn no_keys_foreign_keys_and_wrong_keys_are_notices() {
     assert!(lines[0].contains("no key log given"), "{}", lines[0]);
     // keys of another capture
     let other = lab("tls12_kp_chacha20.keys");
-    let (_, err) = kwire(&[
-        "read",
-        path(&cap),
-        "--port",
-        "9093",
-        "--tls-keylog",
-        path(&other),
-    ]);
+    let (_, err) = read_tls(path(&cap), path(&other), &[]);
     assert_eq!(
         err.matches("no key in the key log for this client random")
             .count(),
@@ -210,14 +185,7 @@ fn no_keys_foreign_keys_and_wrong_keys_are_notices() {
         })
         .collect();
     let wk = temp("wrong.keys", &wrong);
-    let (out, err) = kwire(&[
-        "read",
-        path(&cap),
-        "--port",
-        "9093",
-        "--tls-keylog",
-        path(&wk),
-    ]);
+    let (out, err) = read_tls(path(&cap), path(&wk), &[]);
     std::fs::remove_file(&wk).ok();
     assert!(out.is_empty(), "{out}");
     assert_eq!(
@@ -236,16 +204,7 @@ fn a_malformed_key_log_line_is_named_and_the_rest_used() {
         &format!("# comment\nCLIENT_RANDOM nothex\n{keys}GARBAGE\n"),
     );
     let cap = lab(&format!("{CAP}.pcapng"));
-    let (out, err) = kwire(&[
-        "read",
-        path(&cap),
-        "--port",
-        "9093",
-        "--tls-keylog",
-        path(&k),
-        "--format",
-        "summary",
-    ]);
+    let (out, err) = read_tls(path(&cap), path(&k), &["--format", "summary"]);
     std::fs::remove_file(&k).ok();
     assert!(
         err.contains(":2: CLIENT_RANDOM needs a client random and a secret"),
@@ -312,16 +271,7 @@ fn early_data_decrypts_with_its_secret() {
     // is 0-RTT early data, in the ClientHello's packet (frame 30), before any ServerHello
     let cap = lab("tls13_openssl_early_data.pcapng");
     let keys = lab("tls13_openssl_early_data.keys");
-    let (out, err) = kwire(&[
-        "read",
-        path(&cap),
-        "--port",
-        "9093",
-        "--tls-keylog",
-        path(&keys),
-        "--format",
-        "json",
-    ]);
+    let (out, err) = read_tls(path(&cap), path(&keys), &["--format", "json"]);
     let msgs: Vec<J> = out
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -354,16 +304,7 @@ fn early_data_decrypts_with_its_secret() {
             .map(|l| format!("{l}\n"))
             .collect::<String>(),
     );
-    let (out, err) = kwire(&[
-        "read",
-        path(&cap),
-        "--port",
-        "9093",
-        "--tls-keylog",
-        path(&k),
-        "--format",
-        "summary",
-    ]);
+    let (out, err) = read_tls(path(&cap), path(&k), &["--format", "summary"]);
     std::fs::remove_file(&k).ok();
     assert_eq!(out.lines().count(), 7, "{out}{err}");
     assert!(out.contains("Metadata v12 request corr=4"), "{out}");
@@ -389,16 +330,7 @@ fn a_key_log_of_the_wrong_format() {
     // the capture itself given as its key log: a binary file, no line of it a key line
     let cap = lab(&format!("{KP12}.pcapng"));
     let cap = cap.to_str().unwrap();
-    let (out, err) = kwire(&[
-        "read",
-        cap,
-        "--port",
-        "9093",
-        "--tls-keylog",
-        cap,
-        "--format",
-        "summary",
-    ]);
+    let (out, err) = read_tls(cap, cap, &["--format", "summary"]);
     assert!(out.is_empty(), "{out}");
     let named = err
         .lines()
@@ -418,14 +350,7 @@ fn a_key_log_of_the_wrong_format() {
     // a JSON file: text, but no line of it is a key log line
     let json = std::env::temp_dir().join(format!("kwire-tls-bad-{}.json", std::process::id()));
     std::fs::write(&json, "{\"keys\": [\n  \"CLIENT_RANDOM\"\n]}\n").unwrap();
-    let (_, err) = kwire(&[
-        "read",
-        cap,
-        "--port",
-        "9093",
-        "--tls-keylog",
-        json.to_str().unwrap(),
-    ]);
+    let (_, err) = read_tls(cap, json.to_str().unwrap(), &[]);
     std::fs::remove_file(&json).ok();
     assert!(err.contains(":1: unknown label"), "{err}");
     assert!(err.contains("is not an NSS key log"), "{err}");
@@ -437,16 +362,7 @@ fn tls_on_a_kafka_port_and_with_detect() {
     let cap = lab(&format!("{KP12}.pcapng"));
     let keys = lab(&format!("{KP12}.keys"));
     let (cap, keys) = (cap.to_str().unwrap(), keys.to_str().unwrap());
-    let with = kwire(&[
-        "read",
-        cap,
-        "--port",
-        "9093",
-        "--tls-keylog",
-        keys,
-        "--format",
-        "summary",
-    ]);
+    let with = read_tls(cap, keys, &["--format", "summary"]);
     assert_eq!(with.0.lines().count(), 48, "{}", with.1);
     // --detect, no port: TLS is recognised and decrypted all the same
     let det = kwire(&[
@@ -483,31 +399,21 @@ fn tls_on_a_kafka_port_and_with_detect() {
 fn alerts_are_notices() {
     // a Python ssl server answers kafka-python's closing with a decode_error alert (the
     // lab README); confluent-kafka closes with close_notify
-    let (_, err) = kwire(&[
-        "read",
+    let (_, err) = read_tls(
         lab(&format!("{KP12}.pcapng")).to_str().unwrap(),
-        "--port",
-        "9093",
-        "--tls-keylog",
         lab(&format!("{KP12}.keys")).to_str().unwrap(),
-        "--format",
-        "summary",
-    ]);
+        &["--format", "summary"],
+    );
     let alerts: Vec<&str> = err.lines().filter(|l| l.contains("TLS alert")).collect();
     assert_eq!(alerts.len(), 5, "{err}");
     assert!(alerts
         .iter()
         .all(|l| l.starts_with("kwire: frame ") && l.contains("decode_error (fatal)")));
-    let (_, err) = kwire(&[
-        "read",
+    let (_, err) = read_tls(
         lab("tls12_ck_sasl_ssl.pcapng").to_str().unwrap(),
-        "--port",
-        "9093",
-        "--tls-keylog",
         lab("tls12_ck_sasl_ssl.keys").to_str().unwrap(),
-        "--format",
-        "summary",
-    ]);
+        &["--format", "summary"],
+    );
     assert_eq!(
         err.matches("TLS alert: close_notify (warning)").count(),
         6,
