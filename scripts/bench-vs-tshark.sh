@@ -14,6 +14,8 @@
 #               each takes a quarter of an hour or more on 1 GB)
 #   MODES       which comparisons (default "summary tree json")
 #   BIG_MODES   which comparisons for sizes in G (default "summary")
+#   THREADS     kwire --threads values to time (default "1 N", N the cores): the last
+#               one is compared with tshark, each other with the first
 #   SEED        generator seed (default 1)
 #   BENCH_DIR   where captures and results go (default target/bench)
 #   LOG_BENCH=1 also time `kwire log` on a large segment made by repeating a real one
@@ -29,7 +31,9 @@
 #
 # Every command writes to /dev/null. Each row gives the median wall time, the spread
 # (min-max) over its rounds, the median CPU time (user+sys) and the largest peak RSS
-# ("Maximum resident set size" of /usr/bin/time). kwire and tshark alternate inside
+# ("Maximum resident set size" of /usr/bin/time), and for kwire the output throughput
+# (the bytes of one run's output, counted once with wc -c, over the median wall time).
+# kwire and tshark alternate inside
 # each round so that both see the same machine load; the load average is printed with
 # every row.
 set -euo pipefail
@@ -44,6 +48,7 @@ BIG_TSHARK_SLOW=${BIG_TSHARK_SLOW:-0}
 MODES=${MODES:-summary tree json}
 BIG_MODES=${BIG_MODES:-summary}
 SEED=${SEED:-1}
+THREADS=${THREADS:-1 $(nproc)}
 BENCH_DIR=${BENCH_DIR:-target/bench}
 TARGET=${CARGO_TARGET_DIR:-target}
 
@@ -57,7 +62,7 @@ if [ ! -x /usr/bin/time ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null
 fi
 
-cargo build --release --quiet --bin kwire --bin kwire-gen
+cargo build --release --quiet -p kwire -p kwire-gen
 mkdir -p "$BENCH_DIR"
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 RESULTS="$BENCH_DIR/results-$STAMP.md"
@@ -77,8 +82,8 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
   echo "- kwire $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(tshark --version 2>/dev/null | head -1)"
   echo "- load average at start: $(load)"
   echo
-  echo "| capture | tool | command | rounds | median s | spread s | CPU s | peak RSS MiB | tshark/kwire | load |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
+  echo "| capture | tool | command | rounds | median s | spread s | CPU s | peak RSS MiB | tshark/kwire | output GB/s | load |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
 } | tee "$RESULTS"
 
 # time_cmd OUTFILE CMD...: one timed run, appends "wall cpu rss_kb" to OUTFILE.
@@ -107,10 +112,13 @@ stats() {
     }'
 }
 
-row() { # capture tool command rounds statsfile ratio load
-  local s
+row() { # capture tool command rounds statsfile ratio load [output-bytes]
+  local s gbs=""
   read -r med lo hi cpu rss <<<"$(stats "$5")"
-  s="| $1 | $2 | \`$3\` | $4 | $med | $lo-$hi | $cpu | $rss | $6 | $7 |"
+  if [ -n "${8:-}" ]; then
+    gbs=$(awk -v b="$8" -v t="$med" 'BEGIN { if (t > 0) printf "%.2f (%.0f MB)", b / t / 1e9, b / 1e6 }')
+  fi
+  s="| $1 | $2 | \`$3\` | $4 | $med | $lo-$hi | $cpu | $rss | $6 | $gbs | $7 |"
   echo "$s" | tee -a "$RESULTS"
 }
 
@@ -157,17 +165,37 @@ for size in $SIZES; do
           tr=$slow
           ;;
       esac
-      : >"$TMP/k"
+      nt=0
+      for n in $THREADS; do
+        nt=$((nt + 1))
+        : >"$TMP/k$nt"
+      done
       : >"$TMP/s"
       for i in $(seq "$fast"); do
-        time_cmd "$TMP/k" "$KWIRE" read "$f" "${k[@]}"
+        nt=0
+        for n in $THREADS; do
+          nt=$((nt + 1))
+          time_cmd "$TMP/k$nt" "$KWIRE" read "$f" "${k[@]}" --threads "$n"
+        done
         if [ "$i" -le "$tr" ]; then
           time_cmd "$TMP/s" tshark -r "$f" -d tcp.port==9092,kafka "${t[@]}"
         fi
       done
       l=$(load)
-      km=$(median_of "$TMP/k")
-      row "$cap" kwire "kwire read ${k[*]}" "$fast" "$TMP/k" "" "$l"
+      bytes=$("$KWIRE" read "$f" "${k[@]}" 2>/dev/null | wc -c)
+      nt=0
+      first=""
+      for n in $THREADS; do
+        nt=$((nt + 1))
+        km=$(median_of "$TMP/k$nt")
+        speed=""
+        if [ -z "$first" ]; then
+          first=$km
+        else
+          speed=$(awk -v a="$first" -v b="$km" -v n="${THREADS%% *}" 'BEGIN { printf "%.2fx of --threads %s", a / b, n }')
+        fi
+        row "$cap" kwire "kwire read ${k[*]} --threads $n" "$fast" "$TMP/k$nt" "$speed" "$l" "$bytes"
+      done
       if [ -s "$TMP/s" ]; then
         sm=$(median_of "$TMP/s")
         ratio=$(awk -v a="$sm" -v b="$km" 'BEGIN { printf "%.1fx", a / b }')

@@ -9,11 +9,42 @@ use crate::decode::guess::{GuessContext, Guesser};
 use crate::decode::internal::InternalTopic;
 use crate::decode::{self, DecodeOptions, Known};
 use crate::input::{self, DefaultPlausibility, Frame, FrameKind, FramePlausibility, Pairer};
-use crate::render::Context;
 use crate::schema::Schema;
 use crate::tree::{Buffers, Direction, Message, Node, Value};
 use foldhash::{HashMap, HashMapExt};
+use std::sync::Arc;
 use std::time::Duration;
+
+/// Where a message came from, when it came from a capture.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Context {
+    /// Numbers of the first and last capture frames that carried the message (1-based,
+    /// as Wireshark counts).
+    pub frames: (u64, u64),
+    /// Capture time of the first frame: seconds and nanoseconds since the Unix epoch.
+    pub time: (i64, u32),
+    /// Source endpoint (`10.0.0.1:51234`).
+    pub src: String,
+    /// Destination endpoint (`10.0.0.2:9092`).
+    pub dst: String,
+    /// The connection's number in the capture.
+    pub connection: u32,
+    /// For a response: the time since its request.
+    pub latency: Option<Duration>,
+    /// The message was cut short (the capture ended or lost segments).
+    pub incomplete: bool,
+    /// The capture file it came from, as given on the command line, when the command
+    /// reads several (`kwire read A B`); `None` for one capture.
+    pub capture: Option<std::sync::Arc<str>>,
+    /// Capture time of the first message read (of the first capture, when several are
+    /// read): what `-t r` counts from. Set by the reader in capture order.
+    pub first_time: Option<(i64, u32)>,
+    /// Capture time of the message read before this one (`-t d`); `None` for the first.
+    pub previous_time: Option<(i64, u32)>,
+    /// For a message decrypted from TLS: the session (version, suite, SNI) and the
+    /// records that carried it.
+    pub tls: Option<crate::input::tls::TlsFrameInfo>,
+}
 
 /// Pairing state over one capture.
 pub struct Session<'s> {
@@ -27,17 +58,21 @@ pub struct Session<'s> {
     /// Topic ids learned from responses that carry both a name and an id (Metadata,
     /// CreateTopics, DescribeTopicPartitions...), so later messages that carry only the
     /// id (Fetch v13+, Produce v13+) can show the name.
-    topic_names: HashMap<uuid::Uuid, String>,
+    topic_names: TopicNames,
     /// The ids of internal topics among them (few), handed to the decoder so records of
     /// `__consumer_offsets` and the like decode where only the id names the topic.
     internal_ids: Vec<(uuid::Uuid, InternalTopic)>,
+    /// [`Facts`] per (request?, api_key, api_version), as definitions are met.
+    facts: HashMap<(bool, i16, i16), Facts>,
+    /// The arena of the messages [`Session::prepare`] decodes, reused.
+    scratch: Buffers,
     /// Notices raised while pairing (oldest pending request dropped).
     pub notices: Vec<input::Notice>,
     /// Per connection: the (api_key, api_version) of its recent requests, oldest first
     /// (the context of ranked guesses), and the lowest request correlation_id seen.
     requests_seen: HashMap<u32, (Vec<(i16, i16)>, i32)>,
     /// The response layouts, listed on the first response that needs a guess.
-    guesser: Option<Guesser>,
+    guesser: Option<Arc<Guesser>>,
     /// Responses whose request is not in the capture because it was sent before the
     /// capture began: their correlation_id is below every request seen on the connection
     /// (clients number requests upwards), or no request was seen there before them.
@@ -73,6 +108,11 @@ impl FramePlausibility for SchemaPlausibility<'_> {
 /// Most topic ids remembered at once.
 const MAX_TOPIC_IDS: usize = 100_000;
 
+/// Topic names by topic id, shared with the frames in flight on worker threads (see
+/// [`Session::prepare`]): copied only when a frame adds a name while older frames still
+/// hold the previous map.
+type TopicNames = Arc<HashMap<uuid::Uuid, String>>;
+
 /// Annotates every non-zero `TopicId` whose name is known.
 fn name_topic_ids<'a>(n: &mut Node<'a>, names: &HashMap<uuid::Uuid, String>, arena: &'a Buffers) {
     if names.is_empty() {
@@ -90,29 +130,191 @@ fn name_topic_ids<'a>(n: &mut Node<'a>, names: &HashMap<uuid::Uuid, String>, are
     }
 }
 
-impl<'s> Session<'s> {
-    fn learn_topic_ids(&mut self, n: &Node<'_>) {
-        let mut name = None;
-        let mut id = None;
-        for c in &n.children {
-            match (c.name, &c.value) {
-                ("Name" | "Topic" | "TopicName", Value::Str(s)) if !s.is_empty() => name = Some(*s),
-                ("TopicId", Value::Uuid(u)) if !u.is_nil() => id = Some(*u),
+/// The topic (name, id) pairs of a tree: a `Name`/`Topic`/`TopicName` string beside a
+/// non-nil `TopicId` among the children of one node.
+fn topic_ids<'a>(n: &Node<'a>, out: &mut Vec<(uuid::Uuid, &'a str)>) {
+    let mut name = None;
+    let mut id = None;
+    for c in &n.children {
+        match (c.name, &c.value) {
+            ("Name" | "Topic" | "TopicName", Value::Str(s)) if !s.is_empty() => name = Some(*s),
+            ("TopicId", Value::Uuid(u)) if !u.is_nil() => id = Some(*u),
+            _ => {}
+        }
+    }
+    if let (Some(name), Some(id)) = (name, id) {
+        out.push((id, name));
+    }
+    for c in &n.children {
+        topic_ids(c, out);
+    }
+}
+
+/// Which session facts a kind of message can carry, from its definition at its version
+/// (see [`Session::prepare`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Facts {
+    /// A struct with a topic name beside a `TopicId`: the message can teach topic names.
+    topic_names: bool,
+    /// A `ProtocolType` field (requests: carried to the response).
+    protocol_type: bool,
+}
+
+impl Facts {
+    /// Every fact: for messages whose tree holds more than their definition says
+    /// (nested requests and protocols).
+    const ALL: Facts = Facts {
+        topic_names: true,
+        protocol_type: true,
+    };
+
+    fn of_fields(
+        def: &crate::schema::MessageDef,
+        fields: &[crate::schema::Field],
+        version: i16,
+        depth: usize,
+    ) -> Facts {
+        let mut f = Facts::default();
+        if depth > 32 {
+            return Facts::ALL;
+        }
+        let (mut name, mut id) = (false, false);
+        for x in fields.iter().filter(|x| x.versions.contains(version)) {
+            match x.name.as_str() {
+                "Name" | "Topic" | "TopicName" => name = true,
+                "TopicId" => id = true,
+                "ProtocolType" => f.protocol_type = true,
                 _ => {}
             }
+            if let Some(sn) = x.struct_name() {
+                let sub = if x.fields.is_empty() {
+                    def.struct_fields(sn).unwrap_or(&[])
+                } else {
+                    &x.fields
+                };
+                let g = Facts::of_fields(def, sub, version, depth + 1);
+                f.topic_names |= g.topic_names;
+                f.protocol_type |= g.protocol_type;
+            }
         }
-        if let (Some(name), Some(id)) = (name, id) {
+        f.topic_names |= name && id;
+        f
+    }
+}
+
+/// What the guess of a response without its request needs, taken in capture order.
+#[derive(Clone, Debug)]
+struct Orphan {
+    guesser: Arc<Guesser>,
+    /// The connection's recent requests, oldest first.
+    seen: Vec<(i16, i16)>,
+}
+
+impl Orphan {
+    /// The response decoded by the best ranked guess; as raw bytes when no layout fits
+    /// or the frame is cut short.
+    fn decode<'a>(
+        &self,
+        schema: &'a Schema,
+        opts: &'a DecodeOptions,
+        f: &'a Frame,
+        arena: &'a Buffers,
+    ) -> Message<'a> {
+        let raw = Known {
+            direction: Direction::Response,
+            ..Known::request()
+        };
+        if f.ctx.incomplete {
+            // A cut frame fits no layout exactly: it stays raw.
+            return decode::decode(schema, opts, arena, &f.bytes, &raw);
+        }
+        let cx = GuessContext { seen: &self.seen };
+        self.guesser
+            .response(
+                schema,
+                opts,
+                arena,
+                &f.bytes,
+                decode::Layout::default(),
+                &cx,
+            )
+            .unwrap_or_else(|| decode::decode(schema, opts, arena, &f.bytes, &raw))
+    }
+}
+
+/// What the session's in-order pass ([`Session::prepare`]) hands a frame so that it can
+/// be decoded on any thread, in any order, into the message [`Session::decode`] gives.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// The frame's capture context (latency included for a paired response).
+    pub ctx: Context,
+    /// What is known before decoding (a response's request, its protocol type).
+    known: Known,
+    /// The frame is a raw SASL token in this direction.
+    sasl: Option<Direction>,
+    /// A response whose request is not in the capture: decoded by a guess.
+    orphan: Option<Orphan>,
+    /// Topic names learned up to and including this frame.
+    names: TopicNames,
+}
+
+impl Prepared {
+    /// Decodes the frame this was prepared from (`f`: the same frame) with decoder limits
+    /// `opts`: the message equals what [`Session::decode`] gives for it in capture order.
+    pub fn decode<'a>(
+        &self,
+        schema: &'a Schema,
+        opts: &'a DecodeOptions,
+        f: &'a Frame,
+        arena: &'a Buffers,
+    ) -> Message<'a> {
+        if let Some(dir) = self.sasl {
+            return decode::sasl_token(arena, &f.bytes, dir);
+        }
+        let mut m = match &self.orphan {
+            Some(o) => o.decode(schema, opts, f, arena),
+            None => decode::decode(schema, opts, arena, &f.bytes, &self.known),
+        };
+        name_topic_ids(&mut m.tree, &self.names, arena);
+        m
+    }
+}
+
+/// Bytes of a Produce request decoded on the reading thread to find its `Acks` when
+/// [`Session::acks_end`] cannot tell where it ends (a longer header or id decodes the
+/// whole frame).
+const ACKS_PREFIX: usize = 4096;
+
+/// An unsigned varint at `b[*at..]`, moving `*at` past it.
+fn uvarint(b: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for i in 0..5 {
+        let x = *b.get(*at)?;
+        *at += 1;
+        v |= u64::from(x & 0x7f) << (7 * i);
+        if x & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+impl<'s> Session<'s> {
+    fn learn_topic_ids(&mut self, n: &Node<'_>) {
+        let mut found = Vec::new();
+        topic_ids(n, &mut found);
+        for (id, name) in found {
+            if self.topic_names.get(&id).map(String::as_str) == Some(name) {
+                continue;
+            }
             if self.topic_names.len() < MAX_TOPIC_IDS || self.topic_names.contains_key(&id) {
-                self.topic_names.insert(id, name.to_string());
+                Arc::make_mut(&mut self.topic_names).insert(id, name.to_string());
             }
             if let Some(t) = InternalTopic::from_name(name) {
                 if !self.internal_ids.contains(&(id, t)) && self.internal_ids.len() < 64 {
                     self.internal_ids.push((id, t));
                 }
             }
-        }
-        for c in &n.children {
-            self.learn_topic_ids(c);
         }
     }
 
@@ -140,6 +342,13 @@ impl<'s> Session<'s> {
     where
         's: 'a,
     {
+        let o = self.orphan_context(f);
+        o.decode(self.schema, self.opts, f, arena)
+    }
+
+    /// The in-order half of [`Session::orphan`]: counts the response and takes what its
+    /// guess needs (the layouts, the connection's recent requests).
+    fn orphan_context(&mut self, f: &Frame) -> Orphan {
         let conn = f.ctx.connection;
         let corr = Pairer::response_correlation(&f.bytes);
         let before = match (self.requests_seen.get(&conn), corr) {
@@ -153,31 +362,16 @@ impl<'s> Session<'s> {
             self.answers_unpaired += 1;
         }
         let schema = self.schema;
-        let opts = self.opts;
-        let g = self.guesser.get_or_insert_with(|| Guesser::new(schema));
-        let seen: &[(i16, i16)] = self
+        let guesser = Arc::clone(
+            self.guesser
+                .get_or_insert_with(|| Arc::new(Guesser::new(schema))),
+        );
+        let seen = self
             .requests_seen
             .get(&conn)
-            .map(|(s, _)| s.as_slice())
-            .unwrap_or(&[]);
-        let cx = GuessContext { seen };
-        let layout = decode::Layout::default();
-        if f.ctx.incomplete {
-            // A cut frame fits no layout exactly: it stays raw.
-            let k = Known {
-                direction: Direction::Response,
-                ..Known::request()
-            };
-            return decode::decode(schema, opts, arena, &f.bytes, &k);
-        }
-        g.response(schema, opts, arena, &f.bytes, layout, &cx)
-            .unwrap_or_else(|| {
-                let k = Known {
-                    direction: Direction::Response,
-                    ..Known::request()
-                };
-                decode::decode(schema, opts, arena, &f.bytes, &k)
-            })
+            .map(|(s, _)| s.clone())
+            .unwrap_or_default();
+        Orphan { guesser, seen }
     }
 
     /// A new session over `schema` with decoder limits `opts`.
@@ -187,8 +381,10 @@ impl<'s> Session<'s> {
             opts,
             pairer: Pairer::default(),
             protocol_types: HashMap::new(),
-            topic_names: HashMap::new(),
+            topic_names: Arc::new(HashMap::new()),
             internal_ids: Vec::new(),
+            facts: HashMap::new(),
+            scratch: Buffers::new(),
             notices: Vec::new(),
             requests_seen: HashMap::new(),
             guesser: None,
@@ -197,13 +393,9 @@ impl<'s> Session<'s> {
         }
     }
 
-    /// Decodes one frame from the input layer. The message borrows from `f` and `arena`;
-    /// the context carries frame numbers, time, endpoints, connection and, for a paired
-    /// response, the latency since its request.
-    pub fn decode<'a>(&mut self, f: &'a Frame, arena: &'a Buffers) -> (Message<'a>, Context)
-    where
-        's: 'a,
-    {
+    /// The frame's context, direction and what is known before decoding it: for a
+    /// response, its request (found and forgotten) and the latency since it.
+    fn begin(&mut self, f: &Frame) -> (Context, Direction, Known) {
         let c = &f.ctx;
         let mut ctx = Context {
             frames: (c.first_frame, c.last_frame),
@@ -214,6 +406,8 @@ impl<'s> Session<'s> {
             latency: None,
             incomplete: c.incomplete,
             capture: None,
+            first_time: None,
+            previous_time: None,
             tls: c.tls.clone(),
         };
         let dir = if c.direction == input::Direction::ToServer {
@@ -222,7 +416,7 @@ impl<'s> Session<'s> {
             Direction::Response
         };
         if f.kind == FrameKind::SaslToken {
-            return (decode::sasl_token(arena, &f.bytes, dir), ctx);
+            return (ctx, dir, Known::request());
         }
         let known = if dir == Direction::Request {
             Known::request()
@@ -248,6 +442,60 @@ impl<'s> Session<'s> {
             .hints
             .internal_topic_ids
             .clone_from(&self.internal_ids);
+        (ctx, dir, known)
+    }
+
+    /// Remembers a decoded request: its protocol type for the response, and the request
+    /// itself for pairing (unless it expects no response: Produce with acks=0).
+    fn note_request(&mut self, f: &Frame, m: &Message<'_>) {
+        let Some(corr) = m.correlation_id else {
+            return;
+        };
+        // Produce requests carry no ProtocolType: spare the walk over their records.
+        let pt = if m.api_key == 0 {
+            None
+        } else {
+            m.tree.find("ProtocolType").map(|n| n.value.clone())
+        };
+        if let Some(Value::Str(pt)) = pt {
+            self.note_protocol_type(f.ctx.connection, corr, pt);
+        }
+        self.note_pending(f, m.api_key, m.api_version, corr, !acks_zero(m));
+    }
+
+    fn note_protocol_type(&mut self, connection: u32, corr: i32, pt: &str) {
+        if self.protocol_types.len() < 100_000 {
+            self.protocol_types
+                .insert((connection, corr), pt.to_string());
+        }
+    }
+
+    fn note_pending(&mut self, f: &Frame, key: i16, ver: i16, corr: i32, expects: bool) {
+        self.seen_request(f.ctx.connection, corr, key, ver);
+        if let Some(n) = self.pairer.request(
+            f.ctx.connection,
+            corr,
+            key,
+            ver,
+            expects,
+            f.ctx.last_frame,
+            f.ctx.time,
+        ) {
+            self.notices.push(n);
+        }
+    }
+
+    /// Decodes one frame from the input layer. The message borrows from `f` and `arena`;
+    /// the context carries frame numbers, time, endpoints, connection and, for a paired
+    /// response, the latency since its request.
+    pub fn decode<'a>(&mut self, f: &'a Frame, arena: &'a Buffers) -> (Message<'a>, Context)
+    where
+        's: 'a,
+    {
+        let (ctx, dir, known) = self.begin(f);
+        if f.kind == FrameKind::SaslToken {
+            return (decode::sasl_token(arena, &f.bytes, dir), ctx);
+        }
         let mut m = if known.direction == Direction::Response && known.api_key.is_none() {
             self.orphan(f, arena)
         } else {
@@ -256,34 +504,178 @@ impl<'s> Session<'s> {
         self.learn_topic_ids(&m.tree);
         name_topic_ids(&mut m.tree, &self.topic_names, arena);
         if dir == Direction::Request {
-            if let Some(corr) = m.correlation_id {
-                // Produce requests carry no ProtocolType: spare the walk over their records.
-                let pt = if m.api_key == 0 {
-                    None
-                } else {
-                    m.tree.find("ProtocolType").map(|n| n.value.clone())
-                };
-                if let Some(Value::Str(pt)) = pt {
-                    if self.protocol_types.len() < 100_000 {
-                        self.protocol_types
-                            .insert((c.connection, corr), pt.to_string());
-                    }
-                }
-                self.seen_request(c.connection, corr, m.api_key, m.api_version);
-                let expects = !acks_zero(&m);
-                if let Some(n) = self.pairer.request(
-                    c.connection,
-                    corr,
-                    m.api_key,
-                    m.api_version,
-                    expects,
-                    c.last_frame,
-                    c.time,
-                ) {
-                    self.notices.push(n);
-                }
-            }
+            self.note_request(f, &m);
         }
         (m, ctx)
+    }
+
+    /// Where a Produce request's `Acks` field ends in its frame (size prefix included),
+    /// read by hand from the header and the fields before it (nullable strings only), so
+    /// that the decoder need not walk the records to find it; `None` when the bytes or
+    /// the definition are not what that expects. Only a guess at how many bytes to
+    /// decode: the decoder's own `Acks` is what counts.
+    fn acks_end(&self, b: &[u8], ver: i16) -> Option<usize> {
+        let d = self.schema.request(0, ver)?;
+        let flexible = d.def.flexible_versions.contains(ver);
+        let mut at = 12; // size, api_key, api_version, correlation_id
+        let len = i16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]);
+        at += 2 + usize::try_from(len.max(0)).ok()?;
+        if self.schema.request_header_version(0, ver) >= 2 {
+            for _ in 0..uvarint(b, &mut at)? {
+                uvarint(b, &mut at)?;
+                let size = uvarint(b, &mut at)?;
+                at = at.checked_add(usize::try_from(size).ok()?)?;
+            }
+        }
+        for field in d.def.fields.iter().filter(|x| x.versions.contains(ver)) {
+            if field.name == "Acks" {
+                return Some(at + 2);
+            }
+            if field.ty != crate::schema::FieldType::Prim(crate::schema::Prim::String) {
+                return None;
+            }
+            if flexible {
+                let n = uvarint(b, &mut at)?;
+                at = at.checked_add(usize::try_from(n.saturating_sub(1)).ok()?)?;
+            } else {
+                let n = i16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]);
+                at += 2 + usize::try_from(n.max(0)).ok()?;
+            }
+        }
+        None
+    }
+
+    /// The facts messages of `(direction, api_key, api_version)` can carry.
+    fn facts(&mut self, dir: Direction, key: i16, ver: i16) -> Facts {
+        if key == 58 {
+            // Envelope carries a whole request: its tree holds more than its definition.
+            return Facts::ALL;
+        }
+        let kind = if dir == Direction::Request {
+            crate::schema::MessageKind::Request
+        } else {
+            crate::schema::MessageKind::Response
+        };
+        let Some(d) = self.schema.resolve(kind, key, ver) else {
+            return Facts::default();
+        };
+        let schema = self.schema;
+        *self
+            .facts
+            .entry((dir == Direction::Request, key, ver))
+            .or_insert_with(|| {
+                let mut f = Facts::of_fields(&d.def, &d.def.fields, ver, 0);
+                if matches!(key, 11 | 14) {
+                    // JoinGroup and SyncGroup carry the consumer protocol's structures in
+                    // bytes fields, which the decoder decodes too: any of their versions.
+                    for n in ["ConsumerProtocolSubscription", "ConsumerProtocolAssignment"] {
+                        for nd in schema.by_name(n) {
+                            for v in nd.def.valid_versions.lo..=nd.def.valid_versions.hi {
+                                let g = Facts::of_fields(&nd.def, &nd.def.fields, v, 0);
+                                f.topic_names |= g.topic_names;
+                                f.protocol_type |= g.protocol_type;
+                            }
+                        }
+                    }
+                    // Unknown to this schema: assume the worst.
+                    if schema.by_name("ConsumerProtocolSubscription").is_empty() {
+                        f = Facts::ALL;
+                    }
+                }
+                f
+            })
+    }
+
+    /// The in-order half of [`Session::decode`], for decoding on other threads: pairs a
+    /// response with its request, and learns from the frame what later frames need
+    /// (a request's api_key, api_version and correlation_id from its header, a Produce
+    /// request's acks, a JoinGroup/SyncGroup request's protocol type, topic names), then
+    /// returns what [`Prepared::decode`] needs to decode the frame anywhere. Only the
+    /// messages whose definitions can teach topic names or carry a protocol type are
+    /// decoded here in full (small: Metadata, CreateTopics, JoinGroup...); a Produce
+    /// request decodes its first [`ACKS_PREFIX`] bytes; any other frame is not decoded.
+    pub fn prepare(&mut self, f: &Frame) -> Prepared {
+        let (ctx, dir, known) = self.begin(f);
+        let mut p = Prepared {
+            ctx,
+            known,
+            sasl: None,
+            orphan: None,
+            names: Arc::clone(&self.topic_names),
+        };
+        if f.kind == FrameKind::SaslToken {
+            p.sasl = Some(dir);
+            return p;
+        }
+        if dir == Direction::Response && p.known.api_key.is_none() {
+            // Without its request, the guess decides what the response is: decoded here
+            // too, to learn what it teaches (topic names).
+            let o = self.orphan_context(f);
+            let mut arena = std::mem::take(&mut self.scratch);
+            arena.reset();
+            let m = o.decode(self.schema, self.opts, f, &arena);
+            self.learn_topic_ids(&m.tree);
+            drop(m);
+            self.scratch = arena;
+            p.names = Arc::clone(&self.topic_names);
+            p.orphan = Some(o);
+            return p;
+        }
+        let (key, ver) = if dir == Direction::Request {
+            match Pairer::request_header(&f.bytes) {
+                Some((k, v, _)) => (k, v),
+                None => return p, // no correlation_id: nothing to pair, nothing to learn
+            }
+        } else {
+            (
+                p.known.api_key.unwrap_or(-1),
+                p.known.api_version.unwrap_or(-1),
+            )
+        };
+        let facts = self.facts(dir, key, ver);
+        // The scratch arena, out of `self` while a message borrows from it.
+        let mut arena = std::mem::take(&mut self.scratch);
+        arena.reset();
+        if facts.topic_names || (dir == Direction::Request && facts.protocol_type) {
+            let m = decode::decode(self.schema, self.opts, &arena, &f.bytes, &p.known);
+            self.learn_topic_ids(&m.tree);
+            if dir == Direction::Request {
+                self.note_request(f, &m);
+            }
+            drop(m);
+            self.scratch = arena;
+            p.names = Arc::clone(&self.topic_names);
+            return p;
+        }
+        let corr = Pairer::request_header(&f.bytes).map(|(_, _, c)| c);
+        let Some(corr) = corr.filter(|_| dir == Direction::Request) else {
+            self.scratch = arena;
+            return p;
+        };
+        let mut expects = true;
+        if key == 0 {
+            // acks=0: the decoder's Acks, from the frame's first bytes when they hold the
+            // whole field (else from the whole frame).
+            let n = self
+                .acks_end(&f.bytes, ver)
+                .unwrap_or(ACKS_PREFIX)
+                .min(f.bytes.len());
+            let m = decode::decode(self.schema, self.opts, &arena, &f.bytes[..n], &p.known);
+            let acks = m
+                .tree
+                .find("Acks")
+                .map(|a| (a.value.clone(), a.end() <= n && a.error().is_none()));
+            expects = match acks {
+                Some((v, true)) => v != Value::Int(0),
+                _ if n == f.bytes.len() => true,
+                _ => {
+                    let m = decode::decode(self.schema, self.opts, &arena, &f.bytes, &p.known);
+                    !acks_zero(&m)
+                }
+            };
+        }
+        self.scratch = arena;
+        self.note_pending(f, key, ver, corr, expects);
+        p
     }
 }

@@ -2,7 +2,7 @@
 //! latencies and bytes; per connection the endpoints and client_id. What `kwire stats`
 //! prints.
 
-use crate::render::Context;
+use crate::session::Context;
 use crate::tree::{Direction, Message, Node, Value};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -87,6 +87,72 @@ pub fn error_code<'n>(n: &'n Node<'_>) -> Option<(i64, Option<&'n str>)> {
     }
 }
 
+/// What the statistics take from one message: small and owned, so that messages can be
+/// decoded on worker threads and added in capture order ([`Stats::add_item`]).
+#[derive(Debug, Clone)]
+pub struct Item {
+    direction: Direction,
+    connection: u32,
+    /// The capture file, when several are read.
+    capture: Option<std::sync::Arc<str>>,
+    src: String,
+    dst: String,
+    client_id: Option<String>,
+    api_key: i16,
+    api_version: i16,
+    api_name: String,
+    sasl_token: bool,
+    /// The layout was guessed (a response whose request is not in the capture).
+    guessed: bool,
+    size: u64,
+    malformed: bool,
+    latency_ns: Option<u64>,
+    /// Names of the non-zero error codes of a response, in tree order.
+    errors: Vec<String>,
+}
+
+impl Item {
+    /// The facts of message `m` with capture context `ctx`.
+    pub fn of(m: &Message<'_>, ctx: &Context) -> Item {
+        let client_id = if m.direction == Direction::Request {
+            match m.tree.find("client_id").map(|n| &n.value) {
+                Some(Value::Str(s)) => Some(s.to_string()),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        let mut errors = Vec::new();
+        if m.api_key >= 0 && m.direction == Direction::Response {
+            m.tree.walk(&mut |n, _| {
+                if let Some((_, Some(name))) = error_code(n) {
+                    errors.push(name.to_string());
+                }
+            });
+        }
+        Item {
+            direction: m.direction,
+            connection: ctx.connection,
+            capture: ctx.capture.clone(),
+            src: ctx.src.clone(),
+            dst: ctx.dst.clone(),
+            client_id,
+            api_key: m.api_key,
+            api_version: m.api_version,
+            api_name: m
+                .api_name
+                .clone()
+                .unwrap_or_else(|| format!("api_key {}", m.api_key)),
+            sasl_token: m.api_name.as_deref() == Some("SaslToken"),
+            guessed: m.guess.is_some(),
+            size: m.size as u64,
+            malformed: m.api_key >= 0 && !m.errors().is_empty(),
+            latency_ns: ctx.latency.map(|l| l.as_nanos() as u64),
+            errors,
+        }
+    }
+}
+
 impl Stats {
     /// Adds the summaries of the capture's TLS connections (from
     /// [`crate::input::CaptureStats::tls`]), kept in connection order.
@@ -97,57 +163,56 @@ impl Stats {
 
     /// Adds one decoded message with its capture context.
     pub fn add(&mut self, m: &Message<'_>, ctx: &Context) {
+        self.add_item(Item::of(m, ctx));
+    }
+
+    /// Adds what [`Item::of`] took from one message (items added in capture order give
+    /// the statistics [`Stats::add`] gives).
+    pub fn add_item(&mut self, it: Item) {
         let conn = self
             .connections
-            .entry((self.capture, ctx.connection))
+            .entry((self.capture, it.connection))
             .or_default();
         conn.messages += 1;
         if conn.capture.is_none() {
-            conn.capture.clone_from(&ctx.capture);
+            conn.capture = it.capture;
         }
-        if m.direction == Direction::Request {
-            conn.client = ctx.src.clone();
-            conn.server = ctx.dst.clone();
+        if it.direction == Direction::Request {
+            conn.client = it.src;
+            conn.server = it.dst;
             if conn.client_id.is_none() {
-                if let Some(Value::Str(s)) = m.tree.find("client_id").map(|n| n.value.clone()) {
-                    conn.client_id = Some(s.to_string());
-                }
+                conn.client_id = it.client_id;
             }
         } else if conn.client.is_empty() {
-            conn.client = ctx.dst.clone();
-            conn.server = ctx.src.clone();
+            conn.client = it.dst;
+            conn.server = it.src;
         }
         // A guessed layout (a response whose request is not in the capture) is not
         // counted under the API guessed.
-        if m.api_key < 0 || m.guess.is_some() {
-            if m.api_name.as_deref() == Some("SaslToken") {
+        if it.api_key < 0 || it.guessed {
+            if it.sasl_token {
                 self.sasl_tokens += 1;
-            } else if m.direction == Direction::Response {
+            } else if it.direction == Direction::Response {
                 self.unpaired_responses += 1;
             }
             return;
         }
-        let a = self.apis.entry((m.api_key, m.api_version)).or_default();
-        a.api_name = m
-            .api_name
-            .clone()
-            .unwrap_or_else(|| format!("api_key {}", m.api_key));
-        a.bytes += m.size as u64;
-        if !m.errors().is_empty() {
+        let a = self.apis.entry((it.api_key, it.api_version)).or_default();
+        a.api_name = it.api_name;
+        a.bytes += it.size;
+        if it.malformed {
             a.malformed += 1;
         }
-        match m.direction {
+        match it.direction {
             Direction::Request => a.requests += 1,
             Direction::Response => {
                 a.responses += 1;
-                if let Some(l) = ctx.latency {
-                    a.latencies.push(l.as_nanos() as u64);
+                if let Some(l) = it.latency_ns {
+                    a.latencies.push(l);
                 }
-                m.tree.walk(&mut |n, _| {
-                    if let Some((_, Some(name))) = error_code(n) {
-                        *a.errors.entry(name.to_string()).or_default() += 1;
-                    }
-                });
+                for e in it.errors {
+                    *a.errors.entry(e).or_default() += 1;
+                }
             }
         }
     }

@@ -475,6 +475,16 @@ impl<'a> Message<'a> {
 pub struct Buffers {
     arena: typed_arena::Arena<Vec<u8>>,
     bump: bumpalo::Bump,
+    /// Bytes charged to [`crate::memory`]'s budget for this message, given back on reset.
+    held: std::cell::Cell<usize>,
+    /// Node memory already charged (or kept from an earlier message and not charged).
+    nodes_charged: std::cell::Cell<usize>,
+}
+
+impl Drop for Buffers {
+    fn drop(&mut self) {
+        crate::memory::give(self.held.replace(0));
+    }
 }
 
 impl std::fmt::Debug for Buffers {
@@ -486,13 +496,33 @@ impl std::fmt::Debug for Buffers {
 }
 
 /// Above this many bytes, [`Buffers::reset`] hands the node memory back to the
-/// allocator instead of keeping it for the next message.
-const KEEP_BYTES: usize = 8 << 20;
+/// allocator instead of keeping it for the next message (what is kept is not charged to
+/// [`crate::memory`]'s budget: at most this much per arena).
+const KEEP_BYTES: usize = 4 << 20;
 
 impl Buffers {
     /// A new, empty arena.
     pub fn new() -> Buffers {
         Buffers::default()
+    }
+
+    /// Charges `n` bytes that this message is about to hold (a decompressed buffer) to
+    /// the process-wide budget ([`crate::memory::take`], which may wait on a worker
+    /// thread); they are given back when the arena is reset or dropped.
+    pub fn charge(&self, n: usize) {
+        crate::memory::take(n);
+        self.held.set(self.held.get().saturating_add(n));
+    }
+
+    /// Charges the node memory grown by a [`crate::memory::STEP`] or more since the last
+    /// charge.
+    fn charge_nodes(&self) {
+        let now = self.bump.allocated_bytes();
+        let charged = self.nodes_charged.get();
+        if now >= charged.saturating_add(crate::memory::STEP) {
+            self.charge(now - charged);
+            self.nodes_charged.set(now);
+        }
     }
 
     /// Moves `v` into the arena and returns a slice of it that lives as long as the arena.
@@ -522,7 +552,9 @@ impl Buffers {
         I: IntoIterator<Item = Node<'a>>,
         I::IntoIter: ExactSizeIterator,
     {
-        Children::new(self.bump.alloc_slice_fill_iter(nodes))
+        let c = Children::new(self.bump.alloc_slice_fill_iter(nodes));
+        self.charge_nodes();
+        c
     }
 
     /// Moves the nodes out of `v` into the arena as one contiguous slice, leaving `v`
@@ -536,7 +568,9 @@ impl Buffers {
         if v.is_empty() {
             return Children::default();
         }
-        Children::new(self.bump.alloc_slice_fill_iter(v.drain(..)))
+        let c = Children::new(self.bump.alloc_slice_fill_iter(v.drain(..)));
+        self.charge_nodes();
+        c
     }
 
     /// Bytes the arena holds for nodes and texts (decompressed buffers not counted).
@@ -552,6 +586,8 @@ impl Buffers {
         } else {
             self.bump.reset();
         }
+        crate::memory::give(self.held.replace(0));
+        self.nodes_charged.set(self.bump.allocated_bytes());
     }
 }
 

@@ -38,8 +38,7 @@ fn all_formats(hex: &str, known: Known, stem: &str) {
         connection: 1,
         latency: None,
         incomplete: false,
-        capture: None,
-        tls: None,
+        ..Context::default()
     };
     for (fmt, ext, c) in [
         (Format::Text, "txt", None),

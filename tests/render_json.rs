@@ -35,8 +35,7 @@ fn ctx() -> Context {
         connection: 2,
         latency: Some(std::time::Duration::from_micros(2500)),
         incomplete: false,
-        capture: None,
-        tls: None,
+        ..Context::default()
     }
 }
 

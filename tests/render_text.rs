@@ -115,8 +115,7 @@ fn title_line() {
         connection: 3,
         latency: Some(std::time::Duration::from_micros(1234)),
         incomplete: false,
-        capture: None,
-        tls: None,
+        ..Context::default()
     };
     let f = unhex(RESP_HEX);
     let s = out(&response(&f), Some(&ctx), &plain());

@@ -1,12 +1,16 @@
 //! `kwire export`: captures to Parquet tables (`src/export`), several captures at once.
 
-use super::read::{run_capture, unanswered_first_pass, unreadable, worse, CaptureArgs, FilterArgs};
+use super::read::{
+    run_capture, unanswered_first_pass, unreadable, worse, CaptureArgs, FilterArgs, RunOptions,
+};
 use super::CliError;
 use super::{say, EXIT_OK};
 use crate::decode::DecodeOptions;
 use crate::export::{self, table::FileOptions, CaptureExport, ExportOptions, PartitionBy};
 use crate::filter::{self, Filter};
 use crate::schema::Schema;
+use crate::session::Context;
+use crate::tree::Message;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -66,9 +70,6 @@ pub struct ExportArgs {
     /// Rows a row group holds at most (fewer when they take more than about 4 MiB).
     #[arg(long, value_name = "N", default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(1..))]
     pub row_group_rows: u32,
-    /// Captures exported at once (default: the number of CPUs).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    pub threads: Option<u16>,
 }
 
 /// Runs `kwire export`; returns the exit status.
@@ -110,11 +111,9 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> 
         },
     };
     let files = a.capture.captures();
-    let threads = a
-        .threads
-        .map(usize::from)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .clamp(1, files.len().max(1));
+    // --threads: captures exported at once (each on one thread: its writer takes rows in
+    // capture order).
+    let threads = a.capture.threads().clamp(1, files.len().max(1));
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Exported>>> = Mutex::new(vec![None; files.len()]);
     std::thread::scope(|s| {
@@ -185,26 +184,39 @@ fn export_one(
     let res = (|| {
         let unanswered =
             unanswered_first_pass(schema, &a.capture, file, flt).map_err(|e| e.to_string())?;
-        let mut exp = CaptureExport::new(opts, index, name)?;
+        // The writer takes rows in capture order: the export runs on the reading thread.
+        let exp = std::sync::Mutex::new(CaptureExport::new(opts, index, name)?);
+        let work = |m: &Message<'_>, ctx: &Context, _: &mut dyn std::io::Write| {
+            let fctx = filter::Context {
+                capture: Some(ctx),
+                unanswered: unanswered.as_ref(),
+            };
+            if !flt.is_none_or(|f| f.matches(m, &fctx)) {
+                return Ok(false);
+            }
+            exp.lock()
+                .map_err(|_| std::io::Error::other("export writer poisoned"))?
+                .add(m, ctx)
+                .map_err(std::io::Error::other)?;
+            Ok(true)
+        };
+        let mut run = RunOptions {
+            threads: 1,
+            ..RunOptions::default()
+        };
         let ran = run_capture(
             schema,
             &a.capture,
             file,
             DecodeOptions::default(),
-            false,
-            None,
-            |m, ctx| {
-                let fctx = filter::Context {
-                    capture: Some(ctx),
-                    unanswered: unanswered.as_ref(),
-                };
-                if !flt.is_none_or(|f| f.matches(m, &fctx)) {
-                    return Ok(false);
-                }
-                exp.add(m, ctx).map_err(std::io::Error::other)?;
-                Ok(true)
-            },
+            &mut run,
+            &mut std::io::sink(),
+            &work,
+            &mut |shown| shown,
         );
+        let mut exp = exp
+            .into_inner()
+            .map_err(|_| "export writer poisoned".to_string())?;
         match ran {
             Ok(outcome) => {
                 let sum = exp.finish()?;

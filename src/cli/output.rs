@@ -1,7 +1,8 @@
 //! Glue between the command line's options and the renderers.
 
 use super::{Cli, ColorChoice, Format, OutputArgs};
-use crate::render::{self, Context, RenderOptions};
+use crate::render::{self, RenderOptions};
+use crate::session::Context;
 use crate::tree::Message;
 use std::io::{IsTerminal, Write};
 

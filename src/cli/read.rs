@@ -11,7 +11,7 @@ use crate::decode::{DecodeOptions, Detail};
 use crate::filter::{self, Filter};
 use crate::input::{self, CaptureOptions, Event, FrameKind};
 use crate::schema::Schema;
-use crate::session::Session;
+use crate::session::{Context, Prepared, Session};
 use crate::tree::{Buffers, Message};
 use clap::Args;
 use std::collections::{BTreeMap, HashSet};
@@ -52,6 +52,28 @@ pub struct CaptureArgs {
     /// A pcapng file's Decryption Secrets Blocks are always read.
     #[arg(long = "tls-keylog", value_name = "FILE")]
     pub tls_keylog: Vec<PathBuf>,
+    /// Worker threads (default: the number of cores; 1 when reading stdin, so a live
+    /// capture prints each message as it comes). `read` and `stats` decode and print on
+    /// them (`--threads 1` decodes on the reading thread); `export` exports that many
+    /// captures at once. The output is the same at any count.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+}
+
+impl CaptureArgs {
+    /// Worker threads to use (see `--threads`).
+    pub fn threads(&self) -> usize {
+        let stdin = self
+            .read_file
+            .iter()
+            .chain(&self.files)
+            .any(|f| f.as_os_str() == "-");
+        match self.threads {
+            Some(n) => usize::from(n),
+            None if stdin => 1,
+            None => crate::pipeline::default_threads(),
+        }
+    }
 }
 
 /// The key logs `--tls-keylog` names (or the file `SSLKEYLOGFILE` names, when no
@@ -273,6 +295,24 @@ struct Tally {
 }
 
 impl Tally {
+    /// Counts notice `n` and says its line, if it has one ([`Tally::notice`]).
+    fn tell(&mut self, n: &input::Notice, all: bool, say: &impl Fn(String)) {
+        if let Some(line) = self.notice(n, all) {
+            say(line);
+        }
+    }
+
+    /// Counts a frame as it is read.
+    fn frame(&mut self, f: &input::Frame) {
+        self.messages += 1;
+        if f.kind == FrameKind::SaslToken {
+            self.sasl_tokens += 1;
+        }
+        if f.ctx.incomplete {
+            self.incomplete += 1;
+        }
+    }
+
     /// Counts notice `n` and returns the line to print for it, if any: the first
     /// [`NOTICE_LINES_PER_KIND`] of each kind (all with `all`), then one line saying the
     /// rest are counted.
@@ -432,24 +472,71 @@ impl CaptureArgs {
     }
 }
 
-/// Reads a capture, decodes every Kafka message (pairing responses with requests) and
-/// hands each to `on_message`, decoded at `detail` (see [`Detail`]: `Summary` keeps only
-/// what the summary line and the filters read), which returns whether it showed the
-/// message. Notices go to stderr as they come (not with `quiet`). Reading stops early
-/// once `limit` messages were shown, or when `on_message` fails (a closed pipe).
+/// The work done for each message, on a worker thread (or on the reading thread with
+/// one thread): write the message's output, if any, to the writer given, and return
+/// what the reading thread gathers in capture order.
+pub type MessageWork<'w, O> =
+    dyn Fn(&Message<'_>, &Context, &mut dyn Write) -> std::io::Result<O> + Sync + 'w;
+
+/// Most frames in one job handed to a worker thread.
+const BATCH_FRAMES: usize = 64;
+
+/// A job handed to a worker thread closes once its frames hold this many bytes.
+const BATCH_BYTES: usize = 256 << 10;
+
+/// Whether a message counts as having decode errors, and as undecodable (its body
+/// did not decode at all), for the closing line.
+fn problems(m: &Message<'_>) -> (bool, bool) {
+    let undecodable = m
+        .tree
+        .children
+        .iter()
+        .any(|n| n.name == "body" && n.error().is_some());
+    (m.error_count() > 0, undecodable)
+}
+
+/// How [`run_capture`] runs, besides what to read.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// No notices and no closing lines on stderr (a first pass).
+    pub quiet: bool,
+    /// Stop once this many messages were shown.
+    pub limit: Option<u64>,
+    /// Worker threads (1: decode on the reading thread). A caller whose output depends
+    /// on what earlier messages showed (`-c`, `-t dd`, numbered pages, a live terminal)
+    /// passes 1.
+    pub threads: usize,
+    /// The times of the first and the latest message read so far, carried from capture
+    /// to capture (they set [`Context::first_time`] and [`Context::previous_time`]).
+    pub times: Option<((i64, u32), (i64, u32))>,
+}
+
+/// Reads a capture, decodes every Kafka message (pairing responses with requests) at
+/// `dopts.detail` (see [`Detail`]: `Summary` keeps only what the summary line and the
+/// filters read), runs `work` on each, writing what it writes to `out` in capture order,
+/// and hands its results to `collect` in capture order (`collect` says whether the
+/// message was shown). With more than one thread (`run.threads`), messages are decoded
+/// and `work` runs on worker threads (see [`crate::pipeline`]) while this thread reads,
+/// reassembles and pairs: the output is the same. Notices go to stderr as they come
+/// (not with `run.quiet`). Reading stops early once `run.limit` messages were shown, or
+/// when writing fails (a closed pipe).
 ///
 /// # Errors
 /// A file that cannot be opened or is not a capture (with a hint when it looks like
-/// something another command reads); the first error `on_message` returns.
-pub fn run_capture(
+/// something another command reads); the first error `work` returns or writing to `out`
+/// gives.
+#[allow(clippy::too_many_arguments)]
+pub fn run_capture<O: Send>(
     schema: &Schema,
     a: &CaptureArgs,
     file: &CaptureFile<'_>,
     dopts: DecodeOptions,
-    quiet: bool,
-    limit: Option<u64>,
-    mut on_message: impl FnMut(&Message<'_>, &crate::render::Context) -> std::io::Result<bool>,
+    run: &mut RunOptions,
+    out: &mut dyn Write,
+    work: &MessageWork<'_, O>,
+    collect: &mut dyn FnMut(O) -> bool,
 ) -> Result<Outcome, CliError> {
+    let (quiet, limit) = (run.quiet, run.limit);
     let path = file.path;
     // A progress bar on stderr for large files, when stderr is a terminal.
     let mut bar = indicatif::ProgressBar::hidden();
@@ -519,62 +606,128 @@ pub fn run_capture(
     let mut session = Session::new(schema, &dopts);
     let mut tally = Tally::default();
     let mut io_err: Option<std::io::Error> = None;
-    // One arena for every message: emptied after each, so its memory is reused.
-    let mut arena = Buffers::new();
-    let res = input::read_capture(input, &copts, &plaus, |ev| {
-        if io_err.is_some() || stop.load(Ordering::Relaxed) {
-            return;
+    let all = a.all_notices;
+    // Counted in capture order as each message's output is written.
+    let (mut shown, mut with_errors, mut undecodable) = (0u64, 0u64, 0u64);
+    let mut count = |o: O, (errors, undec): (bool, bool)| {
+        shown += u64::from(collect(o));
+        with_errors += u64::from(errors);
+        undecodable += u64::from(undec);
+        if limit.is_some_and(|l| shown >= l) {
+            stop.store(true, Ordering::Relaxed);
         }
-        match ev {
-            Event::Notice(n) => {
-                if let Some(line) = tally.notice(&n, a.all_notices) {
-                    say_line(line);
+    };
+    // What the capture's context says of the messages before this one (`-t r`, `-t d`).
+    let times = &mut run.times;
+    let mut place = |ctx: &mut Context| {
+        ctx.capture.clone_from(&file.label);
+        let (first, previous) = match *times {
+            Some((first, previous)) => (first, Some(previous)),
+            None => (ctx.time, None),
+        };
+        ctx.first_time = Some(first);
+        ctx.previous_time = previous;
+        *times = Some((first, ctx.time));
+    };
+    let res = if run.threads <= 1 {
+        // One arena for every message: emptied after each, so its memory is reused.
+        let mut arena = Buffers::new();
+        input::read_capture(input, &copts, &plaus, |ev| {
+            if io_err.is_some() || stop.load(Ordering::Relaxed) {
+                return;
+            }
+            match ev {
+                Event::Notice(n) => tally.tell(&n, all, &say_line),
+                Event::Frame(f) => {
+                    arena.reset();
+                    let arena = &arena;
+                    tally.frame(&f);
+                    let (m, mut ctx) = session.decode(&f, arena);
+                    place(&mut ctx);
+                    for n in session.notices.drain(..) {
+                        tally.tell(&n, all, &say_line);
+                    }
+                    match work(&m, &ctx, out) {
+                        Ok(o) => count(o, problems(&m)),
+                        Err(e) => {
+                            io_err = Some(e);
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
                 }
             }
-            Event::Frame(f) => {
+        })
+    } else {
+        let dopts = &dopts;
+        // A job is a batch of frames, so that small messages do not each pay for a
+        // hand-over between threads.
+        let job = move |batch: Vec<(input::Frame, Prepared)>, w: &mut dyn Write| {
+            let mut outs = Vec::with_capacity(batch.len());
+            // One arena for the batch, emptied before each message.
+            let mut arena = Buffers::new();
+            for (f, p) in batch {
                 arena.reset();
                 let arena = &arena;
-                if f.kind == FrameKind::SaslToken {
-                    tally.sasl_tokens += 1;
-                }
-                let (m, mut ctx) = session.decode(&f, arena);
-                ctx.capture.clone_from(&file.label);
-                for n in session.notices.drain(..) {
-                    if let Some(line) = tally.notice(&n, a.all_notices) {
-                        say_line(line);
-                    }
-                }
-                tally.messages += 1;
-                if f.ctx.incomplete {
-                    tally.incomplete += 1;
-                }
-                if m.error_count() > 0 {
-                    tally.with_errors += 1;
-                }
-                if m.tree
-                    .children
-                    .iter()
-                    .any(|n| n.name == "body" && n.error().is_some())
-                {
-                    tally.undecodable += 1;
-                }
-                match on_message(&m, &ctx) {
-                    Ok(shown) => tally.shown += u64::from(shown),
-                    Err(e) => {
-                        io_err = Some(e);
+                let m = p.decode(schema, dopts, &f, arena);
+                let o = work(&m, &p.ctx, w)?;
+                outs.push((o, problems(&m)));
+            }
+            Ok(outs)
+        };
+        let budget = crate::pipeline::Budget::for_threads(run.threads);
+        let piped = crate::pipeline::run(
+            run.threads,
+            budget,
+            &job,
+            out,
+            &mut |outs| outs.into_iter().for_each(|(o, p)| count(o, p)),
+            |feeder| {
+                let mut batch = Vec::new();
+                let mut batch_bytes = 0;
+                let r = input::read_capture(input, &copts, &plaus, |ev| {
+                    if feeder.error().is_some() {
                         stop.store(true, Ordering::Relaxed);
+                        return;
                     }
+                    match ev {
+                        Event::Notice(n) => tally.tell(&n, all, &say_line),
+                        Event::Frame(f) => {
+                            tally.frame(&f);
+                            let mut p = session.prepare(&f);
+                            place(&mut p.ctx);
+                            for n in session.notices.drain(..) {
+                                tally.tell(&n, all, &say_line);
+                            }
+                            batch_bytes += f.bytes.len();
+                            batch.push((f, p));
+                            if batch.len() >= BATCH_FRAMES || batch_bytes >= BATCH_BYTES {
+                                feeder.submit(std::mem::take(&mut batch), batch_bytes);
+                                batch_bytes = 0;
+                            }
+                        }
+                    }
+                });
+                if !batch.is_empty() {
+                    feeder.submit(batch, batch_bytes);
                 }
-                if limit.is_some_and(|l| tally.shown >= l) {
-                    stop.store(true, Ordering::Relaxed);
-                }
+                r
+            },
+        );
+        match piped {
+            Ok(r) => r,
+            Err(e) => {
+                io_err = Some(e);
+                Ok(input::CaptureStats::default())
             }
         }
-    });
+    };
     bar.finish_and_clear();
     if let Some(e) = io_err {
         return Err(CliError::Io(e));
     }
+    tally.shown = shown;
+    tally.with_errors = with_errors;
+    tally.undecodable = undecodable;
     let stats = res.map_err(|e| {
         let mut m = format!("{}: {e}", path.display());
         if let Some(os) = last_error.lock().ok().and_then(|l| l.clone()) {
@@ -722,7 +875,22 @@ pub(super) fn unanswered_first_pass(
         detail: Detail::Summary,
         ..DecodeOptions::default()
     };
-    let first = run_capture(schema, a, file, dopts, true, None, |_, _| Ok(false))?;
+    let mut run = RunOptions {
+        quiet: true,
+        threads: a.threads(),
+        ..RunOptions::default()
+    };
+    let work = |_: &Message<'_>, _: &Context, _: &mut dyn Write| Ok(());
+    let first = run_capture(
+        schema,
+        a,
+        file,
+        dopts,
+        &mut run,
+        &mut std::io::sink(),
+        &work,
+        &mut |()| false,
+    )?;
     Ok(Some(first.unanswered))
 }
 
@@ -757,8 +925,6 @@ pub fn read_command(
     } else {
         Detail::Full
     };
-    let mut doc = crate::page::frames::Doc::new();
-    let mut n = 0;
     let flush_each = a.view.line_flush || std::io::stdout().is_terminal();
     if let Some(f) = &fields {
         if !a.view.quiet {
@@ -772,6 +938,33 @@ pub fn read_command(
         ..DecodeOptions::default()
     };
     let limit = a.view.count;
+    let pages = matches!(
+        v.view,
+        View::Format(super::Format::Md | super::Format::Html)
+    );
+    // What depends on the messages shown before (numbered pages, -t dd, -c) or must come
+    // out as it is read (a terminal, -l) runs on the reading thread.
+    let ordered = pages
+        || flush_each
+        || limit.is_some()
+        || ropts.time == crate::render::time::TimeFormat::DeltaShown;
+    let mut run = RunOptions {
+        quiet,
+        threads: if ordered { 1 } else { a.capture.threads() },
+        ..RunOptions::default()
+    };
+    // The state only the reading thread touches (with one thread): the pages' numbering
+    // and the HTML document, the time of the previous message shown.
+    struct Ordered {
+        n: usize,
+        doc: crate::page::frames::Doc,
+        previous_shown: Option<(i64, u32)>,
+    }
+    let state = Mutex::new(Ordered {
+        n: 0,
+        doc: crate::page::frames::Doc::new(),
+        previous_shown: None,
+    });
     let mut shown = 0u64;
     let mut status = EXIT_OK;
     for_each_capture(&a.capture, |file| {
@@ -780,43 +973,58 @@ pub fn read_command(
         if left == Some(0) {
             return Ok(());
         }
+        run.limit = left;
         let unanswered = unanswered_first_pass(schema, &a.capture, file, flt.as_ref())?;
+        let ropts = &ropts;
+        let work = |m: &Message<'_>, ctx: &Context, out: &mut dyn Write| {
+            let fctx = filter::Context {
+                capture: Some(ctx),
+                unanswered: unanswered.as_ref(),
+            };
+            let pass = flt.as_ref().is_none_or(|f| f.matches(m, &fctx));
+            // Locked only on the reading thread's path (workers never wait for it).
+            let mut st = ordered.then(|| {
+                state
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+            });
+            if pass && !quiet {
+                let previous_shown = st.as_ref().and_then(|s| s.previous_shown);
+                let ropts = &view::with_times(ropts, ctx, previous_shown);
+                match (&v.view, &fields, st.as_mut()) {
+                    (_, Some(f), _) => f.row(m, &fctx, out)?,
+                    (View::LineGrid, _, _) => view::line_and_grid(m, ctx, ropts, out)?,
+                    (View::Format(super::Format::Md), _, Some(st)) => {
+                        st.n += 1;
+                        crate::page::frames::markdown(out, schema, st.n, m, Some(ctx), ropts)?
+                    }
+                    (View::Format(super::Format::Html), _, Some(st)) => {
+                        st.n += 1;
+                        st.doc.add(schema, m, Some(ctx), 0, ropts)
+                    }
+                    (View::Format(fmt), _, _) => print_message(m, Some(ctx), ropts, *fmt, out)?,
+                    (View::Fields, None, _) => {}
+                }
+                if flush_each {
+                    out.flush()?;
+                }
+            }
+            if let (true, Some(st)) = (pass, st.as_mut()) {
+                st.previous_shown = Some(ctx.time);
+            }
+            Ok(pass)
+        };
         let outcome = run_capture(
             schema,
             &a.capture,
             file,
             dopts.clone(),
-            quiet,
-            left,
-            |m, ctx| {
-                view::note_first(&mut ropts, ctx.time);
-                let fctx = filter::Context {
-                    capture: Some(ctx),
-                    unanswered: unanswered.as_ref(),
-                };
-                let pass = flt.as_ref().is_none_or(|f| f.matches(m, &fctx));
-                if pass && !quiet {
-                    match (&v.view, &fields) {
-                        (_, Some(f)) => f.row(m, &fctx, out)?,
-                        (View::LineGrid, _) => view::line_and_grid(m, ctx, &ropts, out)?,
-                        (View::Format(super::Format::Md), _) => {
-                            n += 1;
-                            crate::page::frames::markdown(out, schema, n, m, Some(ctx), &ropts)?
-                        }
-                        (View::Format(super::Format::Html), _) => {
-                            n += 1;
-                            doc.add(schema, m, Some(ctx), 0, &ropts)
-                        }
-                        (View::Format(fmt), _) => print_message(m, Some(ctx), &ropts, *fmt, out)?,
-                        (View::Fields, None) => {}
-                    }
-                    if flush_each {
-                        out.flush()?;
-                    }
-                }
-                view::advance(&mut ropts, ctx.time, pass);
+            &mut run,
+            out,
+            &work,
+            &mut |pass| {
                 shown += u64::from(pass);
-                Ok(pass)
+                pass
             },
         )?;
         out.flush()?;
@@ -825,7 +1033,10 @@ pub fn read_command(
         Ok(())
     })?;
     if matches!(v.view, View::Format(super::Format::Html)) {
-        doc.finish(out, "Kafka messages decoded by kwire")?;
+        let st = state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        st.doc.finish(out, "Kafka messages decoded by kwire")?;
         out.flush()?;
     }
     Ok(status)
@@ -927,23 +1138,32 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         st.capture = ordinal;
         ordinal += 1;
         let unanswered = unanswered_first_pass(schema, &a.capture, file, flt.as_ref())?;
+        let work = |m: &Message<'_>, ctx: &Context, _: &mut dyn Write| {
+            let fctx = filter::Context {
+                capture: Some(ctx),
+                unanswered: unanswered.as_ref(),
+            };
+            let pass = flt.as_ref().is_none_or(|f| f.matches(m, &fctx));
+            Ok(pass.then(|| crate::stats::Item::of(m, ctx)))
+        };
+        let mut run = RunOptions {
+            threads: a.capture.threads(),
+            ..RunOptions::default()
+        };
         let outcome = run_capture(
             schema,
             &a.capture,
             file,
             DecodeOptions::default(),
-            false,
-            None,
-            |m, ctx| {
-                let fctx = filter::Context {
-                    capture: Some(ctx),
-                    unanswered: unanswered.as_ref(),
-                };
-                if !flt.as_ref().is_none_or(|f| f.matches(m, &fctx)) {
-                    return Ok(false);
+            &mut run,
+            &mut std::io::sink(),
+            &work,
+            &mut |item| match item {
+                Some(item) => {
+                    st.add_item(item);
+                    true
                 }
-                st.add(m, ctx);
-                Ok(true)
+                None => false,
             },
         )?;
         status = worse(status, outcome.status(a.capture.strict));

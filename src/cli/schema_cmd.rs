@@ -188,44 +188,6 @@ pub fn apis_text(infos: &[ApiInfo], w: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Finds the definitions NAME means: an API name (`DeleteTopics`), a message name
-/// (`DeleteTopicsRequest`), an api_key (`20`), case-insensitive. Returns request and
-/// response (or one data definition) names.
-pub fn lookup(schema: &Schema, name: &str) -> Option<Vec<String>> {
-    let key = name.parse::<i16>().ok().or_else(|| {
-        schema.api_keys().into_iter().find(|k| {
-            schema
-                .api_name(*k)
-                .is_some_and(|n| n.eq_ignore_ascii_case(name))
-        })
-    });
-    if let Some(k) = key {
-        let req = schema
-            .by_api(MessageKind::Request, k)
-            .first()
-            .map(|d| d.def.name.clone())?;
-        let resp = schema
-            .by_api(MessageKind::Response, k)
-            .first()
-            .map(|d| d.def.name.clone());
-        return Some(std::iter::once(req).chain(resp).collect());
-    }
-    schema
-        .by_name(name)
-        .first()
-        .map(|d| vec![d.def.name.clone()])
-}
-
-/// The newest version of a message name: the highest version of the newest source with
-/// versions.
-pub fn default_version(schema: &Schema, name: &str) -> Option<i16> {
-    schema
-        .by_name(name)
-        .into_iter()
-        .find(|d| !d.def.valid_versions.is_empty())
-        .map(|d| d.def.valid_versions.hi)
-}
-
 fn guide_type(t: &FieldType, flexible: bool, nullable: bool) -> String {
     match t {
         FieldType::Prim(p) => {
@@ -363,11 +325,13 @@ pub fn schema_command(
     as_json: bool,
     w: &mut dyn Write,
 ) -> Result<(), String> {
-    let names = lookup(schema, name)
+    let names = schema
+        .lookup(name)
         .ok_or_else(|| format!("no API or message named {name:?} (try `kwire apis`)"))?;
     let v = match version {
         Some(v) => v,
-        None => default_version(schema, &names[0])
+        None => schema
+            .default_version(&names[0])
             .ok_or_else(|| format!("{} has no versions in any release", names[0]))?,
     };
     let io = |e: std::io::Error| e.to_string();

@@ -235,17 +235,25 @@ pub fn apply(v: &ViewArgs, r: &Resolved, ropts: &mut RenderOptions) {
     ropts.time = v.time.format();
 }
 
-/// Before a message: remember the first message's time (`-t r`).
-pub fn note_first(ropts: &mut RenderOptions, t: (i64, u32)) {
-    ropts.time_refs.first.get_or_insert(t);
-}
-
-/// After a message: it is the previous one read (`-t d`), and if `shown` the previous
-/// one shown (`-t dd`).
-pub fn advance(ropts: &mut RenderOptions, t: (i64, u32), shown: bool) {
-    ropts.time_refs.previous = Some(t);
-    if shown {
-        ropts.time_refs.previous_shown = Some(t);
+/// The render options for a message with capture context `ctx`: with `-t r`, `-t d` or
+/// `-t dd`, a copy whose time references are the first message read and the previous one
+/// read (from `ctx`, set in capture order by the reader) and the previous one shown
+/// (`previous_shown`, known only on the reading thread); `opts` itself otherwise.
+pub fn with_times<'o>(
+    opts: &'o RenderOptions,
+    ctx: &Context,
+    previous_shown: Option<(i64, u32)>,
+) -> std::borrow::Cow<'o, RenderOptions> {
+    use std::borrow::Cow;
+    match opts.time {
+        TimeFormat::Relative | TimeFormat::Delta | TimeFormat::DeltaShown => {
+            let mut o = opts.clone();
+            o.time_refs.first = ctx.first_time;
+            o.time_refs.previous = ctx.previous_time;
+            o.time_refs.previous_shown = previous_shown;
+            Cow::Owned(o)
+        }
+        _ => Cow::Borrowed(opts),
     }
 }
 

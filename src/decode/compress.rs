@@ -106,15 +106,37 @@ fn io_error_words(e: &std::io::Error) -> String {
     }
 }
 
-/// Reads `r` (decompressing `packed` bytes) to its end, keeping at most `cap` bytes.
-fn read_capped(r: impl Read, packed: usize, cap: usize, what: &str) -> Result<Vec<u8>, String> {
+/// What a decompression is about to allocate, in bytes, said before it allocates (see
+/// [`decompress_charged`]).
+pub type Charge<'c> = &'c dyn Fn(usize);
+
+/// Reads `r` (decompressing `packed` bytes) to its end, keeping at most `cap` bytes; the
+/// output grows in steps, each charged before it is allocated.
+fn read_capped(
+    mut r: impl Read,
+    packed: usize,
+    cap: usize,
+    what: &str,
+    charge: Charge<'_>,
+) -> Result<Vec<u8>, String> {
+    let limit = cap.saturating_add(1);
     // Record data compresses 2-10x: start near the likely size rather than doubling up
-    // from nothing (each doubling copies what was read so far).
-    let mut out = Vec::with_capacity(packed.saturating_mul(4).clamp(4096, 16 << 20).min(cap));
-    let limit = (cap as u64).saturating_add(1);
-    r.take(limit)
-        .read_to_end(&mut out)
-        .map_err(|e| format!("{what} data is corrupt: {}", io_error_words(&e)))?;
+    // from nothing (each doubling copies what was read so far), then double, by at most
+    // 16 MiB a step.
+    let mut want = packed.saturating_mul(4).clamp(4096, 16 << 20).min(limit);
+    let mut out = Vec::new();
+    loop {
+        charge(want);
+        out.reserve_exact(want);
+        let got = (&mut r)
+            .take(want as u64)
+            .read_to_end(&mut out)
+            .map_err(|e| format!("{what} data is corrupt: {}", io_error_words(&e)))?;
+        if got < want || out.len() >= limit {
+            break;
+        }
+        want = out.len().min(16 << 20).min(limit - out.len());
+    }
     if out.len() > cap {
         return Err(cap_error(cap));
     }
@@ -135,12 +157,32 @@ pub fn decompress(
     cap: usize,
     legacy_lz4: bool,
 ) -> Result<Decompressed, String> {
+    decompress_charged(codec, data, cap, legacy_lz4, &|_| {})
+}
+
+/// [`decompress`], saying to `charge` how many bytes it is about to allocate before it
+/// does (where the size is not known up front, in growing steps), so that a caller can
+/// count them against a memory budget first ([`crate::tree::Buffers::charge`]).
+///
+/// # Errors
+/// As [`decompress`].
+pub fn decompress_charged(
+    codec: Codec,
+    data: &[u8],
+    cap: usize,
+    legacy_lz4: bool,
+    charge: Charge<'_>,
+) -> Result<Decompressed, String> {
     if let Some(hit) = Recent::find(codec, data, cap, legacy_lz4) {
+        // At most a quarter of the cache's few MiB: charged once copied.
+        charge(hit.data.len());
         return Ok(hit);
     }
     // Defence in depth: a codec crate that panics on hostile input must not take the
     // inspector down.
-    match std::panic::catch_unwind(|| decompress_inner(codec, data, cap, legacy_lz4)) {
+    let inner =
+        std::panic::AssertUnwindSafe(|| decompress_inner(codec, data, cap, legacy_lz4, charge));
+    match std::panic::catch_unwind(inner) {
         Ok(r) => {
             if let Ok(d) = &r {
                 Recent::keep(codec, data, legacy_lz4, d);
@@ -177,17 +219,21 @@ struct RecentEntry {
     note: Option<String>,
 }
 
-thread_local! {
-    static RECENT: std::cell::RefCell<Recent> = std::cell::RefCell::new(Recent::default());
-}
+/// One cache for the whole process, shared by `kwire read`'s worker threads (a batch in
+/// a Produce request and in the Fetch responses that carry it again are often decoded
+/// on different threads), so its memory counts once.
+static RECENT: std::sync::Mutex<Recent> = std::sync::Mutex::new(Recent {
+    entries: std::collections::VecDeque::new(),
+    bytes: 0,
+});
 
 impl Recent {
     fn find(codec: Codec, packed: &[u8], cap: usize, legacy_lz4: bool) -> Option<Decompressed> {
         if packed.len() < RECENT_MIN_PACKED {
             return None;
         }
-        RECENT.with(|r| {
-            let r = r.try_borrow().ok()?;
+        {
+            let r = RECENT.lock().ok()?;
             let e = r.entries.iter().find(|e| {
                 e.codec == codec
                     && e.legacy_lz4 == legacy_lz4
@@ -198,7 +244,7 @@ impl Recent {
                 data: e.data.clone(),
                 note: e.note.clone(),
             })
-        })
+        }
     }
 
     fn keep(codec: Codec, packed: &[u8], legacy_lz4: bool, d: &Decompressed) {
@@ -206,8 +252,8 @@ impl Recent {
         if packed.len() < RECENT_MIN_PACKED || size > RECENT_BYTES / 4 {
             return;
         }
-        RECENT.with(|r| {
-            let Ok(mut r) = r.try_borrow_mut() else {
+        {
+            let Ok(mut r) = RECENT.lock() else {
                 return;
             };
             while r.bytes + size > RECENT_BYTES {
@@ -224,7 +270,7 @@ impl Recent {
                 data: d.data.clone(),
                 note: d.note.clone(),
             });
-        })
+        }
     }
 }
 
@@ -233,6 +279,7 @@ fn decompress_inner(
     data: &[u8],
     cap: usize,
     legacy_lz4: bool,
+    charge: Charge<'_>,
 ) -> Result<Decompressed, String> {
     let plain = |data| Ok(Decompressed { data, note: None });
     match codec {
@@ -240,6 +287,7 @@ fn decompress_inner(
             if data.len() > cap {
                 return Err(cap_error(cap));
             }
+            charge(data.len());
             plain(data.to_vec())
         }
         Codec::Gzip => plain(read_capped(
@@ -247,16 +295,17 @@ fn decompress_inner(
             data.len(),
             cap,
             "gzip",
+            charge,
         )?),
-        Codec::Snappy => snappy(data, cap),
-        Codec::Lz4 => lz4(data, cap, legacy_lz4),
+        Codec::Snappy => snappy(data, cap, charge),
+        Codec::Lz4 => lz4(data, cap, legacy_lz4, charge),
         Codec::Zstd => {
-            if let Some(out) = zstd_one_shot(data, cap) {
+            if let Some(out) = zstd_one_shot(data, cap, charge) {
                 return plain(out);
             }
             let d = zstd::stream::read::Decoder::with_buffer(data)
                 .map_err(|e| format!("zstd decoder: {e}"))?;
-            plain(read_capped(d, data.len(), cap, "zstd")?)
+            plain(read_capped(d, data.len(), cap, "zstd", charge)?)
         }
         Codec::Unknown(n) => Err(format!("unknown compression codec {n}")),
     }
@@ -272,7 +321,7 @@ const ZSTD_ONE_SHOT_RATIO: usize = 64;
 /// the streaming decoder: no stated size, a size over the cap or over
 /// [`ZSTD_ONE_SHOT_RATIO`] times the input, several frames, or corrupt data (which the
 /// streaming decoder then reports).
-fn zstd_one_shot(data: &[u8], cap: usize) -> Option<Vec<u8>> {
+fn zstd_one_shot(data: &[u8], cap: usize, charge: Charge<'_>) -> Option<Vec<u8>> {
     thread_local! {
         static DCTX: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
             const { std::cell::RefCell::new(None) };
@@ -286,23 +335,25 @@ fn zstd_one_shot(data: &[u8], cap: usize) -> Option<Vec<u8>> {
         if c.is_none() {
             *c = zstd::bulk::Decompressor::new().ok();
         }
+        charge(n);
         let mut out = Vec::with_capacity(n);
         c.as_mut()?.decompress_to_buffer(data, &mut out).ok()?;
         (out.len() == n).then_some(out)
     })
 }
 
-fn snappy_raw(data: &[u8], cap: usize) -> Result<Vec<u8>, String> {
+fn snappy_raw(data: &[u8], cap: usize, charge: Charge<'_>) -> Result<Vec<u8>, String> {
     let n = snap::raw::decompress_len(data).map_err(|e| format!("snappy data is corrupt: {e}"))?;
     if n > cap {
         return Err(cap_error(cap));
     }
+    charge(n);
     snap::raw::Decoder::new()
         .decompress_vec(data)
         .map_err(|e| format!("snappy data is corrupt: {e}"))
 }
 
-fn snappy(data: &[u8], cap: usize) -> Result<Decompressed, String> {
+fn snappy(data: &[u8], cap: usize, charge: Charge<'_>) -> Result<Decompressed, String> {
     if data.starts_with(XERIAL_MAGIC) {
         // magic (8), version int32, compatible version int32, then [int32 length, raw
         // snappy block]...
@@ -326,13 +377,15 @@ fn snappy(data: &[u8], cap: usize) -> Result<Decompressed, String> {
                     rest.len()
                 ));
             }
-            let chunk = snappy_raw(&rest[..n], cap - out.len()).map_err(|e| {
+            let chunk = snappy_raw(&rest[..n], cap - out.len(), charge).map_err(|e| {
                 if e.starts_with("decompressed") {
                     cap_error(cap)
                 } else {
                     format!("chunk {chunks}: {e}")
                 }
             })?;
+            // The copy into `out` (which grows by doubling) costs as much again.
+            charge(chunk.len());
             out.extend_from_slice(&chunk);
             rest = &rest[n..];
             chunks += 1;
@@ -348,6 +401,7 @@ fn snappy(data: &[u8], cap: usize) -> Result<Decompressed, String> {
             data.len(),
             cap,
             "snappy",
+            charge,
         )?;
         return Ok(Decompressed {
             data: out,
@@ -355,7 +409,7 @@ fn snappy(data: &[u8], cap: usize) -> Result<Decompressed, String> {
         });
     }
     Ok(Decompressed {
-        data: snappy_raw(data, cap)?,
+        data: snappy_raw(data, cap, charge)?,
         note: None,
     })
 }
@@ -377,7 +431,7 @@ fn lz4_hc_offset(data: &[u8]) -> Option<usize> {
     (hc < data.len()).then_some(hc)
 }
 
-fn lz4(data: &[u8], cap: usize, legacy: bool) -> Result<Decompressed, String> {
+fn lz4(data: &[u8], cap: usize, legacy: bool, charge: Charge<'_>) -> Result<Decompressed, String> {
     if legacy {
         // Kafka before 0.10 (KafkaLZ4BlockOutputStream, magic 0) hashed the magic number
         // into the header checksum. When the stored byte is that one, put the right one in.
@@ -392,6 +446,7 @@ fn lz4(data: &[u8], cap: usize, legacy: bool) -> Result<Decompressed, String> {
                     fixed.len(),
                     cap,
                     "lz4",
+                    charge,
                 )?;
                 return Ok(Decompressed {
                     data: out,
@@ -406,6 +461,7 @@ fn lz4(data: &[u8], cap: usize, legacy: bool) -> Result<Decompressed, String> {
             data.len(),
             cap,
             "lz4",
+            charge,
         )?,
         note: None,
     })
@@ -415,6 +471,49 @@ fn lz4(data: &[u8], cap: usize, legacy: bool) -> Result<Decompressed, String> {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// Every codec says what it allocates before it does: the charges cover the output
+    /// (and stay within a small factor of it, however the output grows).
+    #[test]
+    fn charges_cover_the_output() {
+        let raw: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        let gz = {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(&raw).unwrap();
+            e.finish().unwrap()
+        };
+        let streamed = {
+            let mut e = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+            e.write_all(&raw).unwrap();
+            e.finish().unwrap()
+        };
+        let sized = zstd::bulk::compress(&raw, 1).unwrap();
+        let lz4 = {
+            let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+            e.write_all(&raw).unwrap();
+            e.finish().unwrap()
+        };
+        let snappy = snap::raw::Encoder::new().compress_vec(&raw).unwrap();
+        for (codec, data) in [
+            (Codec::Gzip, &gz),
+            (Codec::Zstd, &streamed),
+            (Codec::Zstd, &sized),
+            (Codec::Lz4, &lz4),
+            (Codec::Snappy, &snappy),
+            (Codec::None, &raw),
+        ] {
+            let charged = std::cell::Cell::new(0usize);
+            let charge = |n| charged.set(charged.get() + n);
+            let d = decompress_charged(codec, data, 64 << 20, false, &charge).unwrap();
+            assert_eq!(d.data, raw, "{codec:?}");
+            let c = charged.get();
+            assert!(
+                c >= raw.len() && c <= 2 * raw.len() + (16 << 20),
+                "{codec:?}: charged {c} for {} bytes",
+                raw.len()
+            );
+        }
+    }
 
     #[test]
     fn gzip_multi_member_and_cap() {
@@ -502,15 +601,15 @@ mod tests {
             .collect();
         // bulk::compress states the size: one shot.
         let sized = zstd::bulk::compress(&text, 3).unwrap();
-        assert!(zstd_one_shot(&sized, 1 << 20).is_some());
+        assert!(zstd_one_shot(&sized, 1 << 20, &|_| {}).is_some());
         // A streaming encoder does not: the streaming decoder.
         let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
         e.write_all(&text).unwrap();
         let streamed = e.finish().unwrap();
-        assert!(zstd_one_shot(&streamed, 1 << 20).is_none());
+        assert!(zstd_one_shot(&streamed, 1 << 20, &|_| {}).is_none());
         // Two frames, the first stating its size: the second is not lost.
         let two = [sized.clone(), sized.clone()].concat();
-        assert!(zstd_one_shot(&two, 1 << 20).is_none());
+        assert!(zstd_one_shot(&two, 1 << 20, &|_| {}).is_none());
         for (data, want) in [
             (&sized, text.clone()),
             (&streamed, text.clone()),
@@ -522,7 +621,7 @@ mod tests {
             );
         }
         // A stated size over the cap, or a lie about it: the streaming decoder decides.
-        assert!(zstd_one_shot(&sized, 1000).is_none());
+        assert!(zstd_one_shot(&sized, 1000, &|_| {}).is_none());
         assert!(decompress(Codec::Zstd, &sized, 1000, false)
             .unwrap_err()
             .contains("cap of 1000"));
@@ -531,7 +630,7 @@ mod tests {
         // width follows from the descriptor's top two bits (0 with single segment: 1 byte).
         let fcs_at = 5 + usize::from(lying[4] & 0x20 == 0);
         lying[fcs_at] ^= 0x01;
-        assert!(zstd_one_shot(&lying, 1 << 20).is_none());
+        assert!(zstd_one_shot(&lying, 1 << 20, &|_| {}).is_none());
     }
 
     #[test]

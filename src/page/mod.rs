@@ -14,7 +14,6 @@ pub mod html;
 pub mod markdown;
 pub mod text;
 
-use crate::cli::schema_cmd::{default_version, lookup};
 use crate::decode::{self, DecodeOptions, Known};
 use crate::encode::{encode, minimal::minimal};
 use crate::schema::{Definition, MessageKind, Schema, Source, Versions};
@@ -78,8 +77,9 @@ pub fn page_stem(api_name: &str, version: Option<i16>) -> String {
 /// # Errors
 /// A message naming NAME when it is no API (a header or data definition, or nothing).
 pub fn resolve_api(schema: &Schema, name: &str) -> Result<i16, String> {
-    let names =
-        lookup(schema, name).ok_or_else(|| format!("no API named {name:?} (try `kwire apis`)"))?;
+    let names = schema
+        .lookup(name)
+        .ok_or_else(|| format!("no API named {name:?} (try `kwire apis`)"))?;
     schema
         .by_name(&names[0])
         .into_iter()
@@ -91,7 +91,7 @@ pub fn resolve_api(schema: &Schema, name: &str) -> Result<i16, String> {
 /// has versions of the API.
 pub fn default_page_version(schema: &Schema, api_key: i16) -> Option<i16> {
     let d = schema.by_api(MessageKind::Request, api_key);
-    default_version(schema, &d.first()?.def.name)
+    schema.default_version(&d.first()?.def.name)
 }
 
 /// A definition's JSON: the raw file when a run-time schema gave it, the facts otherwise.

@@ -40,7 +40,8 @@ pub fn render(
         };
         out.clear();
         out.reserve(1024 + 160 * msg.size.min(1 << 16));
-        write_message(out, msg, ctx);
+        let mut spill = Spill { w, err: None };
+        write_message(out, msg, ctx, &mut spill);
         if bytes && out.last() == Some(&b'}') {
             out.pop();
             out.extend_from_slice(b",\"bytes\":\"");
@@ -48,7 +49,10 @@ pub fn render(
             out.extend_from_slice(b"\"}");
         }
         out.push(b'\n');
-        let res = w.write_all(out);
+        let res = match spill.err {
+            Some(e) => Err(e),
+            None => spill.w.write_all(out),
+        };
         if out.capacity() > KEEP {
             *out = Vec::new();
         }
@@ -238,7 +242,37 @@ fn put_value(out: &mut Vec<u8>, v: &Value<'_>) {
     }
 }
 
-fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
+/// Where a large message's line goes while it is written: once the buffer holds
+/// [`SPILL`] bytes, between two nodes, it is written out and emptied, so a message of
+/// many records streams rather than being held whole (the bytes are the same).
+struct Spill<'w> {
+    w: &'w mut dyn Write,
+    /// The first write error; nothing more is written after it.
+    err: Option<io::Error>,
+}
+
+/// Bytes of a JSON line buffered before they are written out.
+const SPILL: usize = 256 << 10;
+
+impl Spill<'_> {
+    fn check(&mut self, out: &mut Vec<u8>) {
+        if out.len() >= SPILL {
+            if self.err.is_none() {
+                if let Err(e) = self.w.write_all(out) {
+                    self.err = Some(e);
+                }
+            }
+            out.clear();
+        }
+    }
+}
+
+fn write_message(
+    out: &mut Vec<u8>,
+    msg: &Message<'_>,
+    ctx: Option<&Context>,
+    spill: &mut Spill<'_>,
+) {
     out.extend_from_slice(b"{\"kind\":");
     put_str(out, msg.direction.as_str());
     put_key!(out, "api_key");
@@ -337,11 +371,11 @@ fn write_message(out: &mut Vec<u8>, msg: &Message<'_>, ctx: Option<&Context>) {
     out.extend_from_slice(&warnings);
     out.push(b']');
     put_key!(out, "tree");
-    write_node(out, &msg.tree);
+    write_node(out, &msg.tree, spill);
     out.push(b'}');
 }
 
-fn write_node(out: &mut Vec<u8>, n: &Node<'_>) {
+fn write_node(out: &mut Vec<u8>, n: &Node<'_>, spill: &mut Spill<'_>) {
     out.extend_from_slice(b"{\"name\":");
     put_str(out, n.name);
     put_key!(out, "type");
@@ -379,7 +413,8 @@ fn write_node(out: &mut Vec<u8>, n: &Node<'_>) {
             if i > 0 {
                 out.push(b',');
             }
-            write_node(out, c);
+            write_node(out, c, spill);
+            spill.check(out);
         }
         out.push(b']');
     }
@@ -583,6 +618,8 @@ mod tests {
                 latency: Some(Duration::from_nanos(1_234_567)),
                 incomplete: true,
                 capture: Some("broker-1/a \"b\".pcap".into()),
+                first_time: None,
+                previous_time: None,
                 tls: None,
             }),
             Some(Context {

@@ -72,31 +72,9 @@ impl Default for RenderOptions {
     }
 }
 
-/// Where a message came from, when it came from a capture.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Context {
-    /// Numbers of the first and last capture frames that carried the message (1-based,
-    /// as Wireshark counts).
-    pub frames: (u64, u64),
-    /// Capture time of the first frame: seconds and nanoseconds since the Unix epoch.
-    pub time: (i64, u32),
-    /// Source endpoint (`10.0.0.1:51234`).
-    pub src: String,
-    /// Destination endpoint (`10.0.0.2:9092`).
-    pub dst: String,
-    /// The connection's number in the capture.
-    pub connection: u32,
-    /// For a response: the time since its request.
-    pub latency: Option<Duration>,
-    /// The message was cut short (the capture ended or lost segments).
-    pub incomplete: bool,
-    /// The capture file it came from, as given on the command line, when the command
-    /// reads several (`kwire read A B`); `None` for one capture.
-    pub capture: Option<std::sync::Arc<str>>,
-    /// For a message decrypted from TLS: the session (version, suite, SNI) and the
-    /// records that carried it.
-    pub tls: Option<crate::input::tls::TlsFrameInfo>,
-}
+/// Where a message came from (defined with the session, which makes it; re-exported for
+/// the printers, which read it).
+pub use crate::session::Context;
 
 /// The `--color` choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

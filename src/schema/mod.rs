@@ -181,6 +181,39 @@ impl Schema {
             .map(|d| d.def.name.strip_suffix("Request").unwrap_or(&d.def.name))
     }
 
+    /// Finds the definitions `name` means: an API name (`DeleteTopics`), a message name
+    /// (`DeleteTopicsRequest`) or an api_key (`20`), case-insensitive. Returns the request
+    /// and response names (or one data definition's name); `None` when nothing matches.
+    pub fn lookup(&self, name: &str) -> Option<Vec<String>> {
+        let key = name.parse::<i16>().ok().or_else(|| {
+            self.api_keys().into_iter().find(|k| {
+                self.api_name(*k)
+                    .is_some_and(|n| n.eq_ignore_ascii_case(name))
+            })
+        });
+        if let Some(k) = key {
+            let req = self
+                .by_api(MessageKind::Request, k)
+                .first()
+                .map(|d| d.def.name.clone())?;
+            let resp = self
+                .by_api(MessageKind::Response, k)
+                .first()
+                .map(|d| d.def.name.clone());
+            return Some(std::iter::once(req).chain(resp).collect());
+        }
+        self.by_name(name).first().map(|d| vec![d.def.name.clone()])
+    }
+
+    /// The newest version of message `name`: the highest version of the best source
+    /// that gives it any versions.
+    pub fn default_version(&self, name: &str) -> Option<i16> {
+        self.by_name(name)
+            .into_iter()
+            .find(|d| !d.def.valid_versions.is_empty())
+            .map(|d| d.def.valid_versions.hi)
+    }
+
     /// Every API key that has a request definition, ascending.
     pub fn api_keys(&self) -> Vec<i16> {
         let mut v: Vec<i16> = self

@@ -130,7 +130,9 @@ pub(super) fn batch_v2_fields<'a>(
         data.len(),
     );
     r.split(data.len());
-    match compress::decompress(codec, data, cx.decompress_budget(), false) {
+    let arena = cx.arena;
+    let charge = |n| arena.charge(n);
+    match compress::decompress_charged(codec, data, cx.decompress_budget(), false, &charge) {
         Err(e) => {
             comp.annotation = Some(r.fmt(format_args!("{}, {} B", codec.name(), data.len())));
             comp.set_error(r.s(&budget_words(e, cx)));

@@ -76,7 +76,9 @@ pub(super) fn legacy_fields<'a>(
         )));
         return Ok(());
     }
-    match compress::decompress(codec, data, cx.decompress_budget(), magic == 0) {
+    let arena = cx.arena;
+    let charge = |n| arena.charge(n);
+    match compress::decompress_charged(codec, data, cx.decompress_budget(), magic == 0, &charge) {
         Err(e) => {
             out[value_idx].annotation =
                 Some(r.fmt(format_args!("int32 len={}, {}", data.len(), codec.name())));
