@@ -847,7 +847,16 @@ impl TlsConn {
             self.open_record(client, rec_no, r, keys, out);
         }
         let opened = self.sides[client].decrypted - before;
-        let (kind, text) = if with_keys && opened > 0 {
+        if self.session.is_none() {
+            // no keys for the connection at all: its closing notice says why
+            return;
+        }
+        let (kind, text) = if self.version != Some(0x0304) {
+            (
+                NoticeKind::Tls,
+                format!("TLS 1.3 early data (0-RTT): the client's {n} records sent before the ServerHello stayed encrypted: the server answered with {}, refusing them", self.version_name().unwrap_or("another version")),
+            )
+        } else if with_keys && opened > 0 {
             (
                 NoticeKind::Info,
                 format!("TLS 1.3 early data (0-RTT): {opened} of the client's {n} records sent before the ServerHello decrypted with the logged CLIENT_EARLY_TRAFFIC_SECRET (the server may still have refused them)"),
