@@ -96,14 +96,31 @@ pub fn load_keylogs(a: &CaptureArgs) -> Result<(input::tls::KeyLog, Vec<String>)
             Ok(text) => {
                 let problems = keys.add_text(&text, &p.display().to_string());
                 let n = problems.len();
-                for pr in problems.iter().take(NOTICE_LINES_PER_KIND as usize) {
+                let lines_read = text
+                    .split(|&b| b == b'\n')
+                    .filter(|l| {
+                        let l = l.trim_ascii();
+                        !l.is_empty() && !l.starts_with(b"#")
+                    })
+                    .count();
+                // A file none of whose lines is a key log line (a capture or a JSON file
+                // given by mistake) is said to be one, with its first few lines only.
+                let mut shown = NOTICE_LINES_PER_KIND as usize;
+                if n > 0 && n == lines_read {
+                    lines.push(format!(
+                        "kwire: key log {}: no line of it is a key log line: it is not an NSS key log (SSLKEYLOGFILE format, `LABEL CLIENT_RANDOM SECRET` lines)",
+                        p.display()
+                    ));
+                    shown = 3;
+                }
+                for pr in problems.iter().take(shown) {
                     lines.push(format!("kwire: key log {pr}"));
                 }
-                if n > NOTICE_LINES_PER_KIND as usize {
+                if n > shown {
                     lines.push(format!(
                         "kwire: key log {}: {} more lines could not be used",
                         p.display(),
-                        n - NOTICE_LINES_PER_KIND as usize
+                        n - shown
                     ));
                 }
             }
