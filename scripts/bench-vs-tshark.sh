@@ -22,7 +22,8 @@
 #               (SIZES=" " LOG_BENCH=1 runs that section alone):
 #   LOG_SEGMENT the real segment (default: the rupia __cluster_metadata segment under
 #               $KWIRE_SHARED, else captures/logdirs' codecrafters metadata segment)
-#   LOG_MB      size of the large segment in MB (default 100)
+#   LOG_MB      sizes of the large segment in MB (default 100; "25 100": one of each, to
+#               see that peak RSS does not grow with the segment)
 #   LOG_ROUNDS  rounds of each `kwire log` command (default 3)
 #   EXPORT      1 (default): also time `kwire export` (Parquet) beside `kwire read
 #               --format json` on each capture; 0: leave it out
@@ -230,11 +231,12 @@ if [ "${LOG_BENCH:-0}" = 1 ]; then
     seg="${KWIRE_SHARED:-../shared}/captures/logdirs/rupia_kraft/kafka-logs/__cluster_metadata-0/00000000000001725413.log"
     [ -s "$seg" ] || seg=captures/logdirs/codecrafters_510714e/__cluster_metadata-0/00000000000000000000.log
   fi
-  big="$BENCH_DIR/__cluster_metadata-0/00000000000000000000.log"
+  for mb in ${LOG_MB:-100}; do
+  big="$BENCH_DIR/log-$mb/__cluster_metadata-0/00000000000000000000.log"
   mkdir -p "$(dirname "$big")"
-  if [ ! -s "$big" ] || [ "$(stat -c %s "$big")" -lt $((${LOG_MB:-100} * 1000000)) ]; then
+  if [ ! -s "$big" ] || [ "$(stat -c %s "$big")" -lt $((mb * 1000000)) ]; then
     echo "writing $big from $seg" >&2
-    python3 - "$seg" "$big" "${LOG_MB:-100}" <<'PY'
+    python3 - "$seg" "$big" "$mb" <<'PY'
 import struct, sys
 src, dst, mb = sys.argv[1], sys.argv[2], int(sys.argv[3])
 data = open(src, "rb").read()
@@ -263,6 +265,7 @@ PY
     # shellcheck disable=SC2086
     for _ in $(seq "${LOG_ROUNDS:-3}"); do time_cmd "$TMP/l" "$KWIRE" log "$big" $cmd; done
     row "$cap" kwire "kwire log $cmd" "${LOG_ROUNDS:-3}" "$TMP/l" "" "$(load)"
+  done
   done
 fi
 

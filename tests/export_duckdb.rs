@@ -141,6 +141,26 @@ fn glob(out: &Path, table: &str) -> String {
     )
 }
 
+/// Rows of the messages table `m` per (capture, api_name or "", kind).
+fn rows_per_capture_api_kind(py: &Path, m: &str) -> BTreeMap<(String, String, String), u64> {
+    sql1(
+        py,
+        format!("select capture, coalesce(api_name, ''), kind, count(*) from {m} group by all"),
+    )
+    .iter()
+    .map(|r| {
+        (
+            (
+                r[0].as_str().unwrap().into(),
+                r[1].as_str().unwrap().into(),
+                r[2].as_str().unwrap().into(),
+            ),
+            r[3].as_u64().unwrap(),
+        )
+    })
+    .collect()
+}
+
 /// nearest-rank milliseconds as `kwire stats` rounds them.
 fn ms(ns: f64) -> f64 {
     (ns / 1000.0).round() / 1000.0
@@ -179,22 +199,7 @@ fn export_agrees_with_read_and_stats() {
             .or_default() += 1;
     }
     assert!(lines > 500, "{lines} messages");
-    let got: BTreeMap<(String, String, String), u64> = sql1(
-        &py,
-        format!("select capture, coalesce(api_name, ''), kind, count(*) from {m} group by all"),
-    )
-    .iter()
-    .map(|r| {
-        (
-            (
-                r[0].as_str().unwrap().into(),
-                r[1].as_str().unwrap().into(),
-                r[2].as_str().unwrap().into(),
-            ),
-            r[3].as_u64().unwrap(),
-        )
-    })
-    .collect();
+    let got = rows_per_capture_api_kind(&py, &m);
     assert_eq!(got, want);
 
     // Per API and version: requests, responses, bytes, error names and latencies as
@@ -331,11 +336,16 @@ fn export_agrees_with_read_and_stats() {
 
 /// The documented columns of `table`: (name, DuckDB type, nullable).
 fn documented(table: &str) -> Vec<(String, String, bool)> {
+    documented_under(&format!("## `{table}`"))
+}
+
+/// The column table under `heading` in docs/parquet-format.md.
+fn documented_under(heading: &str) -> Vec<(String, String, bool)> {
     let doc = std::fs::read_to_string(repo().join("docs/parquet-format.md")).unwrap();
     let part = doc
-        .split(&format!("## `{table}`"))
+        .split(heading)
         .nth(1)
-        .unwrap_or_else(|| panic!("docs/parquet-format.md has no ## `{table}` section"));
+        .unwrap_or_else(|| panic!("docs/parquet-format.md has no {heading} section"));
     let part = part.split("\n## ").next().unwrap();
     part.lines()
         .filter(|l| l.starts_with("| `"))
@@ -346,6 +356,23 @@ fn documented(table: &str) -> Vec<(String, String, bool)> {
                 c[2].to_string(),
                 c[3] == "yes",
             )
+        })
+        .collect()
+}
+
+/// A file's columns as (name, DuckDB type, nullable), from DuckDB's `describe` rows
+/// and `parquet_schema`'s repetition types.
+fn file_columns(types: &[J], reps: &[J]) -> Vec<(String, String, bool)> {
+    types
+        .iter()
+        .map(|t| {
+            let name = t[0].as_str().unwrap().to_string();
+            let rep = reps
+                .iter()
+                .find(|r| r[0].as_str() == Some(&name))
+                .map(|r| r[1].as_str().unwrap().to_string())
+                .unwrap_or_default();
+            (name, t[1].as_str().unwrap().to_string(), rep == "OPTIONAL")
         })
         .collect()
 }
@@ -373,20 +400,7 @@ fn schema_matches_the_docs() {
             ],
             &[],
         );
-        let types = res[0].clone().unwrap();
-        let reps = res[1].clone().unwrap();
-        let got: Vec<(String, String, bool)> = types
-            .iter()
-            .map(|t| {
-                let name = t[0].as_str().unwrap().to_string();
-                let rep = reps
-                    .iter()
-                    .find(|r| r[0].as_str() == Some(&name))
-                    .map(|r| r[1].as_str().unwrap().to_string())
-                    .unwrap_or_default();
-                (name, t[1].as_str().unwrap().to_string(), rep == "OPTIONAL")
-            })
-            .collect();
+        let got = file_columns(&res[0].clone().unwrap(), &res[1].clone().unwrap());
         // The parquet_schema root row is named after the table in kwire's files.
         let got: Vec<_> = got.into_iter().filter(|g| g.0 != table).collect();
         assert_eq!(
@@ -851,4 +865,303 @@ fn decrypted_messages_are_marked_tls() {
         "decrypted messages"
     );
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The documented columns of a log directory's table (`## Log directories: \`batches\``).
+fn documented_log(table: &str) -> Vec<(String, String, bool)> {
+    documented_under(&format!("## Log directories: `{table}`"))
+}
+
+#[test]
+fn log_directories_export_to_batches_and_records() {
+    let Some(py) = engine("log_directories_export_to_batches_and_records") else {
+        return;
+    };
+    let logdirs = repo().join("captures/logdirs").display().to_string();
+    let out = tmp("logdirs");
+    let o = export(
+        std::slice::from_ref(&logdirs),
+        &out,
+        &["--records", "--record-values"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let b = glob(&out, "batches");
+    let r = glob(&out, "records");
+
+    // Every batch `kwire log --format json` prints is a row, at its file and position,
+    // with the records its tree holds; and the record types `kwire stats` counts.
+    let o = kwire(&["log", &logdirs, "--format", "json"]);
+    assert!(o.status.success());
+    let mut want_batches = Vec::new();
+    for line in String::from_utf8(o.stdout).unwrap().lines() {
+        let v: J = serde_json::from_str(line).unwrap();
+        if v["kind"] == "batch" {
+            want_batches.push(json!([v["file"], v["position"], v["size"]]));
+        }
+    }
+    let got = sql1(
+        &py,
+        format!("select file, position, size from {b} order by batch_id"),
+    );
+    assert_eq!(got, want_batches);
+    let o = kwire(&["stats", &logdirs, "--format", "json"]);
+    let stats: J = serde_json::from_slice(&o.stdout).unwrap();
+    let got = sql1(
+        &py,
+        format!("select record_type, count(*) from {r} group by all order by all"),
+    );
+    let want: Vec<J> = stats["record_types"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, n)| json!([k, n]))
+        .collect();
+    let mut want = want;
+    want.sort_by_key(|a| a[0].as_str().unwrap().to_string());
+    let mut got = got;
+    got.sort_by_key(|a| a[0].as_str().unwrap().to_string());
+    assert_eq!(got, want);
+    // Counts from ../shared/captures/logdirs/MANIFEST.md for the codecrafters metadata
+    // segment: 123 batches, 129 records, offsets 0..128, every CRC valid; the batches'
+    // `records` equal their rows in `records` and their declared recordsCount.
+    let got = sql1(
+        &py,
+        format!(
+            "select count(*), sum(records), min(base_offset), max(last_offset), bool_and(crc_valid), \
+             sum(records_count), (select count(*) from {r} where file like '%codecrafters_510714e/__cluster_metadata-0/%') \
+             from {b} where file like '%codecrafters_510714e/__cluster_metadata-0/%'"
+        ),
+    );
+    assert_eq!(got, vec![json!([123, 129, 0, 128, true, 129, 129])]);
+    // The TopicRecord "foo" at offset 34, in the batch at byte 2456 (see tests/log_dirs.rs),
+    // topic and partition from the folder name.
+    let got = sql1(
+        &py,
+        format!(
+            "select batch_position, record_offset, topic, partition, value_length from {r} \
+             where record_type = 'TopicRecord v0' and file like '%codecrafters_510714e%'"
+        ),
+    );
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        &got[0].as_array().unwrap()[..4],
+        &[
+            json!(2456),
+            json!(34),
+            json!("__cluster_metadata"),
+            json!(0)
+        ]
+    );
+    let got = sql1(
+        &py,
+        format!(
+            "select list_contains(record_types, 'TopicRecord v0'), base_offset, last_offset from {b} \
+             where position = 2456 and file like '%codecrafters_510714e/__cluster_metadata-0/%'"
+        ),
+    );
+    assert_eq!(got, vec![json!([true, 34, 35])]);
+    // __consumer_offsets-31's GroupMetadata record: its key's bytes as stored
+    // (type 2, int16 length 21, "console-consumer-7889").
+    let key = format!("00020015{}", hex(b"console-consumer-7889"));
+    let got = sql1(
+        &py,
+        format!(
+            "select distinct key, partition from {r} where topic = '__consumer_offsets' \
+             and record_type = 'GroupMetadataValue v3' and file like '%__consumer_offsets-31%'"
+        ),
+    );
+    assert_eq!(got, vec![json!([key, 31])]);
+    // Tombstones have a null value; control records no key.
+    let got = sql1(
+        &py,
+        format!(
+            "select count(*) filter (where record_type like 'tombstone%' and value is not null), \
+             count(*) filter (where control and key is not null), \
+             count(*) filter (where record_type = 'SNAPSHOT_HEADER') from {r}"
+        ),
+    );
+    assert_eq!(got, vec![json!([0, 0, 2])]);
+
+    // The columns and their types are the documented ones; the files say their table.
+    for table in ["batches", "records"] {
+        let f = format!("{}/{table}/part-00000-00000.parquet", out.display());
+        let (res, arrow) = query(
+            &py,
+            &[
+                format!("select column_name, column_type from (describe select * from read_parquet('{f}'))"),
+                format!("select name, repetition_type from parquet_schema('{f}') where name <> 'duckdb_schema' and name not in ('list', 'element')"),
+                format!("select decode(value) from parquet_kv_metadata('{f}') where decode(key) = 'kwire.table'"),
+            ],
+            std::slice::from_ref(&f),
+        );
+        let got = file_columns(&res[0].clone().unwrap(), &res[1].clone().unwrap());
+        assert_eq!(got, documented_log(table), "{table}");
+        assert_eq!(res[2].clone().unwrap(), vec![json!([table])]);
+        assert!(arrow[0].is_ok(), "pyarrow reads {f}: {:?}", arrow[0]);
+    }
+
+    // -Y keeps the batches `kwire log -Y` keeps.
+    let out2 = tmp("logdirs-filtered");
+    let o = export(
+        std::slice::from_ref(&logdirs),
+        &out2,
+        &["--records", "-Y", "record_type == GroupMetadataValue"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got = sql1(
+        &py,
+        format!(
+            "select count(*), bool_and(list_contains(record_types, 'GroupMetadataValue v3')) from {}",
+            glob(&out2, "batches")
+        ),
+    );
+    assert_eq!(got, vec![json!([4, true])]);
+    // A batch with a bad CRC mid-segment is a row that says so; the rest are clean.
+    let d = tmp("logdirs-badcrc").join("__cluster_metadata-0");
+    std::fs::create_dir_all(&d).unwrap();
+    let mut seg = std::fs::read(repo().join(
+        "captures/logdirs/codecrafters_510714e/__cluster_metadata-0/00000000000000000000.log",
+    ))
+    .unwrap();
+    seg[2456 + 70] ^= 0xff;
+    std::fs::write(d.join("00000000000000000000.log"), &seg).unwrap();
+    let out3 = tmp("logdirs-badcrc-out");
+    let o = export(&[d.display().to_string()], &out3, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("@2456"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let got = sql1(
+        &py,
+        format!(
+            "select position, crc_valid, decode_errors > 0, first_error_offset >= 2456 from {}              where not crc_valid or decode_errors > 0",
+            glob(&out3, "batches")
+        ),
+    );
+    assert_eq!(got, vec![json!([2456, false, true, true])]);
+    // Captures' options that do not apply to log directories are refused.
+    let o = export(
+        std::slice::from_ref(&logdirs),
+        &tmp("logdirs-part"),
+        &["--partition-by", "hour"],
+    );
+    assert!(!o.status.success());
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Every capture of the TLS lab exported at once with all their key logs, queried with
+/// DuckDB: per capture, API and kind as many rows as `read --format json` prints with the
+/// same key logs, every row marked `tls`, each row's correlation_id that of `read`,
+/// and the decrypted Produce requests' records in `records` (topics and values as `read`
+/// shows them).
+#[test]
+fn tls_lab_exports_its_decrypted_messages() {
+    let test = "tls_lab_exports_its_decrypted_messages";
+    let Some(py) = engine(test) else {
+        return;
+    };
+    let dir = repo().join("captures/lab/tls");
+    let mut caps: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pcapng"))
+        .map(|p| p.display().to_string())
+        .collect();
+    caps.sort();
+    let mut opts: Vec<String> = vec!["--port".into(), "9093".into()];
+    for c in caps.iter().filter(|c| !c.ends_with(".dsb.pcapng")) {
+        opts.push("--tls-keylog".into());
+        opts.push(c.replace(".pcapng", ".keys"));
+    }
+    let opts: Vec<&str> = opts.iter().map(String::as_str).collect();
+    let out = tmp("tls-duckdb");
+    let mut ex = opts.clone();
+    ex.extend(["--records", "--record-values"]);
+    let o = export(&caps, &out, &ex);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut args = vec!["read"];
+    args.extend(caps.iter().map(String::as_str));
+    args.extend(&opts);
+    args.extend(["--format", "json"]);
+    let read = kwire(&args);
+    assert!(read.status.success());
+    // (capture, api_name, kind) -> count; (capture, index) -> correlation_id
+    let mut want: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+    let mut ids: BTreeMap<(String, u64), J> = BTreeMap::new();
+    let mut values: Vec<String> = Vec::new();
+    let mut per_capture: BTreeMap<String, u64> = BTreeMap::new();
+    for l in String::from_utf8(read.stdout).unwrap().lines() {
+        let v: J = serde_json::from_str(l).unwrap();
+        assert!(v.get("tls").is_some(), "not from TLS: {l}");
+        let cap = v["capture"].as_str().unwrap().to_string();
+        *want
+            .entry((
+                cap.clone(),
+                v["api_name"].as_str().unwrap_or("").to_string(),
+                v["kind"].as_str().unwrap().to_string(),
+            ))
+            .or_default() += 1;
+        let i = per_capture.entry(cap.clone()).or_default();
+        ids.insert((cap, *i), v["correlation_id"].clone());
+        *i += 1;
+        if v["api_name"] == "Produce" && v["kind"] == "request" {
+            collect_values(&v["tree"], &mut values);
+        }
+    }
+    assert_eq!(per_capture.len(), caps.len(), "every capture decrypts");
+    let m = glob(&out, "messages");
+    let r = glob(&out, "records");
+    let got = rows_per_capture_api_kind(&py, &m);
+    assert_eq!(got, want);
+    let not_tls = sql1(&py, format!("select count(*) from {m} where not tls"));
+    assert_eq!(not_tls[0][0], 0, "rows not marked tls");
+    for row in sql1(
+        &py,
+        format!("select capture, message_index, correlation_id from {m}"),
+    ) {
+        let key = (
+            row[0].as_str().unwrap().to_string(),
+            row[1].as_u64().unwrap(),
+        );
+        assert_eq!(row[2], ids[&key], "{key:?}");
+    }
+    // the records of the decrypted Produce requests, with their values
+    let rows = sql1(
+        &py,
+        format!(
+            "select hex(value) from {r} rr join {m} mm using (message_id) \
+             where mm.api_name = 'Produce' and mm.kind = 'request' and value is not null"
+        ),
+    );
+    let mut got: Vec<String> = rows
+        .iter()
+        .map(|r| r[0].as_str().unwrap().to_lowercase())
+        .collect();
+    got.sort();
+    values.sort();
+    assert!(
+        !values.is_empty(),
+        "no record values in the Produce requests"
+    );
+    assert_eq!(got, values);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The hex of every record `value` in a `read --format json` tree.
+fn collect_values(n: &J, out: &mut Vec<String>) {
+    if n["name"] == "value" && n["type"] == "bytes" {
+        if let Some(h) = n["value"].as_str() {
+            out.push(h.to_lowercase());
+        }
+    }
+    if let Some(kids) = n["children"].as_array() {
+        for c in kids {
+            collect_values(c, out);
+        }
+    }
 }

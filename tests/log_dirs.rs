@@ -489,8 +489,8 @@ fn kwire() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("kwire").unwrap()
 }
 
-#[test]
-fn cli_log_json_lines_match_the_schema() {
+/// The validator of docs/kwire-message.schema.json.
+fn message_schema() -> jsonschema::Validator {
     let schema: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/kwire-message.schema.json"),
@@ -498,7 +498,12 @@ fn cli_log_json_lines_match_the_schema() {
         .unwrap(),
     )
     .unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+#[test]
+fn cli_log_json_lines_match_the_schema() {
+    let validator = message_schema();
     let out = kwire()
         .args(["log", "--format", "json", "--verify"])
         .arg(captures().join("rupia"))
@@ -722,4 +727,330 @@ fn schema_overlays_apply_to_internal_records() {
         "{text}"
     );
     assert!(text.contains(r#""type":"OffsetCommitValue v99""#), "{text}");
+}
+
+/// Position, first and last offset, control flag, record types.
+type RawBatch = (u64, i64, i64, bool, Vec<i64>);
+
+/// Which raw batches a filter must keep.
+type Keep = fn(&RawBatch) -> bool;
+
+/// The batches of a segment read straight from its bytes (no kwire code): position,
+/// first and last offset, control flag, and each record's metadata record type (the
+/// value's second uvarint, after the frame version) or coordinator key type (the key's
+/// leading int16), for records with a value.
+fn raw_batches(seg: &[u8], metadata: bool) -> Vec<RawBatch> {
+    fn varint(b: &[u8], p: &mut usize) -> u64 {
+        let (mut v, mut s) = (0u64, 0);
+        loop {
+            let c = b[*p];
+            *p += 1;
+            v |= u64::from(c & 0x7f) << s;
+            s += 7;
+            if c < 0x80 {
+                return v;
+            }
+        }
+    }
+    let zigzag = |v: u64| (v >> 1) as i64 ^ -((v & 1) as i64);
+    let mut out = Vec::new();
+    let mut p = 0;
+    while p + 12 <= seg.len() {
+        let be = |a: usize, n: usize| {
+            seg[p + a..p + a + n]
+                .iter()
+                .fold(0i64, |v, b| (v << 8) | i64::from(*b))
+        };
+        let base = be(0, 8);
+        let len = be(8, 4) as usize;
+        let control = be(21, 2) & 0x20 != 0;
+        let last = base + be(23, 4);
+        let count = be(57, 4);
+        let mut types = Vec::new();
+        let mut q = p + 61;
+        for _ in 0..count {
+            let rl = zigzag(varint(seg, &mut q)) as usize;
+            let end = q + rl;
+            q += 1; // attributes
+            varint(seg, &mut q); // timestampDelta
+            varint(seg, &mut q); // offsetDelta
+            let kl = zigzag(varint(seg, &mut q));
+            let key = (kl >= 0).then(|| &seg[q..q + kl as usize]);
+            q += kl.max(0) as usize;
+            let vl = zigzag(varint(seg, &mut q));
+            if vl >= 0 && !control {
+                let mut v = q;
+                if metadata {
+                    varint(seg, &mut v); // frame version
+                    types.push(varint(seg, &mut v) as i64);
+                } else if let Some(k) = key {
+                    types.push(i64::from(i16::from_be_bytes([k[0], k[1]])));
+                }
+            }
+            q = end;
+        }
+        out.push((p as u64, base, last, control, types));
+        p += 12 + len;
+    }
+    out
+}
+
+/// The `@POSITION`s of `kwire log --format summary -Y EXPR` lines, and its closing line.
+fn filtered(paths: &[PathBuf], expr: &str) -> (Vec<(String, u64)>, String) {
+    let out = kwire()
+        .args(["log", "--format", "summary", "-Y", expr])
+        .args(paths)
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let lines = text
+        .lines()
+        .map(|l| {
+            let at = l.split(' ').next().unwrap();
+            let (f, pos) = at.rsplit_once('@').unwrap();
+            (f.to_string(), pos.parse().unwrap())
+        })
+        .collect();
+    let closing = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    (lines, closing)
+}
+
+#[test]
+fn cli_log_display_filter_counts_from_the_bytes() {
+    let seg = captures().join("codecrafters_510714e/__cluster_metadata-0/00000000000000000000.log");
+    let raw = raw_batches(&std::fs::read(&seg).unwrap(), true);
+    assert_eq!(raw.len(), 123);
+    // Metadata record types by their ids (the definitions' apiKey): each filter keeps
+    // exactly the batches holding one.
+    for (id, name) in [
+        (0, "RegisterBrokerRecord"),
+        (2, "TopicRecord"),
+        (3, "PartitionRecord"),
+        (12, "FeatureLevelRecord"),
+        (17, "BrokerRegistrationChangeRecord"),
+        (20, "NoOpRecord"),
+    ] {
+        let want: Vec<u64> = raw
+            .iter()
+            .filter(|b| b.4.contains(&id))
+            .map(|b| b.0)
+            .collect();
+        assert!(!want.is_empty(), "{name}");
+        for expr in [format!("record_type == {name}"), name.to_string()] {
+            let (got, _) = filtered(std::slice::from_ref(&seg), &expr);
+            let got: Vec<u64> = got.iter().map(|g| g.1).collect();
+            assert_eq!(got, want, "{expr}");
+        }
+    }
+    assert_eq!(raw.iter().filter(|b| b.4.contains(&20)).count(), 115);
+    // The one TopicRecord: "foo" (bytes 66 6f 6f after its compact length 04), offset 34.
+    let (got, closing) = filtered(std::slice::from_ref(&seg), r#"TopicRecord.Name == "foo""#);
+    assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>(), vec![2456]);
+    assert!(closing.contains("(1 shown)"), "{closing}");
+    let topic_at = raw.iter().find(|b| b.4.contains(&2)).unwrap();
+    assert_eq!((topic_at.0, topic_at.1), (2456, 34));
+    // Filters that must match nothing: a name no TopicRecord has, an API property.
+    for expr in [
+        r#"TopicRecord.Name == "nosuch""#,
+        "api == Fetch",
+        "correlation_id == 0",
+        "PartitionRecord.Name",
+        "malformed",
+    ] {
+        let (got, closing) = filtered(std::slice::from_ref(&seg), expr);
+        assert!(got.is_empty(), "{expr}: {got:?}");
+        assert!(closing.contains("(0 shown)"), "{expr}: {closing}");
+    }
+    // Offsets: the batch holding 34; those overlapping 50..60; those past 120.
+    let cases: [(&str, Keep); 5] = [
+        ("offset == 34", |b| b.1 <= 34 && 34 <= b.2),
+        ("offset in {50..60}", |b| b.2 >= 50 && b.1 <= 60),
+        ("offset > 120", |b| b.2 > 120),
+        ("last_offset == 4 && kind == batch", |b| b.2 == 4),
+        ("RecordBatch.attributes == 32", |b| b.3),
+    ];
+    for (expr, keep) in cases {
+        let want: Vec<u64> = raw.iter().filter(|b| keep(b)).map(|b| b.0).collect();
+        let (got, _) = filtered(std::slice::from_ref(&seg), expr);
+        assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>(), want, "{expr}");
+        assert!(!want.is_empty(), "{expr}");
+    }
+    // __consumer_offsets: GroupMetadata values (key type 2) and OffsetCommit keys
+    // (type 1, tombstones included) across the partitions' segments.
+    let dir = captures().join("rupia");
+    let mut segs = Vec::new();
+    for p in ["__consumer_offsets-31", "__consumer_offsets-44"] {
+        for f in log::folder_files(&dir.join(p)).unwrap() {
+            if f.extension().is_some_and(|e| e == "log") {
+                segs.push(f);
+            }
+        }
+    }
+    let (mut want_gm, mut all) = (Vec::new(), 0);
+    for f in &segs {
+        for b in raw_batches(&std::fs::read(f).unwrap(), false) {
+            all += 1;
+            if b.4.contains(&2) {
+                want_gm.push((f.display().to_string(), b.0));
+            }
+        }
+    }
+    assert_eq!(want_gm.len(), 4);
+    let (got, _) = filtered(
+        std::slice::from_ref(&dir),
+        "record_type == GroupMetadataValue",
+    );
+    assert_eq!(got, want_gm);
+    let (got, _) = filtered(
+        std::slice::from_ref(&dir),
+        "topic == __consumer_offsets && kind == batch && !TopicRecord",
+    );
+    assert_eq!(got.len(), all, "{got:?}");
+    // Entries: the offset index's two entries (16 bytes), by kind and file kind.
+    let (got, _) = filtered(
+        &[captures().join("codecrafters_510714e")],
+        "kind == entry && file_kind == offset_index",
+    );
+    assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>(), vec![0, 8]);
+    // Every format keeps the same items: the summary reads whole the batches a filter
+    // needs decoded (topic names in records, decode problems).
+    for expr in [
+        "topic == foo",
+        "topic == __consumer_offsets",
+        "not malformed && offset < 40",
+        "kind == batch && size > 300",
+    ] {
+        let (summary, _) = filtered(&[captures()], expr);
+        let out = kwire()
+            .args(["log", "--format", "json", "-Y", expr])
+            .arg(captures())
+            .assert()
+            .success();
+        let json: Vec<(String, u64)> = String::from_utf8(out.get_output().stdout.clone())
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (
+                    v["file"].as_str().unwrap().to_string(),
+                    v["position"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(summary, json, "{expr}");
+        assert!(!json.is_empty(), "{expr}");
+    }
+    // A bad expression is a usage error with its column.
+    let out = kwire()
+        .args(["log", "-Y", "TopicRecord.Name =="])
+        .arg(&seg)
+        .assert()
+        .failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("-Y: column 20: expected a value"), "{err}");
+}
+
+#[test]
+fn cli_stats_on_a_log_directory_with_a_filter() {
+    let out = kwire()
+        .args([
+            "stats",
+            "--format",
+            "json",
+            "-Y",
+            "record_type == GroupMetadataValue",
+        ])
+        .arg(captures().join("rupia"))
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    // Four batches hold one GroupMetadata value each (see the test above); nothing else
+    // of them is another type but the tombstones sharing a batch.
+    assert_eq!(v["record_types"]["GroupMetadataValue v3"], 4);
+    assert!(v["record_types"].get("PartitionRecord v2").is_none(), "{v}");
+    assert_eq!(v["entries"], 0);
+    let out = kwire()
+        .args(["stats", "--format", "json", "-Y", "kind == nothing"])
+        .arg(captures().join("rupia"))
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(v["record_types"], serde_json::json!({}));
+}
+
+/// Compares, item by item, the streamed JSON line with serializing `item_json`.
+struct SameJson(u64);
+
+impl Sink for SameJson {
+    fn item(&mut self, it: &Item<'_>) -> std::io::Result<()> {
+        let (mut line, mut buf) = (Vec::new(), Vec::new());
+        kwire::cli::log_cmd::write_item_json(&mut line, &mut buf, it).unwrap();
+        let want = format!("{}\n", kwire::cli::log_cmd::item_json(it));
+        assert_eq!(String::from_utf8(line).unwrap(), want);
+        self.0 += 1;
+        Ok(())
+    }
+    fn finding(&mut self, _: &Finding) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn streamed_json_lines_equal_serde_json_ones() {
+    // Real directories, a batch with a bad CRC (read without a tree at the summary
+    // level: its error comes from the header check alone) and a cut segment.
+    let d = scratch("samejson").join("__cluster_metadata-0");
+    std::fs::create_dir_all(&d).unwrap();
+    let mut b = metadata_log();
+    let e = entries(&b);
+    let (p, _) = e[5];
+    b[p + 70] ^= 0xff;
+    std::fs::write(d.join("00000000000000000000.log"), &b).unwrap();
+    let (last, _) = *e.last().unwrap();
+    std::fs::write(d.join("00000000000000000200.log"), &b[..last + 30]).unwrap();
+    let schema = Schema::embedded();
+    for detail in [kwire::decode::Detail::Full, kwire::decode::Detail::Summary] {
+        for verify in [false, true] {
+            let opts = LogOptions {
+                verify,
+                detail,
+                ..Default::default()
+            };
+            let mut s = SameJson(0);
+            log::read_paths(&schema, &[captures(), d.clone()], &opts, &mut s).unwrap();
+            assert!(s.0 > 300, "{}", s.0);
+        }
+    }
+}
+
+#[test]
+fn cli_log_json_with_a_filter_matches_the_schema() {
+    let validator = message_schema();
+    let out = kwire()
+        .args(["log", "--format", "json", "--verify", "-Y"])
+        .arg("record_type == GroupMetadataValue")
+        .arg(captures().join("rupia"))
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let mut batches = 0;
+    let mut verdict = None;
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let errs: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errs.is_empty(), "{line}: {errs:?}");
+        match v["kind"].as_str() {
+            Some("batch") => {
+                batches += 1;
+                assert!(line.contains(r#""type":"GroupMetadataValue v3""#), "{line}");
+            }
+            Some("entry") => panic!("an entry passed: {line}"),
+            Some("verdict") => verdict = Some(v),
+            _ => {}
+        }
+    }
+    assert_eq!(batches, 4);
+    let v = verdict.unwrap();
+    assert_eq!(v["shown"], 4);
+    assert_eq!(v["batches"], 9, "every batch is read and counted: {v}");
 }

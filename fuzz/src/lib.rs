@@ -689,6 +689,14 @@ impl kwire::log::Sink for LogCheck {
                 assert_eq!(at, pos + it.bytes.len(), "a batch's leaves cover its bytes");
             }
         }
+        // `kwire log --format json` streams the line that serializing item_json gives.
+        let (mut line, mut buf) = (Vec::new(), Vec::new());
+        kwire::cli::log_cmd::write_item_json(&mut line, &mut buf, it).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&line),
+            format!("{}\n", kwire::cli::log_cmd::item_json(it)),
+            "the streamed JSON line differs from item_json's"
+        );
         self.items += 1;
         if it.kind == kwire::log::ItemKind::Batch {
             self.batches.push((it.position, it.batch.clone()));
@@ -709,6 +717,7 @@ impl kwire::log::Sink for LogCheck {
 
 /// Target `logfile`: byte 0 picks the file kind ([`LOG_FILE_NAMES`], mod 11); the rest
 /// is the file. It is read at full detail with `--verify` and at the summary detail;
+/// each item's streamed JSON line is what serializing `item_json` gives;
 /// every item and node lies inside the file (or its decompressed buffer), a batch's
 /// leaves cover its bytes in order, every finding is inside the file, and both detail
 /// levels see the same batches.

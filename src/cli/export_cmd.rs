@@ -38,6 +38,17 @@ pub enum CompressionArg {
 
 /// `kwire export` options.
 #[derive(Args, Debug, Clone)]
+#[command(after_help = "\
+Log directories and files (kwire log's paths: folders, .log segments, .checkpoint
+snapshots) export as a `batches` table (one row per batch) and, with --records, a
+`records` table (one row per record, with its record_type); -Y keeps the batches as in
+kwire log. See docs/parquet-format.md.
+
+Examples:
+  kwire export broker-1.pcap broker-2.pcap --out DIR --records
+  kwire export capture.pcapng --out DIR --partition-by hour -Y 'api == Fetch'
+  kwire export /var/lib/kafka/data/__consumer_offsets-31 --out DIR --records
+  kwire export __cluster_metadata-0 --out DIR --records -Y 'PartitionChangeRecord'")]
 pub struct ExportArgs {
     /// The captures and where Kafka is in them (the options of `kwire read`).
     #[command(flatten)]
@@ -79,6 +90,17 @@ pub struct ExportArgs {
 /// named on stderr, the others still export, and the command fails at the end (status 2).
 pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> {
     let flt = a.filter.filter(schema)?;
+    let logs = a
+        .capture
+        .captures()
+        .iter()
+        .all(|c| c.path.is_dir() || crate::log::FileKind::of(c.path).is_some());
+    if logs && a.partition_by.is_some() {
+        return Err(CliError::Usage(
+            "--partition-by applies to captures; a log directory's tables are not partitioned"
+                .to_string(),
+        ));
+    }
     if a.out.exists() {
         if !a.force {
             return Err(CliError::Msg(format!(
@@ -110,6 +132,9 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> 
             ..FileOptions::new(a.compression == CompressionArg::Zstd)
         },
     };
+    if logs {
+        return export_logs(schema, a, flt.as_ref(), &opts);
+    }
     let files = a.capture.captures();
     // --threads: captures exported at once (each on one thread: its writer takes rows in
     // capture order).
@@ -166,6 +191,62 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> 
         nfiles
     ));
     unreadable(failed, files.len(), "exported").map(|()| status)
+}
+
+/// Exports log directories and files (`batches` and `records` tables): every batch of
+/// their segments and KRaft snapshots, in the order `kwire log` reads them.
+fn export_logs(
+    schema: &Schema,
+    a: &ExportArgs,
+    flt: Option<&Filter>,
+    opts: &ExportOptions,
+) -> Result<i32, CliError> {
+    let paths: Vec<PathBuf> = a
+        .capture
+        .captures()
+        .iter()
+        .map(|c| c.path.to_path_buf())
+        .collect();
+    let lopts = crate::log::LogOptions {
+        detail: crate::decode::Detail::Full,
+        ..Default::default()
+    };
+    let mut exp = export::log::LogExport::new(opts, None).map_err(CliError::Msg)?;
+    let read = match flt {
+        None => crate::log::read_paths(schema, &paths, &lopts, &mut exp),
+        Some(filter) => {
+            let mut fs = crate::log::Filtered {
+                inner: &mut exp,
+                filter,
+                topic: None,
+                shown: 0,
+            };
+            crate::log::read_paths(schema, &paths, &lopts, &mut fs)
+        }
+    };
+    let t = match read {
+        Ok(t) => t,
+        Err(e) => {
+            exp.abandon();
+            return Err(CliError::Msg(e.to_string()));
+        }
+    };
+    let sum = exp.finish().map_err(CliError::Msg)?;
+    say(&format!(
+        "kwire: exported {} batches{} from {} files to {} ({} files); {} errors, {} warnings in the log files",
+        sum.rows[0],
+        if a.records {
+            format!(", {} records", sum.rows[2])
+        } else {
+            String::new()
+        },
+        t.files,
+        a.out.display(),
+        sum.files.len(),
+        t.findings[2],
+        t.findings[1],
+    ));
+    Ok(EXIT_OK)
 }
 
 /// One capture's export: its summary and exit status, or what went wrong.

@@ -4,6 +4,7 @@
 use super::{CliError, Format, OutputArgs};
 use crate::decode::internal::{self, InternalTopic};
 use crate::decode::{Cx, DecodeOptions, Detail, Reader};
+use crate::filter::Filter;
 use crate::log::{self, Finding, Item, ItemKind, Level, LogOptions, Sink};
 use crate::render::{self, json::node_json, RenderOptions};
 use crate::schema::Schema;
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 
 /// `kwire log` options.
 #[derive(clap::Args, Debug, Clone)]
+#[command(after_help = LOG_HELP)]
 pub struct LogArgs {
     /// Log directories, partition folders or files (`.log`, `.index`, `.timeindex`,
     /// `.txnindex`, `.snapshot`, `.checkpoint`, `quorum-state`, `*-checkpoint`,
@@ -27,10 +29,33 @@ pub struct LogArgs {
     /// footers, and print what was found.
     #[arg(long)]
     pub verify: bool,
+    /// A display filter (docs/filter.md): print only the batches and entries for which
+    /// it holds, e.g. `-Y 'TopicRecord.Name == "foo"'`, `-Y 'record_type == GroupMetadataValue'`,
+    /// `-Y 'offset == 1234'`. Findings are all printed.
+    #[arg(short = 'Y', long = "display-filter", value_name = "EXPR")]
+    pub display_filter: Option<String>,
     /// Output options (`--format summary`: one line per batch or entry).
     #[command(flatten)]
     pub out: OutputArgs,
 }
+
+const LOG_HELP: &str = "\
+-Y takes the display filter of kwire read (docs/filter.md) over each batch's tree (its
+RecordBatch fields, every record, each internal-topic record's key and value) and over
+each entry of the other files. A name with dots is a field inside a record type or node
+(`TopicRecord.Name`, `PartitionRecord.Leader`, `RecordBatch.producerId`); a capitalised
+name alone is also a record type (`TopicRecord`: the batch holds one). Properties of log
+items: kind (batch or entry), topic (the partition folder's or --topic), record_type,
+offset (the batch holds that offset: `offset == 42`, `offset in {10..20}`), last_offset,
+file, file_kind, position, size; and malformed, warning.
+
+Examples:
+  kwire log /var/lib/kafka/data/__cluster_metadata-0 --format summary
+  kwire log DIR -Y 'TopicRecord.Name == \"orders\"'
+  kwire log __consumer_offsets-31 -Y 'OffsetCommitKey.group == \"billing\"'
+  kwire log 00000000000000000000.log -Y 'offset == 1234' --format json
+  kwire log DIR -Y 'kind == entry && file_kind == offset_index'
+  kwire log DIR --verify";
 
 /// `kwire record` options.
 #[derive(clap::Args, Debug, Clone)]
@@ -186,6 +211,46 @@ pub fn item_json(it: &Item<'_>) -> J {
     J::Object(m)
 }
 
+/// Writes the JSON line of one item to `w` straight from its tree (no
+/// `serde_json::Value` in between): byte for byte what serializing [`item_json`] gives,
+/// and a newline. `out` is the line buffer (emptied first); a batch of many records is
+/// written out in pieces as the buffer fills, as `kwire read`'s JSON lines are.
+///
+/// # Errors
+/// The writer's errors.
+pub fn write_item_json(w: &mut dyn Write, out: &mut Vec<u8>, it: &Item<'_>) -> io::Result<()> {
+    use crate::render::json::{put_int, put_str, write_node, write_problems, Spill};
+    out.clear();
+    out.extend_from_slice(match it.kind {
+        ItemKind::Batch => b"{\"kind\":\"batch\",\"file\":",
+        ItemKind::Entry => b"{\"kind\":\"entry\",\"file\":",
+    });
+    put_str(out, &it.file.display().to_string());
+    out.extend_from_slice(b",\"file_kind\":");
+    put_str(out, it.file_kind.as_str());
+    out.extend_from_slice(b",\"position\":");
+    put_int(out, it.position);
+    out.extend_from_slice(b",\"size\":");
+    put_int(out, it.bytes.len());
+    if let Some(t) = it.topic {
+        out.extend_from_slice(b",\"topic\":");
+        put_str(out, t.name());
+    }
+    let crc = it
+        .batch
+        .as_ref()
+        .filter(|b| !b.crc_ok && it.node.is_none())
+        .map(|_| (it.position, "CRC mismatch"));
+    write_problems(out, it.node.as_ref(), crc);
+    let mut spill = Spill::new(w);
+    if let Some(n) = &it.node {
+        out.extend_from_slice(b",\"tree\":");
+        write_node(out, n, &mut spill);
+    }
+    out.extend_from_slice(b"}\n");
+    spill.finish(out)
+}
+
 /// The JSON object of a finding (`kind: "finding"`).
 pub fn finding_json(f: &Finding) -> J {
     json!({
@@ -203,6 +268,8 @@ struct Printer<'o> {
     format: Format,
     ropts: RenderOptions,
     verify: bool,
+    /// The JSON line buffer, reused from item to item.
+    line: Vec<u8>,
 }
 
 impl Sink for Printer<'_> {
@@ -214,7 +281,14 @@ impl Sink for Printer<'_> {
                 ItemKind::Batch => writeln!(w, "{}", batch_line(it)),
                 ItemKind::Entry => writeln!(w, "{}", entry_line(it, &self.ropts)),
             },
-            Format::Json => writeln!(w, "{}", item_json(it)),
+            Format::Json => {
+                let res = write_item_json(w, &mut self.line, it);
+                // One huge batch does not keep its buffer for the rest of the read.
+                if self.line.capacity() > 4 << 20 {
+                    self.line = Vec::new();
+                }
+                res
+            }
             Format::Text => {
                 match it.kind {
                     ItemKind::Batch => writeln!(w, "{}", batch_line(it))?,
@@ -301,10 +375,18 @@ pub fn log_command(
             "kwire: --format values applies to API messages; kwire log prints its summary lines",
         );
     }
+    let filter = a
+        .display_filter
+        .as_deref()
+        .map(Filter::parse)
+        .transpose()
+        .map_err(|e| CliError::Usage(format!("-Y: {e}\n{}", e.pointer())))?;
     let opts = LogOptions {
         topic: a.topic.clone(),
         verify: a.verify,
-        detail: if matches!(format, Format::Summary | Format::Values | Format::Hexdump) {
+        detail: if matches!(format, Format::Summary | Format::Values | Format::Hexdump)
+            && !filter.as_ref().is_some_and(Filter::needs_log_tree)
+        {
             Detail::Summary
         } else {
             Detail::Full
@@ -315,11 +397,25 @@ pub fn log_command(
         format,
         ropts,
         verify: a.verify,
+        line: Vec::new(),
     };
-    let t = log::read_paths(schema, &a.paths, &opts, &mut p)?;
+    let (t, shown) = match &filter {
+        None => (log::read_paths(schema, &a.paths, &opts, &mut p)?, None),
+        Some(f) => {
+            let mut fs = log::Filtered {
+                inner: &mut p,
+                filter: f,
+                topic: a.topic.as_deref(),
+                shown: 0,
+            };
+            let t = log::read_paths(schema, &a.paths, &opts, &mut fs)?;
+            (t, Some(fs.shown))
+        }
+    };
     let [info, warnings, errors] = t.findings;
+    let shown_text = shown.map_or(String::new(), |n| format!(" ({n} shown)"));
     let line = format!(
-        "kwire: {} file{}, {} batch{}, {} entr{}: {errors} error{}, {warnings} warning{}, {info} note{}",
+        "kwire: {} file{}, {} batch{}, {} entr{}{shown_text}: {errors} error{}, {warnings} warning{}, {info} note{}",
         t.files,
         if t.files == 1 { "" } else { "s" },
         t.batches,
@@ -332,12 +428,14 @@ pub fn log_command(
     );
     if a.verify {
         match format {
-            Format::Json => writeln!(
-                p.out,
-                "{}",
-                json!({"kind": "verdict", "files": t.files, "batches": t.batches, "entries": t.entries,
-                       "errors": errors, "warnings": warnings, "notes": info})
-            )?,
+            Format::Json => {
+                let mut v = json!({"kind": "verdict", "files": t.files, "batches": t.batches, "entries": t.entries,
+                       "errors": errors, "warnings": warnings, "notes": info});
+                if let Some(n) = shown {
+                    v["shown"] = n.into();
+                }
+                writeln!(p.out, "{v}")?
+            }
             _ => writeln!(p.out, "{}", line.trim_start_matches("kwire: "))?,
         }
         p.out.flush()?;

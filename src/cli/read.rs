@@ -96,14 +96,31 @@ pub fn load_keylogs(a: &CaptureArgs) -> Result<(input::tls::KeyLog, Vec<String>)
             Ok(text) => {
                 let problems = keys.add_text(&text, &p.display().to_string());
                 let n = problems.len();
-                for pr in problems.iter().take(NOTICE_LINES_PER_KIND as usize) {
+                let lines_read = text
+                    .split(|&b| b == b'\n')
+                    .filter(|l| {
+                        let l = l.trim_ascii();
+                        !l.is_empty() && !l.starts_with(b"#")
+                    })
+                    .count();
+                // A file none of whose lines is a key log line (a capture or a JSON file
+                // given by mistake) is said to be one, with its first few lines only.
+                let mut shown = NOTICE_LINES_PER_KIND as usize;
+                if n > 0 && n == lines_read {
+                    lines.push(format!(
+                        "kwire: key log {}: no line of it is a key log line: it is not an NSS key log (SSLKEYLOGFILE format, `LABEL CLIENT_RANDOM SECRET` lines)",
+                        p.display()
+                    ));
+                    shown = 3;
+                }
+                for pr in problems.iter().take(shown) {
                     lines.push(format!("kwire: key log {pr}"));
                 }
-                if n > NOTICE_LINES_PER_KIND as usize {
+                if n > shown {
                     lines.push(format!(
                         "kwire: key log {}: {} more lines could not be used",
                         p.display(),
-                        n - NOTICE_LINES_PER_KIND as usize
+                        n - shown
                     ));
                 }
             }
@@ -1087,7 +1104,8 @@ Latency quantiles are nearest-rank: the value at rank ceil(q x n) of the n sorte
 
 Examples:
   kwire stats captures/demo.pcap
-  kwire stats f.pcap -Y 'client_id == \"my-app\"' --format json")]
+  kwire stats f.pcap -Y 'client_id == \"my-app\"' --format json
+  kwire stats /var/lib/kafka/data -Y 'record_type == OffsetCommitValue'   (a log directory: -Y as in kwire log)")]
 pub struct StatsArgs {
     /// The capture and where Kafka is in it.
     #[command(flatten)]
@@ -1110,7 +1128,8 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         .iter()
         .all(|f| f.is_dir() || crate::log::FileKind::of(f).is_some())
     {
-        return log_stats(schema, &paths, a.format, out).map(|()| EXIT_OK);
+        let flt = a.filter.filter(schema)?;
+        return log_stats(schema, &paths, flt.as_ref(), a.format, out).map(|()| EXIT_OK);
     }
     let flt = a.filter.filter(schema)?;
     let mut st = crate::stats::Stats::default();
@@ -1166,10 +1185,13 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
     res.map(|()| status)
 }
 
-/// `kwire stats` on a log directory or log file: every record decoded, then counted.
+/// `kwire stats` on a log directory or log file: every record decoded, then counted;
+/// with a filter, only the batches and entries it keeps (`--topic T` is then the
+/// partition folder's topic).
 fn log_stats(
     schema: &Schema,
     paths: &[&Path],
+    flt: Option<&Filter>,
     format: super::ListFormat,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
@@ -1179,7 +1201,18 @@ fn log_stats(
         ..Default::default()
     };
     let paths: Vec<PathBuf> = paths.iter().map(|p| p.to_path_buf()).collect();
-    crate::log::read_paths(schema, &paths, &opts, &mut st)?;
+    match flt {
+        None => crate::log::read_paths(schema, &paths, &opts, &mut st)?,
+        Some(filter) => {
+            let mut fs = crate::log::Filtered {
+                inner: &mut st,
+                filter,
+                topic: None,
+                shown: 0,
+            };
+            crate::log::read_paths(schema, &paths, &opts, &mut fs)?
+        }
+    };
     write_stats(out, format, || st.to_json(), |w| st.write_text(w))?;
     Ok(())
 }

@@ -16,6 +16,7 @@
 //! request's `messages` row waits for its response (for the latency) among at most
 //! [`MAX_WAITING`] rows.
 
+pub mod log;
 pub mod rows;
 pub mod table;
 
@@ -125,6 +126,32 @@ struct TableSet {
 
 impl TableSet {
     fn new(table: Table, o: &ExportOptions, capture_index: u32, capture: &str) -> TableSet {
+        let meta = vec![
+            ("kwire.capture", capture.to_string()),
+            ("kwire.capture_index", capture_index.to_string()),
+            (
+                "kwire.message_id",
+                format!(
+                    "capture_index * 2^{} + message_index",
+                    rows::MESSAGE_ID_SHIFT
+                ),
+            ),
+            (
+                "kwire.partition_by",
+                o.partition_by.map_or("none", |b| b.key()).to_string(),
+            ),
+        ];
+        TableSet::with_meta(table, o, capture_index, meta)
+    }
+
+    /// A table's files with these key-value metadata (`kwire.format_version` and
+    /// `kwire.table` are added to every file).
+    fn with_meta(
+        table: Table,
+        o: &ExportOptions,
+        capture_index: u32,
+        meta: Vec<(&'static str, String)>,
+    ) -> TableSet {
         let by = o.partition_by;
         // Partitioned, each file holds a share of the buffer budget.
         let mut opts = o.file.clone();
@@ -136,21 +163,7 @@ impl TableSet {
             table,
             by,
             capture_index,
-            meta: vec![
-                ("kwire.capture", capture.to_string()),
-                ("kwire.capture_index", capture_index.to_string()),
-                (
-                    "kwire.message_id",
-                    format!(
-                        "capture_index * 2^{} + message_index",
-                        rows::MESSAGE_ID_SHIFT
-                    ),
-                ),
-                (
-                    "kwire.partition_by",
-                    by.map_or("none", |b| b.key()).to_string(),
-                ),
-            ],
+            meta,
             opts,
             max_open: o.max_open_files.max(1),
             open: Vec::new(),
@@ -448,28 +461,7 @@ impl CaptureExport {
             self.abandon();
             return Err(e);
         }
-        let mut sum = ExportSummary::default();
-        let mut err = None;
-        for (i, t) in self.tables.iter_mut().enumerate() {
-            if let Some(t) = t.take() {
-                sum.rows[i] = t.rows;
-                match t.finish() {
-                    Ok(f) => sum.files.extend(f),
-                    Err(e) => {
-                        err.get_or_insert(e);
-                    }
-                }
-            }
-        }
-        match err {
-            None => Ok(sum),
-            Some(e) => {
-                for f in &sum.files {
-                    let _ = std::fs::remove_file(f);
-                }
-                Err(e)
-            }
-        }
+        finish_tables(std::mem::take(&mut self.tables))
     }
 
     /// Gives up: removes every file of this capture (finished or not).
@@ -481,9 +473,37 @@ impl CaptureExport {
     }
 }
 
-/// The table folders `kwire export` writes under `out`.
-pub fn table_dirs(out: &Path) -> [PathBuf; 3] {
-    ["messages", "partitions", "records"].map(|t| out.join(t))
+/// Finishes up to three tables' files; `rows` counts each one's rows in its place. On
+/// an error every file written is removed.
+fn finish_tables(tables: [Option<TableSet>; 3]) -> Result<ExportSummary, String> {
+    let mut sum = ExportSummary::default();
+    let mut err = None;
+    for (i, t) in tables.into_iter().enumerate() {
+        if let Some(t) = t {
+            sum.rows[i] = t.rows;
+            match t.finish() {
+                Ok(f) => sum.files.extend(f),
+                Err(e) => {
+                    err.get_or_insert(e);
+                }
+            }
+        }
+    }
+    match err {
+        None => Ok(sum),
+        Some(e) => {
+            for f in &sum.files {
+                let _ = std::fs::remove_file(f);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The table folders `kwire export` writes under `out` (of captures: `messages`,
+/// `partitions`, `records`; of log files: `batches`, `records`).
+pub fn table_dirs(out: &Path) -> [PathBuf; 4] {
+    ["messages", "partitions", "records", "batches"].map(|t| out.join(t))
 }
 
 #[cfg(test)]

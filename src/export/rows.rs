@@ -104,6 +104,24 @@ pub fn partitions_table() -> Table {
     }
 }
 
+/// The columns of a record's own facts, from `record_offset` to `header_keys`, that
+/// the captures' `records` table and the log directories' share
+/// ([`RecordRow::record_cells`]).
+pub(crate) fn record_cols() -> Vec<Col> {
+    use Ty::*;
+    vec![
+        col("record_offset", I64, false),
+        col("timestamp", TimestampMicros, true),
+        col("timestamp_ms", I64, true),
+        col("timestamp_type", Str, true),
+        col("control", Bool, false),
+        col("key", Bytes, true),
+        col("key_length", I32, true),
+        col("value_length", I32, true),
+        col("header_keys", ListStr, false),
+    ]
+}
+
 /// The `records` table; `values` adds the `value` column (`--record-values`).
 pub fn records_table(values: bool) -> Table {
     use Ty::*;
@@ -114,16 +132,8 @@ pub fn records_table(values: bool) -> Table {
         col("topic", Str, true),
         col("partition", I32, false),
         col("batch_index", I32, false),
-        col("record_offset", I64, false),
-        col("timestamp", TimestampMicros, true),
-        col("timestamp_ms", I64, true),
-        col("timestamp_type", Str, true),
-        col("control", Bool, false),
-        col("key", Bytes, true),
-        col("key_length", I32, true),
-        col("value_length", I32, true),
-        col("header_keys", ListStr, false),
     ];
+    cols.extend(record_cols());
     if values {
         cols.push(col("value", Bytes, true));
     }
@@ -431,7 +441,6 @@ impl RecordRow {
         header_keys: &'x [&'x str],
         values: bool,
     ) -> Vec<Cell<'x>> {
-        let oi = |v: Option<i64>| v.map_or(Cell::Null, Cell::Int);
         let mut c = vec![
             Cell::Int(m.message_id),
             Cell::Str(capture),
@@ -439,6 +448,18 @@ impl RecordRow {
             self.topic.as_deref().map_or(Cell::Null, Cell::Str),
             Cell::Int(self.partition),
             Cell::Int(self.batch_index),
+        ];
+        c.extend(self.record_cells(header_keys));
+        if values {
+            c.push(self.value_cell());
+        }
+        c
+    }
+
+    /// The cells of [`record_cols`].
+    pub(crate) fn record_cells<'x>(&'x self, header_keys: &'x [&'x str]) -> [Cell<'x>; 9] {
+        let oi = |v: Option<i64>| v.map_or(Cell::Null, Cell::Int);
+        [
             Cell::Int(self.offset),
             oi(self.timestamp_ms.and_then(|t| t.checked_mul(1000))),
             oi(self.timestamp_ms),
@@ -448,11 +469,12 @@ impl RecordRow {
             oi(self.key_length),
             oi(self.value_length),
             Cell::StrList(header_keys),
-        ];
-        if values {
-            c.push(self.value.as_deref().map_or(Cell::Null, Cell::Bytes));
-        }
-        c
+        ]
+    }
+
+    /// The `value` column's cell.
+    pub(crate) fn value_cell(&self) -> Cell<'_> {
+        self.value.as_deref().map_or(Cell::Null, Cell::Bytes)
     }
 }
 
@@ -502,6 +524,14 @@ fn topic_of(n: &Node<'_>) -> Option<Topic> {
         }
     }
     t.named().then_some(t)
+}
+
+/// The integer value of `n`'s child `name`.
+fn child_int(n: &Node<'_>, name: &str) -> Option<i64> {
+    n.children
+        .iter()
+        .find(|c| c.name == name)
+        .and_then(|c| int(&c.value))
 }
 
 fn int(v: &Value<'_>) -> Option<i64> {
@@ -623,12 +653,7 @@ fn summarise(
         .enumerate()
     {
         s.batches += 1;
-        let get = |name: &str| {
-            b.children
-                .iter()
-                .find(|c| c.name == name)
-                .and_then(|c| int(&c.value))
-        };
+        let get = |name: &str| child_int(b, name);
         let attrs = get("attributes").unwrap_or(0);
         if first {
             first = false;
@@ -641,16 +666,7 @@ fn summarise(
                 s.control = Some(attrs & 0x20 != 0);
             }
         }
-        let mut batch = Batch {
-            entry,
-            index: bi as i64,
-            base_offset: get("baseOffset").or_else(|| get("offset")).unwrap_or(0),
-            base_ts: get("baseTimestamp").or_else(|| get("timestamp")),
-            max_ts: get("maxTimestamp"),
-            log_append: attrs & 0x08 != 0,
-            v2: b.name == "RecordBatch",
-            control: attrs & 0x20 != 0,
-        };
+        let mut batch = Batch::of(b, entry, bi as i64);
         b.walk(&mut |n, _| {
             if n.name == "compressed records" {
                 *s.compressed_bytes.get_or_insert(0) += n.length as i64;
@@ -663,7 +679,9 @@ fn summarise(
     s
 }
 
-struct Batch<'e> {
+/// What a record's row takes from its batch (a `RecordBatch` or legacy `Message` node)
+/// and its partition entry.
+pub(crate) struct Batch<'e> {
     entry: &'e PartitionRow,
     index: i64,
     base_offset: i64,
@@ -674,9 +692,28 @@ struct Batch<'e> {
     control: bool,
 }
 
+impl<'e> Batch<'e> {
+    /// Batch node `b`, the `index`th of partition entry `entry` (whose topic and
+    /// partition the rows take).
+    pub(crate) fn of(b: &Node<'_>, entry: &'e PartitionRow, index: i64) -> Batch<'e> {
+        let get = |name: &str| child_int(b, name);
+        let attrs = get("attributes").unwrap_or(0);
+        Batch {
+            entry,
+            index,
+            base_offset: get("baseOffset").or_else(|| get("offset")).unwrap_or(0),
+            base_ts: get("baseTimestamp").or_else(|| get("timestamp")),
+            max_ts: get("maxTimestamp"),
+            log_append: attrs & 0x08 != 0,
+            v2: b.name == "RecordBatch",
+            control: attrs & 0x20 != 0,
+        }
+    }
+}
+
 /// Counts (and, with `records`, makes rows of) the records under batch node `b`: the
 /// `Record[i]` nodes of a v2 batch, the innermost messages of a legacy one.
-fn count_records(
+pub(crate) fn count_records(
     b: &Node<'_>,
     batch: &mut Batch<'_>,
     count: &mut i64,

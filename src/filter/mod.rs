@@ -82,9 +82,42 @@ pub struct Context<'c> {
     pub unanswered: Option<&'c HashSet<(u32, u64)>>,
 }
 
+/// What a filter knows about a batch or entry of a Kafka log file (`kwire log -Y`,
+/// `kwire stats -Y` on log directories; [`crate::log::Item`]), which has no API header
+/// and no capture: `kind` is `batch` or `entry`, `topic` the partition folder's topic,
+/// and `file`, `file_kind`, `position`, `offset` and `last_offset` name its place.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LogFacts<'f> {
+    /// `batch` or `entry`.
+    pub kind: &'f str,
+    /// The file, as `kwire log` prints it.
+    pub file: &'f str,
+    /// The file's kind (`segment`, `kraft_snapshot`, `offset_index`...).
+    pub file_kind: &'f str,
+    /// Byte offset of the item in its file.
+    pub position: u64,
+    /// The topic: `--topic`, else the partition folder's name (`foo-0` -> `foo`);
+    /// `__cluster_metadata` for KRaft snapshots.
+    pub topic: Option<&'f str>,
+    /// A batch's first and last offset (`baseOffset`, `baseOffset + lastOffsetDelta`).
+    pub offsets: Option<(i64, i64)>,
+    /// The batch's CRC does not match its bytes (counted as `malformed` even when the
+    /// batch was read without a tree).
+    pub bad_crc: bool,
+}
+
+/// What a filter is evaluated over: an API message with its capture context, or a
+/// log item's tree with its [`LogFacts`].
+struct Subject<'s, 'x> {
+    tree: &'s Node<'x>,
+    msg: Option<&'s Message<'x>>,
+    ctx: Context<'s>,
+    log: Option<&'s LogFacts<'s>>,
+}
+
 /// The message properties a filter (and `-T fields -e`) can name: the JSON output's
 /// names, then their short aliases.
-pub const PROPERTIES: [(&str, &str); 20] = [
+pub const PROPERTIES: [(&str, &str); 26] = [
     ("api_name", "the API's name (case-insensitive)"),
     (
         "api",
@@ -117,6 +150,24 @@ pub const PROPERTIES: [(&str, &str); 20] = [
     ),
     ("tls.sni", "the TLS ClientHello's server_name"),
     ("tls.cipher_suite", "the TLS cipher suite's IANA name"),
+    (
+        "record_type",
+        "each record's type (TopicRecord, OffsetCommitValue, SNAPSHOT_HEADER...)",
+    ),
+    (
+        "offset",
+        "kwire log: the offsets a batch holds (baseOffset..lastOffset)",
+    ),
+    ("last_offset", "kwire log: a batch's last offset"),
+    ("file", "kwire log: the file of a batch or entry"),
+    (
+        "file_kind",
+        "kwire log: the file's kind (segment, offset_index...)",
+    ),
+    (
+        "position",
+        "kwire log: the byte offset of a batch or entry in its file",
+    ),
 ];
 
 /// The predicates: names that hold or not, and take no value.
@@ -156,6 +207,12 @@ enum Prop {
     Tls,
     TlsSni,
     TlsCipher,
+    RecordType,
+    Offset,
+    LastOffset,
+    File,
+    FileKind,
+    Position,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,6 +253,12 @@ fn resolve(name: &str) -> Name {
         "tls" | "tls.version" => Prop::Tls,
         "tls.sni" => Prop::TlsSni,
         "tls.cipher_suite" => Prop::TlsCipher,
+        "record_type" => Prop::RecordType,
+        "offset" => Prop::Offset,
+        "last_offset" => Prop::LastOffset,
+        "file" => Prop::File,
+        "file_kind" => Prop::FileKind,
+        "position" => Prop::Position,
         "malformed" => return Name::Pred(Pred::Malformed),
         "warning" => return Name::Pred(Pred::Warning),
         "incomplete" => return Name::Pred(Pred::Incomplete),
@@ -345,8 +408,35 @@ impl Filter {
             match e {
                 Expr::And(a, b) | Expr::Or(a, b) => go(a) || go(b),
                 Expr::Not(a) => go(a),
-                Expr::Test(Name::Field(_), _) => true,
+                Expr::Test(Name::Field(_) | Name::Prop(Prop::RecordType), _) => true,
                 Expr::Test(..) => false,
+            }
+        }
+        go(&self.expr)
+    }
+
+    /// Whether the filter needs a log item's tree ([`Filter::matches_log`]): it names
+    /// anything but `kind`, `offset`, `last_offset`, `file`, `file_kind`, `position`
+    /// and `size`, which a batch read from its header alone (`kwire log --format
+    /// summary`) has too.
+    pub fn needs_log_tree(&self) -> bool {
+        fn go(e: &Expr) -> bool {
+            match e {
+                Expr::And(a, b) | Expr::Or(a, b) => go(a) || go(b),
+                Expr::Not(a) => go(a),
+                Expr::Test(
+                    Name::Prop(
+                        Prop::Kind
+                        | Prop::Offset
+                        | Prop::LastOffset
+                        | Prop::File
+                        | Prop::FileKind
+                        | Prop::Position
+                        | Prop::Size,
+                    ),
+                    _,
+                ) => false,
+                Expr::Test(..) => true,
             }
         }
         go(&self.expr)
@@ -367,7 +457,27 @@ impl Filter {
 
     /// Whether message `m` passes.
     pub fn matches(&self, m: &Message<'_>, ctx: &Context<'_>) -> bool {
-        eval(&self.expr, m, ctx)
+        let s = Subject {
+            tree: &m.tree,
+            msg: Some(m),
+            ctx: *ctx,
+            log: None,
+        };
+        eval(&self.expr, &s)
+    }
+
+    /// Whether a batch or entry of a Kafka log file passes: `tree` is its tree (a
+    /// `RecordBatch`, legacy `Message` or entry node; an empty node when it was read
+    /// without one), `facts` its place and kind. The API properties (`api`,
+    /// `correlation_id`, `client_id`, `src`...) do not occur in log items.
+    pub fn matches_log(&self, tree: &Node<'_>, facts: &LogFacts<'_>) -> bool {
+        let s = Subject {
+            tree,
+            msg: None,
+            ctx: Context::default(),
+            log: Some(facts),
+        };
+        eval(&self.expr, &s)
     }
 }
 
@@ -493,6 +603,8 @@ enum Occ<'a> {
     Null,
     /// A node with no value (a struct, a header).
     Empty,
+    /// The offsets a log batch holds, first and last: equal to each offset in between.
+    Range(i64, i64),
 }
 
 impl Occurrence<'_> {
@@ -508,6 +620,8 @@ impl Occurrence<'_> {
             Occ::Uuid(u) => u.to_string(),
             Occ::Bool(b) => b.to_string(),
             Occ::Null | Occ::Empty => String::new(),
+            Occ::Range(a, b) if a == b => a.to_string(),
+            Occ::Range(a, b) => format!("{a}..{b}"),
         }
     }
 }
@@ -553,7 +667,7 @@ fn is_field(node: &str, field: &str) -> bool {
 
 /// Topic names in `m`, each once: `Name` or `...Topic...` strings, and `TopicId`s named
 /// from an earlier response (their annotation `topic NAME`).
-fn topics<'a>(m: &'a Message<'_>, out: &mut Vec<Occurrence<'a>>) {
+fn topics<'a>(tree: &'a Node<'_>, log: Option<&LogFacts<'a>>, out: &mut Vec<Occurrence<'a>>) {
     let mut seen: Vec<&'a str> = Vec::new();
     let mut add = |t: &'a str, out: &mut Vec<Occurrence<'a>>| {
         if !seen.contains(&t) {
@@ -564,7 +678,10 @@ fn topics<'a>(m: &'a Message<'_>, out: &mut Vec<Occurrence<'a>>) {
             });
         }
     };
-    m.tree.walk(&mut |n, _| {
+    if let Some(t) = log.and_then(|l| l.topic) {
+        add(t, out);
+    }
+    tree.walk(&mut |n, _| {
         if let Value::Str(s) = n.value {
             let nm = n.name;
             if nm == "Name" || nm.contains("Topic") {
@@ -583,16 +700,22 @@ fn topics<'a>(m: &'a Message<'_>, out: &mut Vec<Occurrence<'a>>) {
 /// A predicate gives one `true` occurrence when it holds, none otherwise.
 pub fn occurrences<'a>(name: &str, m: &'a Message<'_>, ctx: &Context<'a>) -> Vec<Occurrence<'a>> {
     let mut v = Vec::new();
+    let s = Subject {
+        tree: &m.tree,
+        msg: Some(m),
+        ctx: *ctx,
+        log: None,
+    };
     match resolve(name) {
         Name::Pred(p) => {
-            if pred(p, m, ctx) {
+            if pred(p, &s) {
                 v.push(Occurrence {
                     value: Occ::Bool(true),
                     label: None,
                 });
             }
         }
-        n => collect(&n, m, ctx, &mut v),
+        n => collect(&n, &s, &mut v),
     }
     v
 }
@@ -604,140 +727,295 @@ fn num(i: impl Into<i128>) -> Occurrence<'static> {
     }
 }
 
-fn collect<'a>(name: &Name, m: &'a Message<'_>, ctx: &Context<'a>, out: &mut Vec<Occurrence<'a>>) {
-    let cap = ctx.capture;
-    match name {
-        Name::Pred(_) => {}
-        Name::Field(f) => m.tree.walk(&mut |n, _| {
-            if is_field(n.name, f) {
-                out.push(node_occ(n));
+/// The type's name without a version (`TopicRecord v0` -> `TopicRecord`).
+fn type_name(ty: &str) -> &str {
+    ty.split_once(' ').map_or(ty, |(t, _)| t)
+}
+
+/// Whether node `n` is named by `f`: its name (or an element of it, `Topics[3]`), or,
+/// for a name that starts with a capital, its type (`TopicRecord` for a value of type
+/// `TopicRecord v0`, `OffsetCommitKey`, `FetchTopic` for `Topics[0]`).
+fn names_node(n: &Node<'_>, f: &str) -> bool {
+    is_field(n.name, f) || (f.starts_with(|c: char| c.is_ascii_uppercase()) && type_name(n.ty) == f)
+}
+
+/// Occurrences of a field, plain (`Name`) or qualified by the nodes it lies in
+/// (`TopicRecord.Name`: every `Name` inside a node named or typed `TopicRecord`).
+fn field<'a>(n: &'a Node<'_>, parts: &[&str], out: &mut Vec<Occurrence<'a>>) {
+    let Some((last, scopes)) = parts.split_last() else {
+        return;
+    };
+    match scopes.split_first() {
+        None => n.walk(&mut |x, _| {
+            if is_field(x.name, last) {
+                out.push(node_occ(x));
             }
         }),
-        Name::Prop(p) => match p {
-            Prop::ApiName => {
-                if let Some(a) = &m.api_name {
-                    out.push(Occurrence {
-                        value: Occ::Ci(a),
-                        label: None,
-                    });
-                }
-            }
-            Prop::Api => out.push(Occurrence {
-                value: Occ::Num(Num::Int(m.api_key.into())),
-                label: m.api_name.as_deref(),
-            }),
-            Prop::ApiKey => out.push(num(m.api_key)),
-            Prop::ApiVersion => out.push(num(m.api_version)),
-            Prop::HeaderVersion => out.push(num(m.header_version)),
-            Prop::Kind => out.push(Occurrence {
-                value: Occ::Ci(m.direction.as_str()),
-                label: None,
-            }),
-            Prop::CorrelationId => {
-                if let Some(c) = m.correlation_id {
-                    out.push(num(c));
-                }
-            }
-            Prop::ClientId => {
-                if let Some(h) = m
-                    .tree
-                    .children
-                    .iter()
-                    .find(|c| c.kind == crate::tree::NodeKind::Header)
-                {
-                    if let Some(c) = h.children.iter().find(|c| c.name == "client_id") {
-                        out.push(node_occ(c));
+        Some((scope, rest)) => {
+            fn inside<'a>(
+                n: &'a Node<'_>,
+                scope: &str,
+                rest: &[&str],
+                last: &str,
+                out: &mut Vec<Occurrence<'a>>,
+            ) {
+                for c in n.children.iter() {
+                    if names_node(c, scope) {
+                        let mut parts = rest.to_vec();
+                        parts.push(last);
+                        for k in c.children.iter() {
+                            field(k, &parts, out);
+                        }
+                    } else {
+                        inside(c, scope, rest, last, out);
                     }
                 }
             }
-            Prop::Size => out.push(num(m.size as u64)),
-            Prop::SchemaRelease => {
-                if let Some(r) = &m.schema_release {
+            if names_node(n, scope) {
+                let mut parts = rest.to_vec();
+                parts.push(last);
+                for k in n.children.iter() {
+                    field(k, &parts, out);
+                }
+            } else {
+                inside(n, scope, rest, last, out);
+            }
+        }
+    }
+}
+
+fn collect<'a>(name: &Name, s: &Subject<'a, '_>, out: &mut Vec<Occurrence<'a>>) {
+    let cap = s.ctx.capture;
+    let (tree, msg, log) = (s.tree, s.msg, s.log);
+    match name {
+        Name::Pred(_) => {}
+        Name::Field(f) => {
+            if f.contains('.') {
+                let parts: Vec<&str> = f.split('.').collect();
+                field(tree, &parts, out);
+            } else {
+                tree.walk(&mut |n, _| {
+                    if names_node(n, f) {
+                        out.push(node_occ(n));
+                    }
+                });
+            }
+        }
+        Name::Prop(p) => match p {
+            Prop::Kind => {
+                let k = match (msg, log) {
+                    (Some(m), _) => Some(m.direction.as_str()),
+                    (None, Some(l)) => Some(l.kind),
+                    _ => None,
+                };
+                if let Some(k) = k {
                     out.push(Occurrence {
-                        value: Occ::Str(Cow::Borrowed(r)),
+                        value: Occ::Ci(k),
                         label: None,
                     });
                 }
             }
-            Prop::Topic => topics(m, out),
-            Prop::ErrorCode => m.tree.walk(&mut |n, _| {
+            Prop::Topic => topics(tree, log, out),
+            Prop::ErrorCode => tree.walk(&mut |n, _| {
                 if n.name.ends_with("ErrorCode") && matches!(n.value, Value::Int(_)) {
                     out.push(node_occ(n));
                 }
             }),
-            Prop::Connection => {
-                if let Some(c) = cap {
-                    out.push(num(c.connection));
-                }
-            }
-            Prop::Latency => {
-                if let Some(l) = cap.and_then(|c| c.latency) {
-                    out.push(Occurrence {
-                        value: Occ::Num(Num::Float(l.as_nanos() as f64 / 1e6)),
-                        label: None,
-                    });
-                }
-            }
-            Prop::Frame => {
-                if let Some(c) = cap {
-                    out.push(num(c.frames.0));
-                    if c.frames.1 != c.frames.0 {
-                        out.push(num(c.frames.1));
-                    }
-                }
-            }
-            Prop::Tls | Prop::TlsSni | Prop::TlsCipher => {
-                if let Some(t) = cap.and_then(|c| c.tls.as_ref()) {
-                    let v = match p {
-                        Prop::Tls => Some(t.session.version),
-                        Prop::TlsCipher => Some(t.session.cipher_suite),
-                        _ => t.session.sni.as_deref(),
+            Prop::RecordType => tree.walk(&mut |n, _| {
+                if n.ty == "Record" && n.kind == crate::tree::NodeKind::Group {
+                    let t = crate::log::stats::record_type(n);
+                    let t = match t.rsplit_once(" v") {
+                        Some((a, v)) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
+                            a.to_string()
+                        }
+                        _ => t,
                     };
-                    if let Some(v) = v {
-                        out.push(Occurrence {
-                            value: Occ::Ci(v),
-                            label: None,
-                        });
-                    }
-                }
-            }
-            Prop::Src | Prop::Dst => {
-                if let Some(c) = cap {
                     out.push(Occurrence {
-                        value: Occ::Addr(if *p == Prop::Src { &c.src } else { &c.dst }),
+                        value: Occ::Str(Cow::Owned(t)),
                         label: None,
                     });
+                }
+            }),
+            Prop::Size => match (msg, log) {
+                (Some(m), _) => out.push(num(m.size as u64)),
+                (None, Some(_)) => out.push(num(tree.length as u64)),
+                _ => {}
+            },
+            Prop::Offset => {
+                if let Some((lo, hi)) = log.and_then(|l| l.offsets) {
+                    out.push(Occurrence {
+                        value: Occ::Range(lo, hi),
+                        label: None,
+                    });
+                }
+            }
+            Prop::LastOffset => {
+                if let Some((_, hi)) = log.and_then(|l| l.offsets) {
+                    out.push(num(hi));
+                }
+            }
+            Prop::File | Prop::FileKind => {
+                if let Some(l) = log {
+                    out.push(Occurrence {
+                        value: Occ::Str(Cow::Borrowed(if *p == Prop::File {
+                            l.file
+                        } else {
+                            l.file_kind
+                        })),
+                        label: None,
+                    });
+                }
+            }
+            Prop::Position => {
+                if let Some(l) = log {
+                    out.push(num(l.position));
+                }
+            }
+            _ => {
+                if let Some(m) = msg {
+                    message_prop(*p, m, cap, out);
                 }
             }
         },
     }
 }
 
-fn pred(p: Pred, m: &Message<'_>, ctx: &Context<'_>) -> bool {
+/// The properties only API messages have.
+fn message_prop<'a>(
+    p: Prop,
+    m: &'a Message<'_>,
+    cap: Option<&'a Capture>,
+    out: &mut Vec<Occurrence<'a>>,
+) {
     match p {
-        Pred::Malformed => m.error_count() > 0,
-        Pred::Warning => m.warning_count() > 0,
-        Pred::Incomplete => ctx.capture.is_some_and(|c| c.incomplete),
-        Pred::Guessed => m.guess.is_some(),
-        Pred::Unanswered => {
-            m.direction == Direction::Request
-                && match (ctx.capture, ctx.unanswered) {
-                    (Some(c), Some(set)) => set.contains(&(c.connection, c.frames.1)),
-                    _ => false,
-                }
+        Prop::ApiName => {
+            if let Some(a) = &m.api_name {
+                out.push(Occurrence {
+                    value: Occ::Ci(a),
+                    label: None,
+                });
+            }
         }
+        Prop::Api => out.push(Occurrence {
+            value: Occ::Num(Num::Int(m.api_key.into())),
+            label: m.api_name.as_deref(),
+        }),
+        Prop::ApiKey => out.push(num(m.api_key)),
+        Prop::ApiVersion => out.push(num(m.api_version)),
+        Prop::HeaderVersion => out.push(num(m.header_version)),
+        Prop::CorrelationId => {
+            if let Some(c) = m.correlation_id {
+                out.push(num(c));
+            }
+        }
+        Prop::ClientId => {
+            if let Some(h) = m
+                .tree
+                .children
+                .iter()
+                .find(|c| c.kind == crate::tree::NodeKind::Header)
+            {
+                if let Some(c) = h.children.iter().find(|c| c.name == "client_id") {
+                    out.push(node_occ(c));
+                }
+            }
+        }
+        Prop::SchemaRelease => {
+            if let Some(r) = &m.schema_release {
+                out.push(Occurrence {
+                    value: Occ::Str(Cow::Borrowed(r)),
+                    label: None,
+                });
+            }
+        }
+        Prop::Connection => {
+            if let Some(c) = cap {
+                out.push(num(c.connection));
+            }
+        }
+        Prop::Latency => {
+            if let Some(l) = cap.and_then(|c| c.latency) {
+                out.push(Occurrence {
+                    value: Occ::Num(Num::Float(l.as_nanos() as f64 / 1e6)),
+                    label: None,
+                });
+            }
+        }
+        Prop::Frame => {
+            if let Some(c) = cap {
+                out.push(num(c.frames.0));
+                if c.frames.1 != c.frames.0 {
+                    out.push(num(c.frames.1));
+                }
+            }
+        }
+        Prop::Tls | Prop::TlsSni | Prop::TlsCipher => {
+            if let Some(t) = cap.and_then(|c| c.tls.as_ref()) {
+                let v = match p {
+                    Prop::Tls => Some(t.session.version),
+                    Prop::TlsCipher => Some(t.session.cipher_suite),
+                    _ => t.session.sni.as_deref(),
+                };
+                if let Some(v) = v {
+                    out.push(Occurrence {
+                        value: Occ::Ci(v),
+                        label: None,
+                    });
+                }
+            }
+        }
+        Prop::Src | Prop::Dst => {
+            if let Some(c) = cap {
+                out.push(Occurrence {
+                    value: Occ::Addr(if p == Prop::Src { &c.src } else { &c.dst }),
+                    label: None,
+                });
+            }
+        }
+        // Read from the tree or the log facts (collect).
+        Prop::Kind
+        | Prop::Topic
+        | Prop::ErrorCode
+        | Prop::RecordType
+        | Prop::Size
+        | Prop::Offset
+        | Prop::LastOffset
+        | Prop::File
+        | Prop::FileKind
+        | Prop::Position => {}
     }
 }
 
-fn eval(e: &Expr, m: &Message<'_>, ctx: &Context<'_>) -> bool {
+fn pred(p: Pred, s: &Subject<'_, '_>) -> bool {
+    let count = |f: fn(&Node<'_>) -> bool| {
+        let mut k = false;
+        s.tree.walk(&mut |n, _| k |= f(n));
+        k
+    };
+    match p {
+        Pred::Malformed => s.log.is_some_and(|l| l.bad_crc) || count(|n| n.error().is_some()),
+        Pred::Warning => count(|n| n.warning().is_some()),
+        Pred::Incomplete => s.ctx.capture.is_some_and(|c| c.incomplete),
+        Pred::Guessed => s.msg.is_some_and(|m| m.guess.is_some()),
+        Pred::Unanswered => s.msg.is_some_and(|m| {
+            m.direction == Direction::Request
+                && match (s.ctx.capture, s.ctx.unanswered) {
+                    (Some(c), Some(set)) => set.contains(&(c.connection, c.frames.1)),
+                    _ => false,
+                }
+        }),
+    }
+}
+
+fn eval(e: &Expr, s: &Subject<'_, '_>) -> bool {
     match e {
-        Expr::And(a, b) => eval(a, m, ctx) && eval(b, m, ctx),
-        Expr::Or(a, b) => eval(a, m, ctx) || eval(b, m, ctx),
-        Expr::Not(a) => !eval(a, m, ctx),
-        Expr::Test(Name::Pred(p), _) => pred(*p, m, ctx),
+        Expr::And(a, b) => eval(a, s) && eval(b, s),
+        Expr::Or(a, b) => eval(a, s) || eval(b, s),
+        Expr::Not(a) => !eval(a, s),
+        Expr::Test(Name::Pred(p), _) => pred(*p, s),
         Expr::Test(n, rel) => {
             let mut occ = Vec::new();
-            collect(n, m, ctx, &mut occ);
+            collect(n, s, &mut occ);
             match rel {
                 None => !occ.is_empty(),
                 Some(r) => relation(r, &occ),
@@ -747,20 +1025,17 @@ fn eval(e: &Expr, m: &Message<'_>, ctx: &Context<'_>) -> bool {
 }
 
 fn relation(r: &Rel, occ: &[Occurrence<'_>]) -> bool {
+    use Ordering::{Greater, Less};
     match r {
         Rel::Cmp(op, l) => match op {
             RelOp::AnyEq => occ.iter().any(|o| equal(o, l)),
-            RelOp::AllEq => !occ.is_empty() && occ.iter().all(|o| equal(o, l)),
+            RelOp::AllEq => !occ.is_empty() && occ.iter().all(|o| all_equal(o, l)),
             RelOp::AllNe => !occ.is_empty() && occ.iter().all(|o| !equal(o, l)),
-            RelOp::AnyNe => occ.iter().any(|o| !equal(o, l)),
-            RelOp::Gt => occ.iter().any(|o| order(o, l) == Some(Ordering::Greater)),
-            RelOp::Ge => occ
-                .iter()
-                .any(|o| matches!(order(o, l), Some(Ordering::Greater | Ordering::Equal))),
-            RelOp::Lt => occ.iter().any(|o| order(o, l) == Some(Ordering::Less)),
-            RelOp::Le => occ
-                .iter()
-                .any(|o| matches!(order(o, l), Some(Ordering::Less | Ordering::Equal))),
+            RelOp::AnyNe => occ.iter().any(|o| !all_equal(o, l)),
+            RelOp::Gt => occ.iter().any(|o| some_order(o, l, |x| x == Greater)),
+            RelOp::Ge => occ.iter().any(|o| some_order(o, l, |x| x != Less)),
+            RelOp::Lt => occ.iter().any(|o| some_order(o, l, |x| x == Less)),
+            RelOp::Le => occ.iter().any(|o| some_order(o, l, |x| x != Greater)),
             RelOp::Contains => occ.iter().any(|o| contains(o, l)),
             RelOp::Matches => false,
         },
@@ -768,12 +1043,40 @@ fn relation(r: &Rel, occ: &[Occurrence<'_>]) -> bool {
         Rel::In(items) => occ.iter().any(|o| {
             items.iter().any(|(lo, hi)| match hi {
                 None => equal(o, lo),
-                Some(hi) => {
-                    matches!(order(o, lo), Some(Ordering::Greater | Ordering::Equal))
-                        && matches!(order(o, hi), Some(Ordering::Less | Ordering::Equal))
-                }
+                // A range of offsets is in a range when the two overlap.
+                Some(hi) => match o.value {
+                    Occ::Range(a, b) => {
+                        order_num(b, lo).is_some_and(|x| x != Less)
+                            && order_num(a, hi).is_some_and(|x| x != Greater)
+                    }
+                    _ => {
+                        order(o, lo).is_some_and(|x| x != Less)
+                            && order(o, hi).is_some_and(|x| x != Greater)
+                    }
+                },
             })
         }),
+    }
+}
+
+fn order_num(v: i64, l: &Lit) -> Option<Ordering> {
+    Num::Int(v.into()).cmp(l.num?)
+}
+
+/// Whether some value of `o` compares to `l` as `want` asks: a range of offsets has
+/// one when its first or last does (every offset between them is in it).
+fn some_order(o: &Occurrence<'_>, l: &Lit, want: impl Fn(Ordering) -> bool) -> bool {
+    match o.value {
+        Occ::Range(a, b) => [a, b].iter().any(|v| order_num(*v, l).is_some_and(&want)),
+        _ => order(o, l).is_some_and(want),
+    }
+}
+
+/// Whether every value of `o` equals `l` (a range of offsets: only a range of one).
+fn all_equal(o: &Occurrence<'_>, l: &Lit) -> bool {
+    match o.value {
+        Occ::Range(a, b) => a == b && equal(o, l),
+        _ => equal(o, l),
     }
 }
 
@@ -821,6 +1124,10 @@ fn equal(o: &Occurrence<'_>, l: &Lit) -> bool {
         },
         Occ::Null => !l.quoted && l.text == "null",
         Occ::Empty => false,
+        Occ::Range(a, b) => {
+            order_num(*a, l).is_some_and(|x| x != Ordering::Greater)
+                && order_num(*b, l).is_some_and(|x| x != Ordering::Less)
+        }
     }
 }
 
@@ -965,6 +1272,71 @@ mod tests {
             assert_eq!(e.column, col, "{src}: {e}");
         }
         assert!(Filter::parse("latency > 1.5ms").is_ok());
+    }
+
+    #[test]
+    fn filter_qualified_names_types_and_offset_ranges() {
+        let arena = Buffers::new();
+        // A batch with a TopicRecord named "foo" and a PartitionRecord whose Leader is 1.
+        let topic = {
+            let mut v = Node::new("value", "TopicRecord v0", NodeKind::Group, 0);
+            v.children = arena.seal(vec![Node::leaf("Name", "string", Value::Str("foo"), 0, 4)]);
+            v
+        };
+        let part = {
+            let mut v = Node::new("value", "PartitionRecord v2", NodeKind::Group, 4);
+            v.children = arena.seal(vec![
+                Node::leaf("Name", "string", Value::Str("bar"), 4, 4),
+                Node::leaf("Leader", "int32", Value::Int(1), 8, 4),
+            ]);
+            v
+        };
+        let mut root = Node::new("RecordBatch", "RecordBatch", NodeKind::Group, 0);
+        root.length = 12;
+        root.children = arena.seal(vec![topic, part]);
+        let facts = LogFacts {
+            kind: "batch",
+            file: "d/foo-0/00.log",
+            file_kind: "segment",
+            position: 0,
+            topic: Some("foo"),
+            offsets: Some((10, 19)),
+            bad_crc: false,
+        };
+        let yes = |f: &str| Filter::parse(f).unwrap().matches_log(&root, &facts);
+        assert!(yes(r#"TopicRecord.Name == "foo""#));
+        assert!(
+            !yes(r#"TopicRecord.Name == "bar""#),
+            "bar is a PartitionRecord's"
+        );
+        assert!(yes(
+            r#"PartitionRecord.Name == "bar" && PartitionRecord.Leader == 1"#
+        ));
+        assert!(yes(r#"RecordBatch.PartitionRecord.Leader == 1"#));
+        assert!(!yes(r#"TopicRecord.Leader"#));
+        assert!(yes("TopicRecord && PartitionRecord && !RemoveTopicRecord"));
+        assert!(!yes("topicrecord"), "a type is named as written");
+        assert!(yes("offset == 10 && offset == 15 && offset == 19"));
+        assert!(!yes("offset == 9") && !yes("offset == 20"));
+        assert!(yes(
+            "offset > 18 && offset < 11 && offset >= 19 && offset <= 10"
+        ));
+        assert!(!yes("offset > 19") && !yes("offset < 10"));
+        assert!(yes("offset in {0..10}") && yes("offset in {19..30}") && yes("offset in {12..13}"));
+        assert!(!yes("offset in {0..9, 20..30}"));
+        assert!(!yes("offset === 10") && yes("offset ~= 10") && yes("offset != 20"));
+        assert!(yes("last_offset == 19 && kind == batch && size == 12"));
+        assert!(yes(
+            r#"file contains "foo-0" && file_kind == segment && position == 0"#
+        ));
+        assert!(yes("topic == foo && topic == bar"));
+        assert!(!yes("api == 0") && !yes("api_key == 0") && !yes("kind == request"));
+        assert!(!yes("malformed"));
+        let bad = LogFacts {
+            bad_crc: true,
+            ..facts
+        };
+        assert!(Filter::parse("malformed").unwrap().matches_log(&root, &bad));
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub fn render(
         };
         out.clear();
         out.reserve(1024 + 160 * msg.size.min(1 << 16));
-        let mut spill = Spill { w, err: None };
+        let mut spill = Spill::new(w);
         write_message(out, msg, ctx, &mut spill);
         if bytes && out.last() == Some(&b'}') {
             out.pop();
@@ -49,10 +49,7 @@ pub fn render(
             out.extend_from_slice(b"\"}");
         }
         out.push(b'\n');
-        let res = match spill.err {
-            Some(e) => Err(e),
-            None => spill.w.write_all(out),
-        };
+        let res = spill.finish(out);
         if out.capacity() > KEEP {
             *out = Vec::new();
         }
@@ -95,7 +92,7 @@ fn first_escape(b: &[u8]) -> Option<usize> {
 }
 
 /// The JSON text of a string, escaped as serde_json escapes it.
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let b = s.as_bytes();
     out.reserve(b.len() + 2);
@@ -125,7 +122,8 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-fn put_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+/// An integer's JSON text.
+pub(crate) fn put_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
     out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
@@ -245,7 +243,7 @@ fn put_value(out: &mut Vec<u8>, v: &Value<'_>) {
 /// Where a large message's line goes while it is written: once the buffer holds
 /// [`SPILL`] bytes, between two nodes, it is written out and emptied, so a message of
 /// many records streams rather than being held whole (the bytes are the same).
-struct Spill<'w> {
+pub(crate) struct Spill<'w> {
     w: &'w mut dyn Write,
     /// The first write error; nothing more is written after it.
     err: Option<io::Error>,
@@ -254,7 +252,20 @@ struct Spill<'w> {
 /// Bytes of a JSON line buffered before they are written out.
 const SPILL: usize = 256 << 10;
 
-impl Spill<'_> {
+impl<'w> Spill<'w> {
+    /// Spills into `w`.
+    pub(crate) fn new(w: &'w mut dyn Write) -> Spill<'w> {
+        Spill { w, err: None }
+    }
+
+    /// Writes what `out` still holds (the line's end), or gives the first error.
+    pub(crate) fn finish(self, out: &[u8]) -> io::Result<()> {
+        match self.err {
+            Some(e) => Err(e),
+            None => self.w.write_all(out),
+        }
+    }
+
     fn check(&mut self, out: &mut Vec<u8>) {
         if out.len() >= SPILL {
             if self.err.is_none() {
@@ -341,41 +352,66 @@ fn write_message(
             out.extend_from_slice(b"]}");
         }
     }
-    // Errors and warnings in one walk: warnings go to a second buffer.
-    let mut warnings = Vec::new();
-    out.extend_from_slice(b",\"errors\":[");
-    let (mut first_e, mut first_w) = (true, true);
-    msg.tree.walk(&mut |n, _| {
-        for (m, buf, first) in [
-            (n.error(), &mut *out, &mut first_e),
-            (n.warning(), &mut warnings, &mut first_w),
-        ] {
-            if let Some(m) = m {
-                if !*first {
-                    buf.push(b',');
-                }
-                *first = false;
-                buf.extend_from_slice(b"{\"offset\":");
-                put_int(buf, n.offset);
-                if n.buffer != 0 {
-                    put_key!(buf, "buffer");
-                    put_int(buf, n.buffer);
-                }
-                put_key!(buf, "message");
-                put_str(buf, m);
-                buf.push(b'}');
-            }
-        }
-    });
-    out.extend_from_slice(b"],\"warnings\":[");
-    out.extend_from_slice(&warnings);
-    out.push(b']');
+    write_problems(out, Some(&msg.tree), None);
     put_key!(out, "tree");
     write_node(out, &msg.tree, spill);
     out.push(b'}');
 }
 
-fn write_node(out: &mut Vec<u8>, n: &Node<'_>, spill: &mut Spill<'_>) {
+/// `,"errors":[...],"warnings":[...]`: every error and warning of `tree` as
+/// `{"offset","buffer"?,"message"}`, in tree order, and `extra` (an offset and a
+/// message) last among the errors.
+pub(crate) fn write_problems(
+    out: &mut Vec<u8>,
+    tree: Option<&Node<'_>>,
+    extra: Option<(u64, &str)>,
+) {
+    // Errors and warnings in one walk: warnings go to a second buffer.
+    let mut warnings = Vec::new();
+    out.extend_from_slice(b",\"errors\":[");
+    let (mut first_e, mut first_w) = (true, true);
+    if let Some(t) = tree {
+        t.walk(&mut |n, _| {
+            for (m, buf, first) in [
+                (n.error(), &mut *out, &mut first_e),
+                (n.warning(), &mut warnings, &mut first_w),
+            ] {
+                if let Some(m) = m {
+                    if !*first {
+                        buf.push(b',');
+                    }
+                    *first = false;
+                    buf.extend_from_slice(b"{\"offset\":");
+                    put_int(buf, n.offset);
+                    if n.buffer != 0 {
+                        put_key!(buf, "buffer");
+                        put_int(buf, n.buffer);
+                    }
+                    put_key!(buf, "message");
+                    put_str(buf, m);
+                    buf.push(b'}');
+                }
+            }
+        });
+    }
+    if let Some((at, m)) = extra {
+        if !first_e {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"offset\":");
+        put_int(out, at);
+        put_key!(out, "message");
+        put_str(out, m);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"],\"warnings\":[");
+    out.extend_from_slice(&warnings);
+    out.push(b']');
+}
+
+/// A node and its descendants, as [`node_json`] gives them; between two children, a
+/// buffer past [`SPILL`] bytes is written out through `spill`.
+pub(crate) fn write_node(out: &mut Vec<u8>, n: &Node<'_>, spill: &mut Spill<'_>) {
     out.extend_from_slice(b"{\"name\":");
     put_str(out, n.name);
     put_key!(out, "type");
