@@ -1,8 +1,12 @@
 //! criterion benchmarks of kwire's hot paths: primitive parsing, decoding Produce and
 //! Fetch frames with many records, TCP reassembly (`read_capture` over an in-memory
-//! pcap), and text, JSON and summary rendering. `cargo bench`; see docs/benchmarks.md.
+//! pcap), and text, JSON and summary rendering; TLS: a TLS lab capture read without its
+//! keys, decrypted, and decrypted and decoded (the cost of decryption beside decoding).
+//! `cargo bench`; see docs/benchmarks.md.
 //!
-//! Every input is built here with kwire's own encoder and pcap writer, deterministically.
+//! Every input is built here with kwire's own encoder and pcap writer, deterministically,
+//! but the TLS one: encrypted traffic needs real session keys, so it is the lab's
+//! `captures/lab/tls/tls13_kp_aes256gcm.pcapng` with its key log.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kwire::cli::read::SchemaPlausibility;
@@ -276,11 +280,64 @@ fn rendering(c: &mut Criterion) {
     g.finish();
 }
 
+/// The TLS lab's kafka-python capture (TLS 1.3, AES-256-GCM: 5 connections, 48 Kafka
+/// messages) read three ways: without keys (TLS records framed and counted, nothing
+/// decrypted), with its key log (keys derived, records decrypted, Kafka frames cut from
+/// the plaintext), and with its key log and every frame decoded as `kwire read` does.
+fn tls(c: &mut Criterion) {
+    let lab = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/lab/tls");
+    let pcap = std::fs::read(lab.join("tls13_kp_aes256gcm.pcapng")).expect("the TLS lab capture");
+    let mut keys = kwire::input::tls::KeyLog::new();
+    let text = std::fs::read(lab.join("tls13_kp_aes256gcm.keys")).expect("its key log");
+    assert!(keys.add_text(&text, "keys").is_empty());
+    let schema = Schema::embedded();
+    let plaus = SchemaPlausibility(&schema);
+    let dopts = DecodeOptions::default();
+    let no_keys = CaptureOptions {
+        ports: vec![9093],
+        ..CaptureOptions::default()
+    };
+    let with_keys = CaptureOptions {
+        tls_keys: std::sync::Arc::new(keys),
+        ..no_keys.clone()
+    };
+    let mut g = c.benchmark_group("tls");
+    g.throughput(Throughput::Bytes(pcap.len() as u64));
+    for (name, opts, decode) in [
+        ("read_capture, no keys", &no_keys, false),
+        ("read_capture, decrypted", &with_keys, false),
+        ("read_capture, decrypted and decoded", &with_keys, true),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut session = kwire::session::Session::new(&schema, &dopts);
+                let mut frames = 0usize;
+                let mut nodes = 0usize;
+                read_capture(black_box(&pcap[..]), opts, &plaus, |ev| {
+                    if let Event::Frame(f) = ev {
+                        frames += 1;
+                        if decode {
+                            let arena = Buffers::new();
+                            let (m, _) = session.decode(&f, &arena);
+                            nodes += m.tree.children.len();
+                        }
+                    }
+                })
+                .expect("capture reads");
+                assert_eq!(frames, if opts.tls_keys.is_empty() { 0 } else { 48 });
+                (frames, nodes)
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     wire_primitives,
     decode_frames,
     reassembly,
-    rendering
+    rendering,
+    tls
 );
 criterion_main!(benches);

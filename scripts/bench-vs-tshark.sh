@@ -29,6 +29,15 @@
 #               --format json` on each capture; 0: leave it out
 #   EXPORT_ROUNDS rounds of the export rows (default 2)
 #   TLS_BENCH=0 skip the TLS rows; TLS_SIZE (bytes, default 50000000), TLS_ROUNDS (3)
+#   HOSTILE=1   also time the hostile inputs of issue 12 (millions of tiny records; many
+#               frames of zeros) in every output mode and thread count, with peak RSS
+#               against the 256 MiB bound; HOSTILE=only runs that section alone (about
+#               2.5 min of CPU; 10 min of wall time at load 10 on 2 cores, most of it
+#               the zeros): HOSTILE_THREADS (default "1 2 8"), HOSTILE_ROUNDS (default 1),
+#               HOSTILE_MODES (default "summary tree json values"), HOSTILE_ZEROS=0
+#               leaves out the frames of zeros, HOSTILE_TSHARK=0 tshark's one-line rows,
+#               HOSTILE_TIMEOUT (seconds a run may take, default 300), HOSTILE_VMEM_MIB
+#               (address-space limit of each run, a guard for the machine, default 8192)
 #
 # Every command writes to /dev/null. Each row gives the median wall time, the spread
 # (min-max) over its rounds, the median CPU time (user+sys) and the largest peak RSS
@@ -52,8 +61,15 @@ SEED=${SEED:-1}
 THREADS=${THREADS:-1 $(nproc)}
 BENCH_DIR=${BENCH_DIR:-target/bench}
 TARGET=${CARGO_TARGET_DIR:-target}
+HOSTILE=${HOSTILE:-0}
+if [ "$HOSTILE" = only ]; then
+  SIZES=" "
+  LOG_BENCH=0
+  EXPORT=0
+  TLS_BENCH=0
+fi
 
-if ! command -v tshark >/dev/null 2>&1; then
+if [ "$HOSTILE" != only ] && ! command -v tshark >/dev/null 2>&1; then
   echo "installing tshark (Debian's package)" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark >/dev/null
@@ -283,7 +299,7 @@ fi
 # guessed, beside the same responses paired in the whole capture. ORPHAN_PACKETS caps the
 # packets taken (default 200000).
 orphan_src="$BENCH_DIR/chatter-${SIZES%% *}.pcap"
-if [ -s "$orphan_src" ] && command -v editcap >/dev/null 2>&1; then
+if [ "$HOSTILE" != only ] && [ -s "$orphan_src" ] && command -v editcap >/dev/null 2>&1; then
   head_f="$TMP/orphan-head.pcap"
   orphans="$TMP/orphans.pcap"
   editcap -r "$orphan_src" "$head_f" "1-${ORPHAN_PACKETS:-200000}"
@@ -331,6 +347,142 @@ if [ "$TLS_BENCH" = 1 ]; then
     "$(awk -v a="$sm" -v b="$km" 'BEGIN { printf "%.1fx", a / b }')" "$l"
 fi
 # <<< TLS
+
+# >>> hostile (issue 12): inputs bounded by bytes but not by records, at full size
+# (kwire-gen's dense kinds; tests/bounded_memory.rs runs them scaled down), and decode
+# of many frames of zeros. kwire only, except tshark's one-line mode on the captures
+# (HOSTILE_TSHARK=0 leaves it out). Each row gives the peak RSS against the 256 MiB bound
+# of the issue; a run that fails, is killed or passes HOSTILE_TIMEOUT says so.
+if [ "$HOSTILE" != 0 ]; then
+  HOSTILE_THREADS=${HOSTILE_THREADS:-1 2 8}
+  HOSTILE_ROUNDS=${HOSTILE_ROUNDS:-1}
+  HOSTILE_MODES=${HOSTILE_MODES:-summary tree json values}
+  HOSTILE_TIMEOUT=${HOSTILE_TIMEOUT:-300}
+  HOSTILE_VMEM_MIB=${HOSTILE_VMEM_MIB:-8192}
+  HOSTILE_TSHARK=${HOSTILE_TSHARK:-1}
+  command -v tshark >/dev/null 2>&1 || HOSTILE_TSHARK=0
+  bound=$((256 * 1024))
+  for k in dense-zstd dense-fetch dense-threads; do
+    if [ ! -s "$BENCH_DIR/$k.pcap" ] || [ ! -s "$BENCH_DIR/$k.bin" ]; then
+      "$GEN" --kind "$k" -o "$BENCH_DIR/$k.pcap" --frames-out "$BENCH_DIR/$k.bin"
+    fi
+  done
+  {
+    echo
+    echo "### hostile inputs (issue 12), $STAMP"
+    echo
+    echo "| input | command | threads | rounds | median s | spread s | CPU s | peak RSS MiB | under 256 MiB | output MB | load |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  } | tee -a "$RESULTS"
+  # hostile_run OUTFILE CMD...: time_cmd with a time limit and an address-space guard;
+  # a run that fails appends "fail" (its status) instead of failing the script.
+  hostile_run() {
+    local out=$1
+    shift
+    if ! (ulimit -v $((HOSTILE_VMEM_MIB * 1024)) && time_cmd "$out" timeout "$HOSTILE_TIMEOUT" "$@"); then
+      echo "fail" >>"$out"
+    fi
+  }
+  # hrow INPUT COMMAND THREADS FILE [OUTPUT-BYTES]
+  hrow() {
+    local med lo hi cpu rss ok
+    if grep -q fail "$4"; then
+      echo "| $1 | \`$2\` | $3 | $HOSTILE_ROUNDS | did not finish (see stderr) | | | | no | | $(load) |" | tee -a "$RESULTS"
+      return
+    fi
+    read -r med lo hi cpu rss <<<"$(stats "$4")"
+    ok=yes
+    awk -v r="$rss" -v b=$((bound / 1024)) 'BEGIN { exit !(r >= b) }' && ok="**no**"
+    echo "| $1 | \`$2\` | $3 | $HOSTILE_ROUNDS | $med | $lo-$hi | $cpu | $rss | $ok | ${5:-} | $(load) |" | tee -a "$RESULTS"
+  }
+  hmode() { # MODE -> the kwire arguments of that output mode
+    case $1 in
+      summary) echo "--format summary" ;;
+      tree) echo "--no-bytes --color never" ;;
+      json) echo "--format json" ;;
+      values) echo "--format values" ;;
+    esac
+  }
+  out_mb() { awk -v b="$1" 'BEGIN { printf "%.3f", b / 1e6 }'; }
+  for k in dense-zstd dense-fetch dense-threads; do
+    f="$BENCH_DIR/$k.pcap"
+    cap="$k ($(stat -c %s "$f") B capture)"
+    for mode in $HOSTILE_MODES; do
+      m=$(hmode "$mode")
+      for n in $HOSTILE_THREADS; do
+        : >"$TMP/h"
+        # shellcheck disable=SC2086 # the mode's words
+        for _ in $(seq "$HOSTILE_ROUNDS"); do hostile_run "$TMP/h" "$KWIRE" read "$f" $m --threads "$n"; done
+        # shellcheck disable=SC2086
+        b=$(timeout "$HOSTILE_TIMEOUT" "$KWIRE" read "$f" $m --threads "$n" 2>/dev/null | wc -c || true)
+        hrow "$cap" "kwire read $m" "$n" "$TMP/h" "$(out_mb "$b")"
+      done
+    done
+    if [ "$HOSTILE_TSHARK" = 1 ]; then
+      : >"$TMP/h"
+      hostile_run "$TMP/h" tshark -r "$f" -d tcp.port==9092,kafka
+      hrow "$cap" "tshark -d tcp.port==9092,kafka" "" "$TMP/h"
+    fi
+  done
+  # The dense frames alone, with decode --raw (one thread: decode has no workers).
+  for k in dense-zstd dense-fetch; do
+    f="$BENCH_DIR/$k.bin"
+    cap="$k frame ($(stat -c %s "$f") B)"
+    args=()
+    [ "$k" = dense-fetch ] && args=(--api-key 1 --api-version 11)
+    for mode in $HOSTILE_MODES; do
+      m=$(hmode "$mode")
+      : >"$TMP/h"
+      # shellcheck disable=SC2086
+      for _ in $(seq "$HOSTILE_ROUNDS"); do hostile_run "$TMP/h" "$KWIRE" decode --raw "$f" "${args[@]}" $m; done
+      # shellcheck disable=SC2086
+      b=$("$KWIRE" decode --raw "$f" "${args[@]}" $m 2>/dev/null | wc -c || true)
+      hrow "$cap" "kwire decode --raw FRAME ${args[*]:+${args[*]} }$m" 1 "$TMP/h" "$(out_mb "$b")"
+    done
+  done
+  HOSTILE_ZEROS=${HOSTILE_ZEROS:-1}
+fi
+if [ "$HOSTILE" != 0 ] && [ "$HOSTILE_ZEROS" = 1 ]; then
+  # Frames of zeros: every 4 bytes a size-0 frame (16.8 M frames in 64 MiB, each an
+  # error at its offset).
+  zrow() { # INPUT-LABEL STDIN-SOURCE COMMAND-LABEL ARGS...
+    local label=$1 src=$2 what=$3
+    shift 3
+    : >"$TMP/h"
+    for _ in $(seq "$HOSTILE_ROUNDS"); do
+      if [ -n "$src" ]; then
+        hostile_run "$TMP/h" "$KWIRE" decode "$@" < <(eval "$src")
+      else
+        hostile_run "$TMP/h" "$KWIRE" decode "$@"
+      fi
+    done
+    hrow "$label" "$what" 1 "$TMP/h"
+  }
+  zeros="$TMP/zeros-64M.bin"
+  head -c 64M /dev/zero >"$zeros"
+  # 24 MiB of zeros as plain hex: 49 MiB of text, under decode's 64 MiB text cap.
+  head -c 24M /dev/zero | xxd -p >"$TMP/zeros-24M.hex"
+  # Summary mode on every variant; text (411 bytes a frame: 6.9 GB for 64 MiB) on the
+  # 64 MiB file only.
+  m="--format summary"
+  # shellcheck disable=SC2086
+  zrow "64 MiB of zeros" "" "kwire decode --raw FILE $m" --raw "$zeros" $m
+  zrow "64 MiB of zeros" "" "kwire decode --raw FILE --color never" --raw "$zeros" --color never
+  # shellcheck disable=SC2086
+  zrow "64 MiB of zeros" "head -c 64M /dev/zero" "head -c 64M /dev/zero | kwire decode --raw - $m" --raw - $m
+  # shellcheck disable=SC2086
+  zrow "1 GiB of zeros" "head -c 1G /dev/zero" "head -c 1G /dev/zero | kwire decode --raw - $m" --raw - $m
+  # shellcheck disable=SC2086
+  zrow "24 MiB of zeros as hex (49 MiB)" "" "kwire decode --hex-file FILE $m" --hex-file "$TMP/zeros-24M.hex" $m
+  # shellcheck disable=SC2086
+  zrow "24 MiB of zeros as hex (49 MiB)" "cat $TMP/zeros-24M.hex" "kwire decode --hex-file - $m" --hex-file - $m
+  # Over the text cap: refused (an error naming --raw) after reading 64 MiB, not held.
+  /usr/bin/time -f "%e %U %S %M" -o "$TMP/t" "$KWIRE" decode --hex-file - --format summary \
+    < <(head -c 1G /dev/zero | xxd -p) >/dev/null 2>"$TMP/err" || true
+  tail -1 "$TMP/t" | awk '{printf "%s %.2f %s\n", $1, $2 + $3, $4}' >"$TMP/h"
+  hrow "1 GiB of zeros as hex" "xxd -p | kwire decode --hex-file - --format summary (refused: $(head -c 60 "$TMP/err")...)" 1 "$TMP/h"
+fi
+# <<< hostile
 
 echo | tee -a "$RESULTS"
 echo "- load average at end: $(load)" | tee -a "$RESULTS"

@@ -107,6 +107,28 @@ pub(crate) fn head_moved() {
     GATE.moved.notify_all();
 }
 
+/// Allocations of at least this many bytes get a mapping of their own from glibc's
+/// malloc (see [`return_large_buffers`]).
+pub const MMAP_THRESHOLD: usize = 1 << 20;
+
+/// Makes glibc's malloc give every allocation of [`MMAP_THRESHOLD`] bytes or more (a
+/// decompressed buffer, a large frame, an arena's big chunk) a mapping of its own,
+/// unmapped as soon as it is freed. By default glibc raises that threshold each time
+/// such a buffer is freed, up to 32 MiB, after which multi-MiB buffers come from the
+/// heaps of its per-thread arenas (up to 8 per core), which keep what is freed: peak RSS
+/// then grows with `--threads` past what [`LIMIT`] counts (32 dense zstd batches at
+/// `--threads 32` peaked at 321 MiB, 177 MiB with this; docs/benchmarks.md, *Hostile
+/// inputs*). Called by `cli::main` before any thread starts; does nothing on other
+/// allocators.
+pub fn return_large_buffers() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a parameter of the allocator; it is called before any
+    // other thread exists, and the value is a valid threshold (under 32 MiB).
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
+    }
+}
+
 /// Bytes charged now, by every thread (for tests and benchmarks).
 pub fn used() -> usize {
     *GATE.used.lock().unwrap_or_else(PoisonError::into_inner)

@@ -5,45 +5,26 @@
 //! bytes kwire frames as Kafka, end to end, must be tshark's decrypted stream (`-q -z
 //! follow,tls,raw,N`), the Kafka PDUs per api_key and direction must be as many (and
 //! more than none), and each connection's correlation_ids, direction by direction, the
-//! same in the same order. Skips (saying so) when tshark is missing.
+//! same in the same order. Then, inside the decrypted messages, the values tshark's Kafka
+//! dissector decodes are compared with kwire's field by field, as `tests/diff_tshark.rs`
+//! does for the plaintext captures (the same code: `tests/oracle/compare.rs`); the
+//! messages tshark 4.0 cannot decode (versions past its limits, responses whose request
+//! it did not decode) are counted by reason, and `docs/coverage.md` lists them (its `tls`
+//! set). Skips (saying so) when tshark is missing.
 
-mod common;
+mod oracle;
 
 use kwire::decode::DecodeOptions;
-use kwire::input::tls::KeyLog;
 use kwire::input::{read_capture, CaptureOptions, Direction, Event, NoticeKind};
 use kwire::schema::Schema;
 use kwire::session::{SchemaPlausibility, Session};
 use kwire::tree::Buffers;
+use oracle::compare::{self, tshark_or_skip};
+use oracle::{CaptureSet, Tls, TLS_PORT as PORT};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
-
-const PORT: u16 = 9093;
-
-fn lab() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/lab/tls")
-}
-
-/// The key log beside a capture (`X.keys` for `X.pcapng`), `None` for a `.dsb.pcapng`.
-fn keys_of(p: &Path) -> Option<PathBuf> {
-    let name = p.file_name()?.to_str()?;
-    if name.ends_with(".dsb.pcapng") {
-        return None;
-    }
-    Some(p.with_extension("keys"))
-}
-
-fn captures() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(lab())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcapng"))
-        .collect();
-    v.sort();
-    v
-}
 
 /// Per client port: the bytes of each direction (c>s, s>c).
 type Streams = BTreeMap<u16, [Vec<u8>; 2]>;
@@ -60,11 +41,7 @@ struct Kw {
 }
 
 fn kwire(path: &Path) -> Kw {
-    let mut keys = KeyLog::new();
-    if let Some(k) = keys_of(path) {
-        let problems = keys.add_text(&std::fs::read(&k).unwrap(), &k.display().to_string());
-        assert!(problems.is_empty(), "{problems:?}");
-    }
+    let keys = Tls::of(path).key_log();
     let schema = Schema::embedded();
     let plaus = SchemaPlausibility(&schema);
     let dopts = DecodeOptions::default();
@@ -118,14 +95,9 @@ fn kwire(path: &Path) -> Kw {
 
 fn tshark(path: &Path, args: &[String]) -> String {
     let mut c = Command::new("tshark");
-    c.arg("-r").arg(path);
-    if let Some(k) = keys_of(path) {
-        c.arg("-o").arg(format!("tls.keylog_file:{}", k.display()));
-    }
-    // tcp.port: TLS by port (tshark's heuristics took one lab connection for ADS/AMS);
-    // tls.port: its payload to the Kafka dissector (tshark 4.0 hands it none without).
-    c.args(["-d", &format!("tcp.port=={PORT},tls")])
-        .args(["-d", &format!("tls.port=={PORT},kafka")])
+    c.arg("-r")
+        .arg(path)
+        .args(Tls::of(path).tshark_args())
         .args(args);
     let out = c.output().expect("tshark runs");
     assert!(
@@ -290,10 +262,10 @@ fn counts_agree(t: &Counts, k: &Counts) -> bool {
 
 #[test]
 fn tls_lab_decrypts_as_tshark_does() {
-    if common_tshark_missing() {
+    if tshark_or_skip("tls_lab_decrypts_as_tshark_does").is_none() {
         return;
     }
-    let files = captures();
+    let files = CaptureSet::tls_lab().files;
     assert!(files.len() >= 10, "{} TLS lab captures", files.len());
     let mut problems = Vec::new();
     for f in &files {
@@ -358,13 +330,48 @@ fn tls_lab_decrypts_as_tshark_does() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-fn common_tshark_missing() -> bool {
-    let ok = Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        common::skip("diff_tshark_tls", "tshark is not installed");
+#[test]
+fn tls_values_agree_with_tshark() {
+    // Inside the decrypted messages: api_key, api_version, correlation_id, client_id, the
+    // fields of `oracle::compare::CHECKED` at the same offset (topic names, partition ids,
+    // error codes, group and member ids, producer ids, timeouts, ApiVersions entries...)
+    // and each record's key and value, for every PDU tshark decodes cleanly.
+    let test = "tls_values_agree_with_tshark";
+    let Some((version, lim)) = tshark_or_skip(test) else {
+        return;
+    };
+    let set = CaptureSet::tls_lab();
+    assert!(
+        set.files.len() >= 10,
+        "{} TLS lab captures",
+        set.files.len()
+    );
+    let results = compare::run_sets(&[set], lim);
+    let s = compare::check(&results);
+    s.assert_clean(test, &version);
+    // Every capture has PDUs compared, and each of the values below was compared at least
+    // once: a test that compared nothing could not fail.
+    for f in &results {
+        let n =
+            f.r.outcome
+                .iter()
+                .filter(|o| matches!(o, Some(compare::Outcome::Compared(_))))
+                .count();
+        assert!(n > 0, "{}: no PDU compared", f.rel);
     }
-    !ok
+    for what in [
+        "api_key",
+        "client_id",
+        "kafka.topic_name",
+        "kafka.partition_id",
+        "kafka.error",
+        "kafka.consumer_group",
+        "record values",
+    ] {
+        assert!(
+            s.tally.compared.get(what).is_some_and(|n| *n > 0),
+            "{what} never compared: {:?}",
+            s.tally.compared
+        );
+    }
 }

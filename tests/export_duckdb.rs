@@ -141,6 +141,26 @@ fn glob(out: &Path, table: &str) -> String {
     )
 }
 
+/// Rows of the messages table `m` per (capture, api_name or "", kind).
+fn rows_per_capture_api_kind(py: &Path, m: &str) -> BTreeMap<(String, String, String), u64> {
+    sql1(
+        py,
+        format!("select capture, coalesce(api_name, ''), kind, count(*) from {m} group by all"),
+    )
+    .iter()
+    .map(|r| {
+        (
+            (
+                r[0].as_str().unwrap().into(),
+                r[1].as_str().unwrap().into(),
+                r[2].as_str().unwrap().into(),
+            ),
+            r[3].as_u64().unwrap(),
+        )
+    })
+    .collect()
+}
+
 /// nearest-rank milliseconds as `kwire stats` rounds them.
 fn ms(ns: f64) -> f64 {
     (ns / 1000.0).round() / 1000.0
@@ -179,22 +199,7 @@ fn export_agrees_with_read_and_stats() {
             .or_default() += 1;
     }
     assert!(lines > 500, "{lines} messages");
-    let got: BTreeMap<(String, String, String), u64> = sql1(
-        &py,
-        format!("select capture, coalesce(api_name, ''), kind, count(*) from {m} group by all"),
-    )
-    .iter()
-    .map(|r| {
-        (
-            (
-                r[0].as_str().unwrap().into(),
-                r[1].as_str().unwrap().into(),
-                r[2].as_str().unwrap().into(),
-            ),
-            r[3].as_u64().unwrap(),
-        )
-    })
-    .collect();
+    let got = rows_per_capture_api_kind(&py, &m);
     assert_eq!(got, want);
 
     // Per API and version: requests, responses, bytes, error names and latencies as
@@ -1047,4 +1052,116 @@ fn log_directories_export_to_batches_and_records() {
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Every capture of the TLS lab exported at once with all their key logs, queried with
+/// DuckDB: per capture, API and kind as many rows as `read --format json` prints with the
+/// same key logs, every row marked `tls`, each row's correlation_id that of `read`,
+/// and the decrypted Produce requests' records in `records` (topics and values as `read`
+/// shows them).
+#[test]
+fn tls_lab_exports_its_decrypted_messages() {
+    let test = "tls_lab_exports_its_decrypted_messages";
+    let Some(py) = engine(test) else {
+        return;
+    };
+    let dir = repo().join("captures/lab/tls");
+    let mut caps: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pcapng"))
+        .map(|p| p.display().to_string())
+        .collect();
+    caps.sort();
+    let mut opts: Vec<String> = vec!["--port".into(), "9093".into()];
+    for c in caps.iter().filter(|c| !c.ends_with(".dsb.pcapng")) {
+        opts.push("--tls-keylog".into());
+        opts.push(c.replace(".pcapng", ".keys"));
+    }
+    let opts: Vec<&str> = opts.iter().map(String::as_str).collect();
+    let out = tmp("tls-duckdb");
+    let mut ex = opts.clone();
+    ex.extend(["--records", "--record-values"]);
+    let o = export(&caps, &out, &ex);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut args = vec!["read"];
+    args.extend(caps.iter().map(String::as_str));
+    args.extend(&opts);
+    args.extend(["--format", "json"]);
+    let read = kwire(&args);
+    assert!(read.status.success());
+    // (capture, api_name, kind) -> count; (capture, index) -> correlation_id
+    let mut want: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+    let mut ids: BTreeMap<(String, u64), J> = BTreeMap::new();
+    let mut values: Vec<String> = Vec::new();
+    let mut per_capture: BTreeMap<String, u64> = BTreeMap::new();
+    for l in String::from_utf8(read.stdout).unwrap().lines() {
+        let v: J = serde_json::from_str(l).unwrap();
+        assert!(v.get("tls").is_some(), "not from TLS: {l}");
+        let cap = v["capture"].as_str().unwrap().to_string();
+        *want
+            .entry((
+                cap.clone(),
+                v["api_name"].as_str().unwrap_or("").to_string(),
+                v["kind"].as_str().unwrap().to_string(),
+            ))
+            .or_default() += 1;
+        let i = per_capture.entry(cap.clone()).or_default();
+        ids.insert((cap, *i), v["correlation_id"].clone());
+        *i += 1;
+        if v["api_name"] == "Produce" && v["kind"] == "request" {
+            collect_values(&v["tree"], &mut values);
+        }
+    }
+    assert_eq!(per_capture.len(), caps.len(), "every capture decrypts");
+    let m = glob(&out, "messages");
+    let r = glob(&out, "records");
+    let got = rows_per_capture_api_kind(&py, &m);
+    assert_eq!(got, want);
+    let not_tls = sql1(&py, format!("select count(*) from {m} where not tls"));
+    assert_eq!(not_tls[0][0], 0, "rows not marked tls");
+    for row in sql1(
+        &py,
+        format!("select capture, message_index, correlation_id from {m}"),
+    ) {
+        let key = (
+            row[0].as_str().unwrap().to_string(),
+            row[1].as_u64().unwrap(),
+        );
+        assert_eq!(row[2], ids[&key], "{key:?}");
+    }
+    // the records of the decrypted Produce requests, with their values
+    let rows = sql1(
+        &py,
+        format!(
+            "select hex(value) from {r} rr join {m} mm using (message_id) \
+             where mm.api_name = 'Produce' and mm.kind = 'request' and value is not null"
+        ),
+    );
+    let mut got: Vec<String> = rows
+        .iter()
+        .map(|r| r[0].as_str().unwrap().to_lowercase())
+        .collect();
+    got.sort();
+    values.sort();
+    assert!(
+        !values.is_empty(),
+        "no record values in the Produce requests"
+    );
+    assert_eq!(got, values);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The hex of every record `value` in a `read --format json` tree.
+fn collect_values(n: &J, out: &mut Vec<String>) {
+    if n["name"] == "value" && n["type"] == "bytes" {
+        if let Some(h) = n["value"].as_str() {
+            out.push(h.to_lowercase());
+        }
+    }
+    if let Some(kids) = n["children"].as_array() {
+        for c in kids {
+            collect_values(c, out);
+        }
+    }
 }

@@ -56,8 +56,9 @@ def encode(js):
 
 class Sc:
     def __init__(self, name, about, kind, tls="1.3", ciphers=None, suites13=None, etm=True,
-                 run=None, client_keylog=True, auth=False, dsb=False, timeout=60):
+                 run=None, client_keylog=True, auth=False, dsb=False, timeout=60, early=False):
         self.name, self.about, self.kind, self.tls = name, about, kind, tls
+        self.early = early
         self.ciphers, self.suites13, self.etm, self.run = ciphers, suites13, etm, run
         self.client_keylog, self.auth, self.dsb, self.timeout = client_keylog, auth, dsb, timeout
 
@@ -103,6 +104,10 @@ S = [
        "ECDHE-RSA-AES128-SHA256 with encrypt-then-MAC off (MAC-then-encrypt), a full "
        "handshake then an abbreviated one resuming its session", "openssl", tls="1.2",
        ciphers="ECDHE-RSA-AES128-SHA256", etm=False),
+    Sc("tls13_openssl_early_data", "openssl s_client/s_server -early_data, TLS 1.3 "
+       "TLS_AES_256_GCM_SHA384: a full handshake with a ticket, then a second connection "
+       "resuming it whose ApiVersions request is 0-RTT early data (-sess_in -early_data), "
+       "logged as CLIENT_EARLY_TRAFFIC_SECRET", "openssl", early=True),
 ]
 
 
@@ -223,9 +228,12 @@ def run_openssl(sc, cert, key, keylog):
     srv = ["openssl", "s_server", "-accept", f"127.0.0.1:{TLS_PORT}", "-cert", str(cert),
            "-key", str(key), ver, "-naccept", "3"]  # the port probe is the first
     cli_extra = []
-    if sc.tls == "1.3":
+    if sc.tls == "1.3" and not sc.early:
         srv += ["-groups", "P-256"]
         cli_extra = ["-groups", "X25519:P-256"]
+    if sc.early:
+        # a HelloRetryRequest would refuse the early data: no group mismatch here
+        srv += ["-early_data"]
     if sc.ciphers:
         srv += ["-cipher", sc.ciphers]
     if not sc.etm:
@@ -243,13 +251,19 @@ def run_openssl(sc, cert, key, keylog):
             cli = ["openssl", "s_client", "-connect", f"127.0.0.1:{TLS_PORT}", ver,
                    "-servername", "kafka.lab.local", "-keylogfile", str(keylog), *cli_extra]
             cli += ["-sess_out", str(sess)] if conn == 0 else ["-sess_in", str(sess)]
+            early_file = None
+            if sc.early and conn == 1:
+                # the first request goes as 0-RTT early data, before the handshake ends
+                early_file = WORK / f"{sc.name}.early"
+                early_file.write_bytes(encode(FRAMES[0][0] % corr))
+                cli += ["-early_data", str(early_file)]
             clog = open(logs / f"tls_{sc.name}.s_client{conn}.log", "wb")
             client = subprocess.Popen(cli, stdin=subprocess.PIPE, stdout=clog,
                                       stderr=subprocess.STDOUT, start_new_session=True)
             steps_c, steps_s = [], []
             for i, (req, resp) in enumerate(FRAMES):
-                steps_c.append((0.6, encode(req % corr)))
-                if sc.tls == "1.3" and conn == 0:
+                steps_c.append((0.6, b"" if early_file and i == 0 else encode(req % corr)))
+                if sc.tls == "1.3" and conn == 0 and not sc.early:
                     # K: the client updates its keys and asks the server to update too
                     # (before its response); k: the client alone
                     steps_s.append((0.0, b""))

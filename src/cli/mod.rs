@@ -438,6 +438,7 @@ impl Write for Out {
 /// Runs kwire; returns the process exit status ([`EXIT_OK`], [`EXIT_USAGE`],
 /// [`EXIT_INPUT`], [`EXIT_STRICT`]).
 pub fn main() -> i32 {
+    crate::memory::return_large_buffers();
     let closed = stdout_closed();
     let cli = match Cli::try_parse() {
         Ok(c) => c,

@@ -96,14 +96,31 @@ pub fn load_keylogs(a: &CaptureArgs) -> Result<(input::tls::KeyLog, Vec<String>)
             Ok(text) => {
                 let problems = keys.add_text(&text, &p.display().to_string());
                 let n = problems.len();
-                for pr in problems.iter().take(NOTICE_LINES_PER_KIND as usize) {
+                let lines_read = text
+                    .split(|&b| b == b'\n')
+                    .filter(|l| {
+                        let l = l.trim_ascii();
+                        !l.is_empty() && !l.starts_with(b"#")
+                    })
+                    .count();
+                // A file none of whose lines is a key log line (a capture or a JSON file
+                // given by mistake) is said to be one, with its first few lines only.
+                let mut shown = NOTICE_LINES_PER_KIND as usize;
+                if n > 0 && n == lines_read {
+                    lines.push(format!(
+                        "kwire: key log {}: no line of it is a key log line: it is not an NSS key log (SSLKEYLOGFILE format, `LABEL CLIENT_RANDOM SECRET` lines)",
+                        p.display()
+                    ));
+                    shown = 3;
+                }
+                for pr in problems.iter().take(shown) {
                     lines.push(format!("kwire: key log {pr}"));
                 }
-                if n > NOTICE_LINES_PER_KIND as usize {
+                if n > shown {
                     lines.push(format!(
                         "kwire: key log {}: {} more lines could not be used",
                         p.display(),
-                        n - NOTICE_LINES_PER_KIND as usize
+                        n - shown
                     ));
                 }
             }
@@ -461,6 +478,11 @@ impl CaptureArgs {
 pub type MessageWork<'w, O> =
     dyn Fn(&Message<'_>, &Context, &mut dyn Write) -> std::io::Result<O> + Sync + 'w;
 
+thread_local! {
+    /// A worker thread's arena, kept from batch to batch.
+    static ARENA: std::cell::RefCell<Buffers> = std::cell::RefCell::new(Buffers::new());
+}
+
 /// Most frames in one job handed to a worker thread.
 const BATCH_FRAMES: usize = 64;
 
@@ -643,19 +665,31 @@ pub fn run_capture<O: Send>(
     } else {
         let dopts = &dopts;
         // A job is a batch of frames, so that small messages do not each pay for a
-        // hand-over between threads.
+        // hand-over between threads. The batch goes back with the results, to be freed
+        // on the reading thread that allocated it: freeing another thread's allocations
+        // takes that thread's malloc arena lock, and with every frame, context and
+        // string of a capture crossing over, that contention cost more than a core.
         let job = move |batch: Vec<(input::Frame, Prepared)>, w: &mut dyn Write| {
             let mut outs = Vec::with_capacity(batch.len());
-            // One arena for the batch, emptied before each message.
-            let mut arena = Buffers::new();
-            for (f, p) in batch {
+            ARENA.with(|cell| {
+                // One arena per worker thread, emptied before each message.
+                let mut fresh = Buffers::new();
+                let mut kept = cell.try_borrow_mut();
+                let arena = match kept.as_deref_mut() {
+                    Ok(a) => a,
+                    Err(_) => &mut fresh,
+                };
+                for (f, p) in &batch {
+                    arena.reset();
+                    let arena = &*arena;
+                    let m = p.decode(schema, dopts, f, arena);
+                    let o = work(&m, &p.ctx, w)?;
+                    outs.push((o, problems(&m)));
+                }
                 arena.reset();
-                let arena = &arena;
-                let m = p.decode(schema, dopts, &f, arena);
-                let o = work(&m, &p.ctx, w)?;
-                outs.push((o, problems(&m)));
-            }
-            Ok(outs)
+                Ok::<(), std::io::Error>(())
+            })?;
+            Ok((outs, batch))
         };
         let budget = crate::pipeline::Budget::for_threads(run.threads);
         let piped = crate::pipeline::run(
@@ -663,7 +697,10 @@ pub fn run_capture<O: Send>(
             budget,
             &job,
             out,
-            &mut |outs| outs.into_iter().for_each(|(o, p)| count(o, p)),
+            &mut |(outs, batch)| {
+                outs.into_iter().for_each(|(o, p)| count(o, p));
+                drop(batch);
+            },
             |feeder| {
                 let mut batch = Vec::new();
                 let mut batch_bytes = 0;

@@ -291,22 +291,6 @@ fn batch_v2(out: &mut Vec<u8>, o: &Map<String, Value>, p: &str) -> Res<()> {
         let rp = format!("{}[{i}]", join(p, "records"));
         record(&mut body, r, &rp)?;
     }
-    let codec = (attrs & 7) as u8;
-    let payload = compress(codec, &body).map_err(|m| {
-        EncodeError::new(
-            join(p, "attributes.compression"),
-            EncodeErrorKind::BadValue(m),
-        )
-    })?;
-    // From attributes on: what the CRC covers.
-    let mut tail = Vec::with_capacity(40 + payload.len());
-    tail.extend_from_slice(&attrs.to_be_bytes());
-    tail.extend_from_slice(&i32_of(o, "lastOffsetDelta", p)?.to_be_bytes());
-    tail.extend_from_slice(&i64_of(o, "baseTimestamp", p)?.to_be_bytes());
-    tail.extend_from_slice(&i64_of(o, "maxTimestamp", p)?.to_be_bytes());
-    tail.extend_from_slice(&i64_of(o, "producerId", p)?.to_be_bytes());
-    tail.extend_from_slice(&i16_of(o, "producerEpoch", p)?.to_be_bytes());
-    tail.extend_from_slice(&i32_of(o, "baseSequence", p)?.to_be_bytes());
     let count = i32::try_from(records.len()).map_err(|_| {
         EncodeError::new(
             join(p, "records"),
@@ -316,21 +300,102 @@ fn batch_v2(out: &mut Vec<u8>, o: &Map<String, Value>, p: &str) -> Res<()> {
             },
         )
     })?;
-    tail.extend_from_slice(&count.to_be_bytes());
-    tail.extend_from_slice(&payload);
-    let crc = crc32c::crc32c(&tail);
-    let batch_len = i32::try_from(4 + 1 + 4 + tail.len()).map_err(|_| {
-        EncodeError::new(
+    let h = BatchHeader {
+        base_offset: i64_of(o, "baseOffset", p)?,
+        partition_leader_epoch: i32_of(o, "partitionLeaderEpoch", p)?,
+        attributes: attrs,
+        last_offset_delta: i32_of(o, "lastOffsetDelta", p)?,
+        base_timestamp: i64_of(o, "baseTimestamp", p)?,
+        max_timestamp: i64_of(o, "maxTimestamp", p)?,
+        producer_id: i64_of(o, "producerId", p)?,
+        producer_epoch: i16_of(o, "producerEpoch", p)?,
+        base_sequence: i32_of(o, "baseSequence", p)?,
+    };
+    write_batch_v2(out, &h, count, &body).map_err(|e| match e {
+        BatchError::Compress(m) => EncodeError::new(
+            join(p, "attributes.compression"),
+            EncodeErrorKind::BadValue(m),
+        ),
+        BatchError::TooLong(n) => EncodeError::new(
             p,
             EncodeErrorKind::OutOfRange {
                 ty: "int32 batchLength".into(),
-                value: (9 + tail.len()).to_string(),
+                value: n.to_string(),
             },
-        )
-    })?;
-    out.extend_from_slice(&i64_of(o, "baseOffset", p)?.to_be_bytes());
+        ),
+    })
+}
+
+/// The header fields of a RecordBatch v2 (Kafka's `DefaultRecordBatch`) that a writer
+/// chooses; [`write_batch_v2`] computes the rest (batchLength, magic 2, the CRC-32C and
+/// recordsCount).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchHeader {
+    /// baseOffset (int64): the offset of the first record.
+    pub base_offset: i64,
+    /// partitionLeaderEpoch (int32).
+    pub partition_leader_epoch: i32,
+    /// attributes (int16): bits 0-2 the codec that [`write_batch_v2`] compresses with
+    /// (see [`COMPRESSION`]), bit 3 timestampType, 4 isTransactional, 5 isControlBatch.
+    pub attributes: i16,
+    /// lastOffsetDelta (int32).
+    pub last_offset_delta: i32,
+    /// baseTimestamp (int64, ms since the epoch).
+    pub base_timestamp: i64,
+    /// maxTimestamp (int64, ms since the epoch).
+    pub max_timestamp: i64,
+    /// producerId (int64; -1 for none).
+    pub producer_id: i64,
+    /// producerEpoch (int16; -1 for none).
+    pub producer_epoch: i16,
+    /// baseSequence (int32; -1 for none).
+    pub base_sequence: i32,
+}
+
+/// Why [`write_batch_v2`] could not write a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BatchError {
+    /// The codec in the attributes is unknown or its compressor failed (the message).
+    Compress(String),
+    /// batchLength would not fit an int32 (the length it would have, in bytes).
+    TooLong(usize),
+}
+
+/// Appends to `out` a RecordBatch v2 holding `count` records whose encoded bytes are
+/// `records` (each record its varint length then its fields, as Kafka's
+/// `DefaultRecord` writes them), compressed with the codec in bits 0-2 of
+/// `h.attributes` ([`compress`]); the CRC-32C covers the attributes to the end. Writes
+/// nothing on error. `count` is written as given, not checked against `records`: a
+/// writer of test and benchmark inputs can build the raw records itself, millions at a
+/// time, without a values tree.
+///
+/// # Errors
+/// [`BatchError::Compress`] for an unknown codec or a failed compressor,
+/// [`BatchError::TooLong`] when the batch would pass an int32 batchLength.
+pub fn write_batch_v2(
+    out: &mut Vec<u8>,
+    h: &BatchHeader,
+    count: i32,
+    records: &[u8],
+) -> Result<(), BatchError> {
+    let payload = compress((h.attributes & 7) as u8, records).map_err(BatchError::Compress)?;
+    // From attributes on: what the CRC covers.
+    let mut tail = Vec::with_capacity(40 + payload.len());
+    tail.extend_from_slice(&h.attributes.to_be_bytes());
+    tail.extend_from_slice(&h.last_offset_delta.to_be_bytes());
+    tail.extend_from_slice(&h.base_timestamp.to_be_bytes());
+    tail.extend_from_slice(&h.max_timestamp.to_be_bytes());
+    tail.extend_from_slice(&h.producer_id.to_be_bytes());
+    tail.extend_from_slice(&h.producer_epoch.to_be_bytes());
+    tail.extend_from_slice(&h.base_sequence.to_be_bytes());
+    tail.extend_from_slice(&count.to_be_bytes());
+    tail.extend_from_slice(&payload);
+    let crc = crc32c::crc32c(&tail);
+    let batch_len =
+        i32::try_from(4 + 1 + 4 + tail.len()).map_err(|_| BatchError::TooLong(9 + tail.len()))?;
+    out.extend_from_slice(&h.base_offset.to_be_bytes());
     out.extend_from_slice(&batch_len.to_be_bytes());
-    out.extend_from_slice(&i32_of(o, "partitionLeaderEpoch", p)?.to_be_bytes());
+    out.extend_from_slice(&h.partition_leader_epoch.to_be_bytes());
     out.push(2);
     out.extend_from_slice(&crc.to_be_bytes());
     out.extend_from_slice(&tail);

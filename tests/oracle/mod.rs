@@ -1,9 +1,11 @@
-//! Shared parts of the differential tests (`diff_tshark`, `diff_kio`): the capture sets,
-//! kwire's decoded messages as owned summaries, and the skip rules for outside tools.
+//! Shared parts of the differential tests (`diff_tshark`, `diff_tshark_tls`, `diff_kio`):
+//! the capture sets, kwire's decoded messages as owned summaries, the skip rules for
+//! outside tools, and (`compare`) the field-by-field comparison with tshark.
 #![allow(dead_code)]
 
 use kwire::cli::read::SchemaPlausibility;
 use kwire::decode::DecodeOptions;
+use kwire::input::tls::KeyLog;
 use kwire::input::{read_capture, CaptureOptions, Event, FrameKind};
 use kwire::schema::Schema;
 use kwire::session::Session;
@@ -11,6 +13,7 @@ use kwire::tree::{Buffers, Direction, Message, Node, NodeKind, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+pub mod compare;
 pub mod tshark;
 
 /// The ports the captures use.
@@ -55,14 +58,72 @@ fn walk_dir(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The port the TLS lab's broker (its TLS terminator) listens on.
+pub const TLS_PORT: u16 = 9093;
+
+/// How a TLS lab capture is decrypted: its key log, and the port that carries TLS.
+#[derive(Clone, Debug)]
+pub struct Tls {
+    /// The NSS key log; `None` when the capture carries its keys (a pcapng Decryption
+    /// Secrets Block).
+    pub keys: Option<PathBuf>,
+    pub port: u16,
+}
+
+impl Tls {
+    /// A capture of the TLS lab (`captures/lab/tls/`): `X.keys` beside `X.pcapng`, no
+    /// key log for `X.dsb.pcapng`; TLS on [`TLS_PORT`].
+    pub fn of(capture: &Path) -> Tls {
+        let dsb = capture
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().ends_with(".dsb.pcapng"));
+        Tls {
+            keys: (!dsb).then(|| capture.with_extension("keys")),
+            port: TLS_PORT,
+        }
+    }
+
+    /// The key log, read: a malformed line fails the test.
+    pub fn key_log(&self) -> KeyLog {
+        let mut keys = KeyLog::new();
+        if let Some(k) = &self.keys {
+            let problems = keys.add_text(&std::fs::read(k).unwrap(), &k.display().to_string());
+            assert!(problems.is_empty(), "{}: {problems:?}", k.display());
+        }
+        keys
+    }
+
+    /// tshark's options to decrypt the capture and hand its payload to the Kafka
+    /// dissector: the key log, `-d tcp.port==PORT,tls` (tshark's heuristics took one lab
+    /// connection for ADS/AMS) and `-d tls.port==PORT,kafka` (tshark 4.0 hands the
+    /// decrypted payload to no dissector without it).
+    pub fn tshark_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(k) = &self.keys {
+            v.push("-o".into());
+            v.push(format!("tls.keylog_file:{}", k.display()));
+        }
+        v.extend([
+            "-d".into(),
+            format!("tcp.port=={},tls", self.port),
+            "-d".into(),
+            format!("tls.port=={},kafka", self.port),
+        ]);
+        v
+    }
+}
+
 /// A named set of captures.
 pub struct CaptureSet {
-    /// `corpus` (the repository's `captures/`), `public` or `lab` (`../shared/captures`).
+    /// `corpus` (the repository's `captures/`), `public` or `lab` (`../shared/captures`),
+    /// `tls` (the TLS lab, `captures/lab/tls/`).
     pub name: &'static str,
     /// The folder the names are relative to.
     pub root: PathBuf,
     /// The capture files, sorted.
     pub files: Vec<PathBuf>,
+    /// The captures are the TLS lab's: decrypted with [`Tls::of`].
+    pub tls: bool,
 }
 
 impl CaptureSet {
@@ -70,7 +131,36 @@ impl CaptureSet {
         let mut files = Vec::new();
         walk_dir(&root, &mut files);
         files.sort();
-        CaptureSet { name, root, files }
+        CaptureSet {
+            name,
+            root,
+            files,
+            tls: false,
+        }
+    }
+
+    /// The TLS lab: every `captures/lab/tls/*.pcapng`, decrypted with its keys.
+    pub fn tls_lab() -> CaptureSet {
+        let root = repo().join("captures/lab/tls");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+            .map(|rd| {
+                rd.map(|e| e.unwrap().path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "pcapng"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        CaptureSet {
+            name: "tls",
+            root,
+            files,
+            tls: true,
+        }
+    }
+
+    /// How a file of this set is decrypted, if it is TLS.
+    pub fn tls_of(&self, f: &Path) -> Option<Tls> {
+        self.tls.then(|| Tls::of(f))
     }
 
     /// A file's name relative to the set's folder.
@@ -223,12 +313,25 @@ pub struct Decoded {
 
 /// Reads and decodes one capture with kwire on [`PORTS`].
 pub fn decode_capture(path: &Path) -> Decoded {
+    decode_capture_tls(path, None)
+}
+
+/// Reads and decodes one capture with kwire: on [`PORTS`], or with `tls` on its TLS port,
+/// decrypted with its keys.
+pub fn decode_capture_tls(path: &Path, tls: Option<&Tls>) -> Decoded {
     let schema = Schema::embedded();
     let plaus = SchemaPlausibility(&schema);
     let dopts = DecodeOptions::default();
-    let opts = CaptureOptions {
-        ports: PORTS.to_vec(),
-        ..CaptureOptions::default()
+    let opts = match tls {
+        None => CaptureOptions {
+            ports: PORTS.to_vec(),
+            ..CaptureOptions::default()
+        },
+        Some(t) => CaptureOptions {
+            ports: vec![t.port],
+            tls_keys: std::sync::Arc::new(t.key_log()),
+            ..CaptureOptions::default()
+        },
     };
     let mut session = Session::new(&schema, &dopts);
     let mut msgs = Vec::new();

@@ -191,10 +191,23 @@ impl TPdu {
 
 /// Runs tshark on `path` (Kafka on [`super::PORTS`]) and returns its Kafka PDUs.
 pub fn pdus(path: &Path) -> Vec<TPdu> {
+    pdus_tls(path, None)
+}
+
+/// [`pdus`], or with `tls` the Kafka PDUs tshark finds in the capture's decrypted TLS
+/// (their positions are in the decrypted data source).
+pub fn pdus_tls(path: &Path, tls: Option<&super::Tls>) -> Vec<TPdu> {
     let mut cmd = Command::new("tshark");
     cmd.arg("-r").arg(path).arg("-n");
-    for p in super::PORTS {
-        cmd.arg("-d").arg(format!("tcp.port=={p},kafka"));
+    match tls {
+        None => {
+            for p in super::PORTS {
+                cmd.arg("-d").arg(format!("tcp.port=={p},kafka"));
+            }
+        }
+        Some(t) => {
+            cmd.args(t.tshark_args());
+        }
     }
     cmd.args([
         "-T",

@@ -403,6 +403,22 @@ impl RecordKeys {
         self.suite
     }
 
+    /// [`open`](Self::open), but a record that does not decrypt leaves the sequence number
+    /// as it was: for keys that may not be the record's (TLS 1.3 0-RTT early data keys
+    /// beside the handshake keys).
+    pub fn try_open(
+        &mut self,
+        header: &[u8; 5],
+        fragment: &[u8],
+    ) -> Result<(u8, Vec<u8>), DecryptError> {
+        let seq = self.seq;
+        let r = self.open(header, fragment);
+        if r.is_err() {
+            self.seq = seq;
+        }
+        r
+    }
+
     /// Decrypts one record: `header` is its 5-byte header (type, version, length) as on
     /// the wire, `fragment` the bytes after it. Returns the content type (TLS 1.3: the
     /// inner one) and the plaintext, and advances the sequence number; on error the

@@ -6,8 +6,9 @@
 //! master secret (48 bytes); `CLIENT_HANDSHAKE_TRAFFIC_SECRET`,
 //! `SERVER_HANDSHAKE_TRAFFIC_SECRET`, `CLIENT_TRAFFIC_SECRET_0` and
 //! `SERVER_TRAFFIC_SECRET_0` carry TLS 1.3 traffic secrets (32 or 48 bytes, the suite's hash
-//! length, RFC 8446 section 7.1). Comments (`#`), blank lines, duplicates and the other
-//! labels the format knows (`EXPORTER_SECRET`, `CLIENT_EARLY_TRAFFIC_SECRET`, `RSA`,
+//! length, RFC 8446 section 7.1), and `CLIENT_EARLY_TRAFFIC_SECRET` the secret of TLS 1.3
+//! 0-RTT early data. Comments (`#`), blank lines, duplicates and the other
+//! labels the format knows (`EXPORTER_SECRET`, `EARLY_EXPORTER_SECRET`, `RSA`,
 //! OpenSSL's `CLIENT_TRAFFIC_SECRET_N` after a KeyUpdate, ...)
 //! are accepted; anything else is a [`KeyLogProblem`] naming its line, and the rest of the
 //! file is still used.
@@ -28,6 +29,8 @@ pub struct Secrets {
     pub client_traffic: Option<Vec<u8>>,
     /// TLS 1.3 `SERVER_TRAFFIC_SECRET_0`.
     pub server_traffic: Option<Vec<u8>>,
+    /// TLS 1.3 `CLIENT_EARLY_TRAFFIC_SECRET`: the keys of the client's 0-RTT early data.
+    pub client_early: Option<Vec<u8>>,
 }
 
 impl fmt::Debug for Secrets {
@@ -39,6 +42,7 @@ impl fmt::Debug for Secrets {
             .field("server_handshake", &self.server_handshake.is_some())
             .field("client_traffic", &self.client_traffic.is_some())
             .field("server_traffic", &self.server_traffic.is_some())
+            .field("client_early", &self.client_early.is_some())
             .finish()
     }
 }
@@ -76,7 +80,6 @@ impl fmt::Debug for KeyLog {
 
 /// Labels of the NSS key log format that kwire reads no secret from but accepts.
 const OTHER_LABELS: &[&str] = &[
-    "CLIENT_EARLY_TRAFFIC_SECRET",
     "EARLY_EXPORTER_SECRET",
     "EXPORTER_SECRET",
     "RSA",
@@ -154,6 +157,7 @@ impl KeyLog {
                 "SERVER_HANDSHAKE_TRAFFIC_SECRET" => |s| &mut s.server_handshake,
                 "CLIENT_TRAFFIC_SECRET_0" => |s| &mut s.client_traffic,
                 "SERVER_TRAFFIC_SECRET_0" => |s| &mut s.server_traffic,
+                "CLIENT_EARLY_TRAFFIC_SECRET" => |s| &mut s.client_early,
                 _ => {
                     let shown: String = label.chars().take(40).collect();
                     problems.push(problem(&format!(
@@ -207,6 +211,7 @@ impl KeyLog {
                 (&mut e.server_handshake, &s.server_handshake),
                 (&mut e.client_traffic, &s.client_traffic),
                 (&mut e.server_traffic, &s.server_traffic),
+                (&mut e.client_early, &s.client_early),
             ] {
                 if src.is_some() {
                     dst.clone_from(src);

@@ -9,7 +9,9 @@
 //! [`TlsConn`] follows one connection: it reads the ClientHello (client random, SNI,
 //! ALPN, `encrypt_then_mac`) and ServerHello (version, suite, HelloRetryRequest) with
 //! tls-parser, switches keys at ChangeCipherSpec (TLS 1.2), at each Finished and
-//! KeyUpdate (TLS 1.3), and hands the decrypted application data on as a byte stream per
+//! KeyUpdate (TLS 1.3), decrypts TLS 1.3 0-RTT early data (held until the ServerHello
+//! names the suite, then opened with `CLIENT_EARLY_TRAFFIC_SECRET`'s keys until the
+//! client's EndOfEarlyData), and hands the decrypted application data on as a byte stream per
 //! direction, which the caller frames as Kafka. Everything it cannot decrypt is counted
 //! and said in a notice; no secret is ever part of a notice or of its output.
 
@@ -103,6 +105,10 @@ const MAX_HANDSHAKE: usize = 1 << 20;
 /// Record spans remembered per direction to name the records of a message.
 const MAX_SPANS: usize = 4096;
 
+/// Most bytes of TLS 1.3 early data records held until the ServerHello (servers accept
+/// 16 KiB by default; `max_early_data_size` is a 32-bit count).
+const MAX_EARLY: usize = 1 << 20;
+
 #[derive(Default)]
 struct Side {
     split: Splitter,
@@ -142,6 +148,20 @@ pub struct TlsConn {
     /// Why the keys are missing, once known.
     missing: Option<String>,
     failed_once: bool,
+    /// The ClientHello offered 0-RTT early data (the `early_data` extension).
+    offered_early: bool,
+    /// Early data records of the client seen before the ServerHello: (record number,
+    /// record), with their fragments' total size.
+    early: Vec<(u64, record::Record)>,
+    early_bytes: usize,
+    /// The client's handshake keys, while its early data keys are in use (until its
+    /// EndOfEarlyData, or the first record that only they open: the server refused the
+    /// early data).
+    early_hs: Option<RecordKeys>,
+    /// Early data records that stayed encrypted.
+    early_stayed: u64,
+    /// The client's TLS 1.3 Finished was read.
+    client_finished: bool,
 }
 
 /// The RFC 8446 / RFC 5246 name of an alert description.
@@ -228,6 +248,12 @@ impl TlsConn {
             session: None,
             missing: None,
             failed_once: false,
+            offered_early: false,
+            early: Vec::new(),
+            early_bytes: 0,
+            early_hs: None,
+            early_stayed: 0,
+            client_finished: false,
         }
     }
 
@@ -371,6 +397,18 @@ impl TlsConn {
         } else {
             self.sides[side].encrypted || ctype == 23
         };
+        // TLS 1.3 0-RTT: the client's application data before any ServerHello is early
+        // data; its suite (the resumed session's) is the ServerHello's when accepted.
+        if ctype == 23
+            && self.version.is_none()
+            && self.offered_early
+            && self.client == Some(side)
+            && self.early_bytes + r.fragment.len() <= MAX_EARLY
+        {
+            self.early_bytes += r.fragment.len();
+            self.early.push((rec_no, r));
+            return;
+        }
         if !encrypted {
             match ctype {
                 22 => self.handshake(side, &r.fragment, r.last_frame, r.offset, keys, out),
@@ -384,14 +422,57 @@ impl TlsConn {
             }
             return;
         }
+        self.open_record(side, rec_no, r, keys, out);
+    }
+
+    /// Decrypts an encrypted record of `side` (number `rec_no`) and hands on what it holds.
+    fn open_record(
+        &mut self,
+        side: usize,
+        rec_no: u64,
+        r: record::Record,
+        keys: &KeyLog,
+        out: &mut Vec<TlsOut>,
+    ) {
+        let is_client = self.client == Some(side);
         let s = &mut self.sides[side];
         let Some(k) = s.keys.as_mut().filter(|_| !s.stopped) else {
             s.enc_records += 1;
             s.enc_bytes += 5 + r.fragment.len() as u64;
             return;
         };
-        match k.open(&r.header, &r.fragment) {
+        let early_unreadable = is_client && self.offered_early && !self.client_finished;
+        // While 0-RTT early data may come, keys are tried: a record they do not open does
+        // not count in their sequence.
+        let trying = early_unreadable || (is_client && self.early_hs.is_some());
+        let mut res = if trying {
+            k.try_open(&r.header, &r.fragment)
+        } else {
+            k.open(&r.header, &r.fragment)
+        };
+        if res.is_err() && is_client {
+            // Early data keys that do not open it: the server refused the early data and
+            // the client is on its handshake keys.
+            if let Some(mut hk) = self.early_hs.take() {
+                match hk.try_open(&r.header, &r.fragment) {
+                    Ok(x) => {
+                        s.keys = Some(hk);
+                        res = Ok(x);
+                    }
+                    Err(_) => self.early_hs = Some(hk),
+                }
+            }
+        }
+        match res {
+            Err(_) if early_unreadable && s.decrypted == 0 => {
+                // Early data (or its EndOfEarlyData) without its keys, before the
+                // client's handshake records: counted, and the direction goes on.
+                s.enc_records += 1;
+                s.enc_bytes += 5 + r.fragment.len() as u64;
+                self.early_stayed += 1;
+            }
             Ok((inner, plain)) => {
+                let s = &mut self.sides[side];
                 s.decrypted += 1;
                 match inner {
                     23 => {
@@ -428,12 +509,13 @@ impl TlsConn {
                 }
             }
             Err(e) => {
+                let s = &mut self.sides[side];
                 s.stopped = true;
                 s.enc_records += 1;
                 s.enc_bytes += 5 + r.fragment.len() as u64;
+                let suite = s.keys.as_ref().map_or("?", |k| k.suite().name);
                 if !self.failed_once {
                     self.failed_once = true;
-                    let suite = k.suite().name;
                     let n = self.notice(
                         NoticeKind::Tls,
                         Some(side),
@@ -552,15 +634,17 @@ impl TlsConn {
         };
         match msg[0] {
             1 => {
-                let Ok((_, TlsMessage::Handshake(H::ClientHello(ch)))) = parsed else {
-                    out.push(garbled(self, "ClientHello"));
-                    return;
-                };
+                // After a ServerHello (TLS 1.3's HelloRetryRequest sets no server random),
+                // a ClientHello renegotiates, whether or not it parses.
                 if established || self.server_random.is_some() && self.version != Some(0x0304) {
                     let n = self.notice(NoticeKind::Tls, Some(side), frame, Some(offset), "TLS renegotiation attempt (a second ClientHello); kwire follows the first handshake's keys only".into());
                     out.push(n);
                     return;
                 }
+                let Ok((_, TlsMessage::Handshake(H::ClientHello(ch)))) = parsed else {
+                    out.push(garbled(self, "ClientHello"));
+                    return;
+                };
                 self.client = Some(side);
                 self.client_random = Some(ch.random.to_vec());
                 for (ty, data) in raw_extensions(ch.ext.unwrap_or(&[])) {
@@ -573,6 +657,7 @@ impl TlsConn {
                             }
                         }
                         22 => self.offered_etm = true,
+                        42 => self.offered_early = true,
                         _ => {}
                     }
                 }
@@ -621,11 +706,21 @@ impl TlsConn {
                 let suite = Suite::from_id(sh.cipher.0);
                 self.suite = Some(suite.clone());
                 self.set_keys(side, suite, etm && self.offered_etm, keys);
+                self.replay_early(1 - side, frame, offset, keys, out);
             }
             20 if self.version == Some(0x0304) => {
+                if self.client == Some(side) {
+                    self.client_finished = true;
+                }
                 let s = &mut self.sides[side];
                 if s.next.is_some() {
                     s.keys = s.next.take();
+                }
+            }
+            // EndOfEarlyData: the client's next records are under its handshake keys.
+            5 if self.version == Some(0x0304) && self.client == Some(side) => {
+                if let Some(hk) = self.early_hs.take() {
+                    self.sides[side].keys = Some(hk);
                 }
             }
             24 if self.version == Some(0x0304) => {
@@ -666,7 +761,7 @@ impl TlsConn {
         let sr = self.server_random.clone().unwrap_or_default();
         let Some(sec) = keys.get(&cr) else {
             self.missing = Some(if keys.is_empty() {
-                "no key log given (--tls-keylog FILE or SSLKEYLOGFILE)".into()
+                "no key log given, or no key in it (--tls-keylog FILE or SSLKEYLOGFILE)".into()
             } else {
                 "no key in the key log for this client random (keys for another capture?)".into()
             });
@@ -681,7 +776,20 @@ impl TlsConn {
                 return;
             };
             self.sides[server].keys = decrypt::tls13_keys(suite, shs);
-            self.sides[client].keys = decrypt::tls13_keys(suite, ch);
+            let client_hs = decrypt::tls13_keys(suite, ch);
+            // 0-RTT: the early data keys first, the handshake keys after EndOfEarlyData
+            // (a server accepting early data keeps the resumed session's suite).
+            let early = sec
+                .client_early
+                .as_ref()
+                .filter(|_| self.offered_early)
+                .and_then(|e| decrypt::tls13_keys(suite, e));
+            if early.is_some() {
+                self.sides[client].keys = early;
+                self.early_hs = client_hs;
+            } else {
+                self.sides[client].keys = client_hs;
+            }
             self.sides[server].next = sec
                 .server_traffic
                 .as_ref()
@@ -717,11 +825,67 @@ impl TlsConn {
         }));
     }
 
+    /// At the ServerHello: the client's early data records held until now, decrypted with
+    /// the early data keys (or counted as encrypted without them), and one notice saying so.
+    fn replay_early(
+        &mut self,
+        client: usize,
+        frame: u64,
+        offset: u64,
+        keys: &KeyLog,
+        out: &mut Vec<TlsOut>,
+    ) {
+        let early = std::mem::take(&mut self.early);
+        self.early_bytes = 0;
+        if early.is_empty() {
+            return;
+        }
+        let n = early.len();
+        let with_keys = self.early_hs.is_some();
+        let before = self.sides[client].decrypted;
+        for (rec_no, r) in early {
+            self.open_record(client, rec_no, r, keys, out);
+        }
+        let opened = self.sides[client].decrypted - before;
+        if self.session.is_none() {
+            // no keys for the connection at all: its closing notice says why
+            return;
+        }
+        let (kind, text) = if self.version != Some(0x0304) {
+            (
+                NoticeKind::Tls,
+                format!("TLS 1.3 early data (0-RTT): the client's {n} records sent before the ServerHello stayed encrypted: the server answered with {}, refusing them", self.version_name().unwrap_or("another version")),
+            )
+        } else if with_keys && opened > 0 {
+            (
+                NoticeKind::Info,
+                format!("TLS 1.3 early data (0-RTT): {opened} of the client's {n} records sent before the ServerHello decrypted with the logged CLIENT_EARLY_TRAFFIC_SECRET (the server may still have refused them)"),
+            )
+        } else {
+            (
+                NoticeKind::Tls,
+                format!("TLS 1.3 early data (0-RTT): the client's {n} records sent before the ServerHello stayed encrypted: {}", if with_keys { "they do not decrypt with the logged CLIENT_EARLY_TRAFFIC_SECRET" } else { "the key log has no CLIENT_EARLY_TRAFFIC_SECRET for this client random" }),
+            )
+        };
+        let n = self.notice(kind, Some(client), frame, Some(offset), text);
+        out.push(n);
+    }
+
     /// End of the connection: says what stayed encrypted and why, and what was cut.
     pub fn finish(&mut self, frame: u64, out: &mut Vec<TlsOut>) {
+        if let Some(c) = self.client {
+            // early data with no ServerHello after it
+            for (_, r) in std::mem::take(&mut self.early) {
+                self.sides[c].enc_records += 1;
+                self.sides[c].enc_bytes += 5 + r.fragment.len() as u64;
+                self.early_stayed += 1;
+            }
+        }
+        let mut cut = 0;
         for side in 0..2 {
             let held = self.sides[side].split.held();
             if held > 0 {
+                cut += 1;
                 let n = self.notice(
                     NoticeKind::Unfinished,
                     Some(side),
@@ -747,7 +911,14 @@ impl TlsConn {
             (Some(m), _) => m.clone(),
             (None, None) => "the capture starts after the TLS handshake (no ClientHello, so no client random): the keys cannot be matched".into(),
             (None, Some(_)) if self.failed_once => "a record did not decrypt (see above)".into(),
+            (None, Some(_)) if self.early_stayed > 0 => format!(
+                "{} of them TLS 1.3 early data (0-RTT) without its CLIENT_EARLY_TRAFFIC_SECRET",
+                self.early_stayed
+            ),
             (None, Some(_)) if self.server_random.is_none() => "no ServerHello seen".into(),
+            (None, Some(_)) if sum.encrypted_records == cut => {
+                "the stream ended inside a TLS record (see above)".into()
+            }
             (None, Some(_)) => "records after a gap or a failed record".into(),
         };
         let mut n = Notice::new(

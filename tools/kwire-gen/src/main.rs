@@ -21,9 +21,14 @@
 //! - `bulk`: producers sending batches of 100-500 records (about half compressed with
 //!   gzip, snappy, lz4 or zstd) and consumers fetching those batches back: frames of
 //!   64 KB to 1 MB, with a little group chatter around them.
+//! - `dense-zstd`, `dense-fetch`, `dense-threads`: the hostile inputs of issue 12 at full
+//!   size, small captures of millions of tiny records (see `hostile.rs`):
+//!   `kwire-gen --kind dense-zstd -o dense.pcap --frames-out dense.bin`.
 //!
 //! API versions are those of a Kafka 2.x/3.x Java client that tshark 4.0 also dissects
 //! (Produce v8, Fetch v11, Metadata v9, ...), so that both tools do their full work.
+
+mod hostile;
 
 use clap::{Parser, ValueEnum};
 use kwire::encode::records::encode_records;
@@ -45,6 +50,26 @@ enum Kind {
     Chatter,
     /// Large frames: batches of 100-500 records produced and fetched.
     Bulk,
+    /// Hostile: one zstd batch inflating to `--size` (default 60M) of 7-byte records.
+    DenseZstd,
+    /// Hostile: a Fetch response of one uncompressed batch of `--size` (default 4M) of
+    /// 7-byte records.
+    DenseFetch,
+    /// Hostile: `--batches` (default 8) `dense-zstd` batches, each in a worker job of
+    /// its own.
+    DenseThreads,
+}
+
+impl Kind {
+    /// The hostile input this kind names, if it is one.
+    fn hostile(self) -> Option<hostile::Hostile> {
+        match self {
+            Kind::Chatter | Kind::Bulk => None,
+            Kind::DenseZstd => Some(hostile::Hostile::ZstdBatch),
+            Kind::DenseFetch => Some(hostile::Hostile::FetchResponse),
+            Kind::DenseThreads => Some(hostile::Hostile::ManyJobs),
+        }
+    }
 }
 
 /// Writes a large, realistic Kafka capture (pcap) for benchmarks.
@@ -54,9 +79,10 @@ struct Args {
     /// What the traffic looks like.
     #[arg(long, value_enum, default_value_t = Kind::Chatter)]
     kind: Kind,
-    /// Size of the capture file to write (bytes; suffixes K, M, G are powers of 1024).
-    #[arg(long, default_value = "100M", value_parser = parse_size)]
-    size: u64,
+    /// Size of the capture file to write (bytes; suffixes K, M, G are powers of 1024;
+    /// default 100M); for the dense kinds, the bytes of tiny records in each dense batch.
+    #[arg(long, value_parser = parse_size)]
+    size: Option<u64>,
     /// Seed of the pseudo-random choices: the same seed gives the same file.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -66,6 +92,13 @@ struct Args {
     /// The file to write (default: target/bench/KIND-SIZE.pcap).
     #[arg(short, long)]
     out: Option<PathBuf>,
+    /// dense-threads: how many dense batches, each in a job of its own (default 8).
+    #[arg(long, default_value_t = hostile::BOMBS)]
+    batches: usize,
+    /// Dense kinds: also write the dense frame alone here (size-prefixed, for `kwire
+    /// decode --raw`).
+    #[arg(long)]
+    frames_out: Option<PathBuf>,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -1226,15 +1259,22 @@ fn send(
 }
 
 fn run(a: &Args) -> io::Result<(PathBuf, u64, u64)> {
+    let size = a
+        .size
+        .unwrap_or_else(|| a.kind.hostile().map_or(100 << 20, |h| h.default_size()));
     let path = a.out.clone().unwrap_or_else(|| {
-        let kind = match a.kind {
-            Kind::Chatter => "chatter",
-            Kind::Bulk => "bulk",
-        };
-        PathBuf::from(format!("target/bench/{kind}-{}.pcap", size_label(a.size)))
+        let kind = a
+            .kind
+            .to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_string());
+        PathBuf::from(format!("target/bench/{kind}-{}.pcap", size_label(size)))
     });
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
+    }
+    if let Some(h) = a.kind.hostile() {
+        let (bytes, packets) = hostile::write(h, size, a.batches, &path, a.frames_out.as_deref())?;
+        return Ok((path, bytes, packets));
     }
     let file = BufWriter::with_capacity(1 << 20, File::create(&path)?);
     let mut g = Gen {
@@ -1250,9 +1290,10 @@ fn run(a: &Args) -> io::Result<(PathBuf, u64, u64)> {
         next_host: 0,
         ratio: [1.0, 0.3, 0.5, 0.5, 0.3],
     };
+    // Bulk (the dense kinds were written above) where the kinds differ.
     let conns = a.connections.unwrap_or(match a.kind {
         Kind::Chatter => 64,
-        Kind::Bulk => 12,
+        _ => 12,
     });
     // 2024-05-01T10:00:00Z
     let t0: u64 = 1_714_557_600_000_000;
@@ -1262,14 +1303,14 @@ fn run(a: &Args) -> io::Result<(PathBuf, u64, u64)> {
         clients.push(None);
         let stagger = match a.kind {
             Kind::Chatter => 2_000_000,
-            Kind::Bulk => 50_000,
+            _ => 50_000,
         };
         wakes.push(Reverse((t0 + g.rng.range(0, stagger), i)));
     }
     let mut closing = false;
     while let Some(Reverse((t, i))) = wakes.pop() {
         g.flush_until(t)?;
-        if g.written >= a.size {
+        if g.written >= size {
             closing = true;
         }
         let mut c = match clients[i].take() {
@@ -1286,7 +1327,7 @@ fn run(a: &Args) -> io::Result<(PathBuf, u64, u64)> {
                             Role::SmallProducer
                         }
                     }
-                    Kind::Bulk => {
+                    _ => {
                         if i % 2 == 0 {
                             Role::BulkProducer
                         } else {
