@@ -56,7 +56,7 @@ pub struct CaptureArgs {
     /// capture prints each message as it comes). `read` and `stats` decode and print on
     /// them (`--threads 1` decodes on the reading thread); `export` exports that many
     /// captures at once. The output is the same at any count.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
 }
 

@@ -232,7 +232,43 @@ fn operand<'a>(
     p(full, j)
 }
 
+/// Deepest nesting of `(` and `not` an expression may have (deeper would exhaust the
+/// stack of the parser and of the evaluation).
+pub const MAX_NESTING: u32 = 256;
+
+thread_local! {
+    /// How deep the parser is in `(` and `not` now.
+    static NESTING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// One level of [`NESTING`], left when dropped.
+struct Nest;
+
+impl Nest {
+    fn enter() -> (Nest, u32) {
+        let d = NESTING.with(|n| {
+            let d = n.get() + 1;
+            n.set(d);
+            d
+        });
+        (Nest, d)
+    }
+}
+
+impl Drop for Nest {
+    fn drop(&mut self) {
+        NESTING.with(|n| n.set(n.get().saturating_sub(1)));
+    }
+}
+
 fn unary<'a>(full: &'a str, i: &'a str) -> R<'a, RawExpr> {
+    let (_nest, depth) = Nest::enter();
+    if depth > MAX_NESTING {
+        return fail(
+            i,
+            format!("nested deeper than {MAX_NESTING} levels of '(' and 'not'"),
+        );
+    }
     let (i, _) = multispace0(i)?;
     let neg: R<'a, &str> =
         alt((terminated(tag("!"), not(peek(char('=')))), keyword("not"))).parse(i);
@@ -535,6 +571,19 @@ mod tests {
         assert!(matches!(&items[0], RawItem::Range(a, b) if a.text == "10" && b.text == "20"));
         let e = expression(r#"Topic == "a \"b\"" and not (x ~= 1)"#).unwrap();
         assert!(matches!(e, RawExpr::And(..)));
+    }
+
+    #[test]
+    fn filter_nesting_is_capped() {
+        let deep = |n: usize| format!("{}api == 1{}", "(".repeat(n), ")".repeat(n));
+        assert!(expression(&deep(200)).is_ok());
+        let very = deep(10_000);
+        let e = expression(&very).unwrap_err();
+        assert!(e.msg.unwrap().contains("nested deeper than 256"));
+        let nots = format!("{}api == 1", "not ".repeat(10_000));
+        assert!(expression(&nots).is_err());
+        // The count goes back down: a later expression parses.
+        assert!(expression(&deep(200)).is_ok());
     }
 
     #[test]
