@@ -193,11 +193,19 @@ fn leaf<'a>(r: &Reader<'a>, name: &'static str, ty: &'static str, v: Value<'a>) 
     n
 }
 
-/// Reads an int16 as a leaf; an error leaf over the rest when the bytes run out.
-fn int16<'a>(r: &mut Reader<'a>, out: &mut Vec<Node<'a>>, name: &'static str) -> Option<i16> {
-    match r.read(wire::int16) {
+/// Reads one primitive with `p` as a leaf of type `ty` whose value `value` gives; an
+/// error leaf over the rest when it cannot be read.
+fn prim<'a, T: Copy>(
+    r: &mut Reader<'a>,
+    out: &mut Vec<Node<'a>>,
+    name: &'static str,
+    ty: &'static str,
+    p: impl Fn(&'a [u8]) -> wire::WResult<'a, T>,
+    value: impl Fn(T) -> Value<'a>,
+) -> Option<T> {
+    match r.read(p) {
         Ok((v, off, len)) => {
-            let mut n = leaf(r, name, "int16", Value::Int(v.into()));
+            let mut n = leaf(r, name, ty, value(v));
             n.offset = off;
             n.length = len;
             out.push(n);
@@ -205,28 +213,22 @@ fn int16<'a>(r: &mut Reader<'a>, out: &mut Vec<Node<'a>>, name: &'static str) ->
         }
         Err(e) => {
             let m = r.fmt(format_args!("{name}: {}", e.kind));
-            out.push(r.error_leaf(name, "int16", m));
+            out.push(r.error_leaf(name, ty, m));
             None
         }
     }
 }
 
-/// Reads a uvarint as a leaf; an error leaf over the rest when it cannot be read.
+/// Reads an int16 as a leaf ([`prim`]).
+fn int16<'a>(r: &mut Reader<'a>, out: &mut Vec<Node<'a>>, name: &'static str) -> Option<i16> {
+    prim(r, out, name, "int16", wire::int16, |v| Value::Int(v.into()))
+}
+
+/// Reads a uvarint as a leaf ([`prim`]).
 fn uvarint<'a>(r: &mut Reader<'a>, out: &mut Vec<Node<'a>>, name: &'static str) -> Option<u32> {
-    match r.read(wire::uvarint) {
-        Ok((v, off, len)) => {
-            let mut n = leaf(r, name, "uvarint", Value::UInt(v.into()));
-            n.offset = off;
-            n.length = len;
-            out.push(n);
-            Some(v)
-        }
-        Err(e) => {
-            let m = r.fmt(format_args!("{name}: {}", e.kind));
-            out.push(r.error_leaf(name, "uvarint", m));
-            None
-        }
-    }
+    prim(r, out, name, "uvarint", wire::uvarint, |v| {
+        Value::UInt(v.into())
+    })
 }
 
 /// The rest of `r` as a raw leaf with a warning (nothing when it is empty).
