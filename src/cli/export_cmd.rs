@@ -212,11 +212,15 @@ fn export_logs(
         ..Default::default()
     };
     let mut exp = export::log::LogExport::new(opts, None).map_err(CliError::Msg)?;
+    let mut said = crate::log::Notify {
+        inner: &mut exp,
+        tell: |l: String| say(&l),
+    };
     let read = match flt {
-        None => crate::log::read_paths(schema, &paths, &lopts, &mut exp),
+        None => crate::log::read_paths(schema, &paths, &lopts, &mut said),
         Some(filter) => {
-            let mut fs = crate::log::Filtered {
-                inner: &mut exp,
+            let mut fs = crate::filter::log::Filtered {
+                inner: &mut said,
                 filter,
                 topic: None,
                 shown: 0,

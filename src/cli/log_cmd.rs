@@ -402,7 +402,7 @@ pub fn log_command(
     let (t, shown) = match &filter {
         None => (log::read_paths(schema, &a.paths, &opts, &mut p)?, None),
         Some(f) => {
-            let mut fs = log::Filtered {
+            let mut fs = crate::filter::log::Filtered {
                 inner: &mut p,
                 filter: f,
                 topic: a.topic.as_deref(),

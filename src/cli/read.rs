@@ -1221,11 +1221,15 @@ fn log_stats(
         ..Default::default()
     };
     let paths: Vec<PathBuf> = paths.iter().map(|p| p.to_path_buf()).collect();
+    let mut said = crate::log::Notify {
+        inner: &mut st,
+        tell: |l: String| say(&l),
+    };
     match flt {
-        None => crate::log::read_paths(schema, &paths, &opts, &mut st)?,
+        None => crate::log::read_paths(schema, &paths, &opts, &mut said)?,
         Some(filter) => {
-            let mut fs = crate::log::Filtered {
-                inner: &mut st,
+            let mut fs = crate::filter::log::Filtered {
+                inner: &mut said,
                 filter,
                 topic: None,
                 shown: 0,

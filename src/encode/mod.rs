@@ -260,7 +260,7 @@ struct Enc<'s> {
 }
 
 fn snake(s: &str) -> String {
-    crate::decode::walk::snake_case(s)
+    crate::schema::snake_case(s)
 }
 
 impl<'s> Enc<'s> {

@@ -31,6 +31,7 @@
 //! A relation on a name that does not occur is false, so `!(x == 1)` and `x != 1`
 //! differ on messages without `x`, as in Wireshark.
 
+pub mod log;
 mod parse;
 
 pub use parse::column;
@@ -823,7 +824,7 @@ fn collect<'a>(name: &Name, s: &Subject<'a, '_>, out: &mut Vec<Occurrence<'a>>) 
             }),
             Prop::RecordType => tree.walk(&mut |n, _| {
                 if n.ty == "Record" && n.kind == crate::tree::NodeKind::Group {
-                    let t = crate::log::stats::record_type(n);
+                    let t = crate::tree::record_type(n);
                     let t = match t.rsplit_once(" v") {
                         Some((a, v)) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
                             a.to_string()
