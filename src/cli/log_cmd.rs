@@ -2,7 +2,7 @@
 //! items of [`crate::log`].
 
 use super::{CliError, Format, OutputArgs};
-use crate::decode::internal::{self, InternalTopic};
+use crate::decode::internal_topics::{self, InternalTopic};
 use crate::decode::{Cx, DecodeOptions, Detail, Reader};
 use crate::filter::Filter;
 use crate::log::{self, Finding, Item, ItemKind, Level, LogOptions, Sink};
@@ -478,7 +478,7 @@ pub fn record_message<'a>(
     key.length = kb.len();
     let mut kids = Vec::new();
     let info = if key_len.is_some() {
-        let (info, ty) = internal::decode_key(&mut cx, topic, &mut kr, &mut kids);
+        let (info, ty) = internal_topics::decode_key(&mut cx, topic, &mut kr, &mut kids);
         key.ty = ty;
         key.value = Value::Bytes(kb);
         info
@@ -486,10 +486,10 @@ pub fn record_message<'a>(
         key.kind = NodeKind::Field;
         key.value = Value::Null;
         if topic == InternalTopic::ClusterMetadata {
-            internal::KeyInfo::Metadata
+            internal_topics::KeyInfo::Metadata
         } else {
             key.set_warning(arena.fmt(format_args!("a {} record without a key", topic.name())));
-            internal::KeyInfo::Unknown
+            internal_topics::KeyInfo::Unknown
         }
     };
     if kr.left() > 0 {
@@ -507,14 +507,14 @@ pub fn record_message<'a>(
     if value_null {
         value.kind = NodeKind::Field;
         value.value = Value::Null;
-        if let internal::KeyInfo::Coordinator { record, .. } = &info {
+        if let internal_topics::KeyInfo::Coordinator { record, .. } = &info {
             value.annotation =
                 Some(arena.fmt(format_args!("tombstone: deletes this {record} record")));
         }
     } else {
         let mut vr = Reader::new(vb, klen, 0, arena);
         let mut kids = Vec::new();
-        value.ty = internal::decode_value(&mut cx, &info, &mut vr, &mut kids);
+        value.ty = internal_topics::decode_value(&mut cx, &info, &mut vr, &mut kids);
         if vr.left() > 0 {
             let n = vr.left();
             kids.push(vr.error_leaf(

@@ -29,7 +29,7 @@ pub struct Hints {
     pub protocol_type: Option<String>,
     /// Ids of internal topics (`__consumer_offsets`...) learned earlier in the session,
     /// so their records decode where a message names the topic by id only.
-    pub internal_topic_ids: Vec<(uuid::Uuid, super::internal::InternalTopic)>,
+    pub internal_topic_ids: Vec<(uuid::Uuid, super::internal_topics::InternalTopic)>,
 }
 
 /// Walks one definition at one version.

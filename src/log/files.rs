@@ -547,7 +547,7 @@ impl FileReader<'_, '_, '_> {
                         if let Some(u) = base64_uuid(vt) {
                             val.value = Value::Uuid(u);
                             val.annotation = Some(vt);
-                            if u == crate::decode::internal::CLUSTER_METADATA_TOPIC_ID
+                            if u == crate::decode::internal_topics::CLUSTER_METADATA_TOPIC_ID
                                 && k == "topic_id"
                             {
                                 val.annotation =

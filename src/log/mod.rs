@@ -11,7 +11,7 @@
 //! A folder is walked in offset order (segments by base offset, each segment's files
 //! after its `.log`); a log directory's partition folders in name order. The topic of a
 //! partition folder comes from its name (`__consumer_offsets-31`) or `--topic`, so
-//! internal topics' records decode (see [`crate::decode::internal`]).
+//! internal topics' records decode (see [`crate::decode::internal_topics`]).
 //!
 //! Problems (a cut segment, a bad CRC, an index past the end...) are [`Finding`]s at
 //! their file and byte offset; the rest of the file is still read.
@@ -20,7 +20,7 @@ pub mod files;
 pub mod segment;
 pub mod stats;
 
-use crate::decode::internal::InternalTopic;
+use crate::decode::internal_topics::InternalTopic;
 use crate::decode::Detail;
 use crate::schema::Schema;
 use crate::tree::Node;
