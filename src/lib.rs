@@ -22,6 +22,7 @@ pub mod render;
 pub mod schema;
 pub mod session;
 pub mod stats;
+pub mod text;
 pub mod tree;
 pub mod values;
 pub mod wire;

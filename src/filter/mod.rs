@@ -627,11 +627,7 @@ impl Occurrence<'_> {
     }
 }
 
-/// Kafka's own text form of a uuid (`Uuid.toString()`): URL-safe base64, no padding.
-pub fn uuid_base64(u: &uuid::Uuid) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(u.as_bytes())
-}
+pub use crate::text::uuid_base64;
 
 fn node_occ<'a>(n: &'a Node<'_>) -> Occurrence<'a> {
     let value = match &n.value {
@@ -1170,21 +1166,7 @@ fn contains(o: &Occurrence<'_>, l: &Lit) -> bool {
 }
 
 /// Quotes `s` as a filter string literal (for building filters from other options).
-pub fn quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use crate::text::filter_literal as quote;
 
 #[cfg(test)]
 mod tests {

@@ -668,11 +668,4 @@ fn line_col_offset(data: &[u8], line: usize, col: usize) -> usize {
     data.len()
 }
 
-/// A Kafka topic or directory id as text: URL-safe base64 of 16 bytes, no padding.
-pub fn base64_uuid(s: &str) -> Option<uuid::Uuid> {
-    use base64::Engine;
-    let b = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(s)
-        .ok()?;
-    uuid::Uuid::from_slice(&b).ok()
-}
+pub use crate::text::base64_uuid;

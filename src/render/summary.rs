@@ -317,7 +317,7 @@ fn topic_of<'t>(n: &'t Node<'t>, max: usize) -> Topic<'t> {
                         (Value::Uuid(_), Some(name)) => Some(summary_text(name, max)),
                         (Value::Uuid(u), None) => {
                             // Kafka's own form of the id, as its tools print it
-                            Some(Cow::Owned(format!("id:{}", crate::filter::uuid_base64(u))))
+                            Some(Cow::Owned(format!("id:{}", crate::text::uuid_base64(u))))
                         }
                         _ => None,
                     }
