@@ -46,7 +46,7 @@ fn each_message<'s>(
     schema: &'s Schema,
     dopts: &'s DecodeOptions,
     pcap: &[u8],
-    mut f: impl FnMut(&kwire::tree::Message<'_>, &kwire::render::Context),
+    mut f: impl FnMut(&kwire::tree::Message<'_>, &kwire::session::Context),
 ) -> Session<'s> {
     let mut session = Session::new(schema, dopts);
     let plaus = SchemaPlausibility(schema);

@@ -272,7 +272,7 @@ fn export_one(
         // The writer takes rows in capture order: the export runs on the reading thread.
         let exp = std::sync::Mutex::new(CaptureExport::new(opts, index, name)?);
         let work = |m: &Message<'_>, ctx: &Context, _: &mut dyn std::io::Write| {
-            let fctx = filter::Context {
+            let fctx = filter::MessageFacts {
                 capture: Some(ctx),
                 unanswered: unanswered.as_ref(),
             };

@@ -341,7 +341,7 @@ pub use crate::session::SchemaPlausibility;
 /// Whether `m` names topic `t` (`kwire read --topic`, `-Y 'topic == "t"'`): a `Name` or
 /// `...Topic...` string equal to `t`, or a `TopicId` the session has named `t`.
 pub fn mentions_topic(m: &Message<'_>, t: &str) -> bool {
-    filter::occurrences("topic", m, &filter::Context::default())
+    filter::occurrences("topic", m, &filter::MessageFacts::default())
         .iter()
         .any(|o| o.text() == t)
 }
@@ -349,7 +349,7 @@ pub fn mentions_topic(m: &Message<'_>, t: &str) -> bool {
 /// Whether any `...ErrorCode` field of `m` is non-zero (`-Y 'error_code ~= 0'`; `kwire
 /// read --errors` also asks for a response).
 pub fn has_error_code(m: &Message<'_>) -> bool {
-    filter::occurrences("error_code", m, &filter::Context::default())
+    filter::occurrences("error_code", m, &filter::MessageFacts::default())
         .iter()
         .any(|o| o.text() != "0")
 }
@@ -453,7 +453,7 @@ pub struct CaptureFile<'p> {
     /// The file (`-` for stdin).
     pub path: &'p std::path::Path,
     /// `Some(path as given)` when the command reads more than one capture: it goes into
-    /// each message's [`crate::render::Context::capture`] and prefixes notices.
+    /// each message's [`crate::session::Context::capture`] and prefixes notices.
     pub label: Option<std::sync::Arc<str>>,
 }
 
@@ -997,7 +997,7 @@ pub fn read_command(
         let unanswered = unanswered_first_pass(schema, &a.capture, file, flt.as_ref())?;
         let ropts = &ropts;
         let work = |m: &Message<'_>, ctx: &Context, out: &mut dyn Write| {
-            let fctx = filter::Context {
+            let fctx = filter::MessageFacts {
                 capture: Some(ctx),
                 unanswered: unanswered.as_ref(),
             };
@@ -1161,7 +1161,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         ordinal += 1;
         let unanswered = unanswered_first_pass(schema, &a.capture, file, flt.as_ref())?;
         let work = |m: &Message<'_>, ctx: &Context, _: &mut dyn Write| {
-            let fctx = filter::Context {
+            let fctx = filter::MessageFacts {
                 capture: Some(ctx),
                 unanswered: unanswered.as_ref(),
             };

@@ -17,7 +17,8 @@ use super::output::ignored_options;
 use super::{CliError, Format, OutputArgs};
 use crate::filter;
 use crate::render::time::TimeFormat;
-use crate::render::{summary, text, Context, RenderOptions};
+use crate::render::{summary, text, RenderOptions};
+use crate::session::Context;
 use crate::tree::Message;
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -389,7 +390,7 @@ impl Fields {
     pub fn row(
         &self,
         m: &Message<'_>,
-        ctx: &filter::Context<'_>,
+        ctx: &filter::MessageFacts<'_>,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
         let mut cells = Vec::with_capacity(self.names.len());

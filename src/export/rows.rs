@@ -9,7 +9,7 @@
 //! earlier Metadata response as `read` names it). Its records are the RecordBatches (and
 //! legacy messages) of its `records` field.
 
-use crate::render::Context;
+use crate::session::Context;
 use crate::tree::{Direction, Message, Node, NodeKind, Value};
 
 use super::table::{Cell, Col, Table, Ty};

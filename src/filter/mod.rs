@@ -37,7 +37,7 @@ mod parse;
 pub use parse::column;
 use parse::{RawExpr, RawItem, RawLit, RelOp, Rhs};
 
-use crate::render::Context as Capture;
+use crate::session::Context;
 use crate::tree::{Direction, Message, Node, Value};
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -75,9 +75,9 @@ impl FilterError {
 
 /// What a filter can know about a message besides its tree.
 #[derive(Clone, Copy, Default)]
-pub struct Context<'c> {
+pub struct MessageFacts<'c> {
     /// Where the message came from in a capture (none for `kwire decode`).
-    pub capture: Option<&'c Capture>,
+    pub capture: Option<&'c Context>,
     /// Requests that got no response in the whole capture, as (connection, last frame);
     /// `unanswered` is false for every message when this is none.
     pub unanswered: Option<&'c HashSet<(u32, u64)>>,
@@ -112,7 +112,7 @@ pub struct LogFacts<'f> {
 struct Subject<'s, 'x> {
     tree: &'s Node<'x>,
     msg: Option<&'s Message<'x>>,
-    ctx: Context<'s>,
+    ctx: MessageFacts<'s>,
     log: Option<&'s LogFacts<'s>>,
 }
 
@@ -457,7 +457,7 @@ impl Filter {
     }
 
     /// Whether message `m` passes.
-    pub fn matches(&self, m: &Message<'_>, ctx: &Context<'_>) -> bool {
+    pub fn matches(&self, m: &Message<'_>, ctx: &MessageFacts<'_>) -> bool {
         let s = Subject {
             tree: &m.tree,
             msg: Some(m),
@@ -475,7 +475,7 @@ impl Filter {
         let s = Subject {
             tree,
             msg: None,
-            ctx: Context::default(),
+            ctx: MessageFacts::default(),
             log: Some(facts),
         };
         eval(&self.expr, &s)
@@ -695,7 +695,11 @@ fn topics<'a>(tree: &'a Node<'_>, log: Option<&LogFacts<'a>>, out: &mut Vec<Occu
 
 /// Every occurrence of `name` (a property, a predicate or a schema field) in `m`.
 /// A predicate gives one `true` occurrence when it holds, none otherwise.
-pub fn occurrences<'a>(name: &str, m: &'a Message<'_>, ctx: &Context<'a>) -> Vec<Occurrence<'a>> {
+pub fn occurrences<'a>(
+    name: &str,
+    m: &'a Message<'_>,
+    ctx: &MessageFacts<'a>,
+) -> Vec<Occurrence<'a>> {
     let mut v = Vec::new();
     let s = Subject {
         tree: &m.tree,
@@ -881,7 +885,7 @@ fn collect<'a>(name: &Name, s: &Subject<'a, '_>, out: &mut Vec<Occurrence<'a>>) 
 fn message_prop<'a>(
     p: Prop,
     m: &'a Message<'_>,
-    cap: Option<&'a Capture>,
+    cap: Option<&'a Context>,
     out: &mut Vec<Occurrence<'a>>,
 ) {
     match p {
@@ -1206,7 +1210,9 @@ mod tests {
     }
 
     fn yes(f: &str, m: &Message<'_>) -> bool {
-        Filter::parse(f).unwrap().matches(m, &Context::default())
+        Filter::parse(f)
+            .unwrap()
+            .matches(m, &MessageFacts::default())
     }
 
     #[test]

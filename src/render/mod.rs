@@ -74,7 +74,7 @@ impl Default for RenderOptions {
 
 /// Where a message came from (defined with the session, which makes it; re-exported for
 /// the printers, which read it).
-pub use crate::session::Context;
+use crate::session::Context;
 
 /// The `--color` choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -14,7 +14,8 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use super::{api_head, guess_note, latency_text, value_text, Context, RenderOptions};
+use super::{api_head, guess_note, latency_text, value_text, RenderOptions};
+use crate::session::Context;
 use crate::tree::{Message, Node, NodeKind, Value};
 
 /// Topics shown before `+N more`.
