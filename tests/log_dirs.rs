@@ -79,7 +79,7 @@ impl Sink for Seen {
                         }
                         if x.ty == "Record" && x.kind == NodeKind::Group {
                             recs += 1;
-                            types.push(kwire::log::stats::record_type(x));
+                            types.push(kwire::tree::record_type(x));
                         }
                         if x.children.is_empty() && x.value != Value::None {
                             self.values

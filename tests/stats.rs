@@ -10,7 +10,7 @@ use kwire::input::pcap_out::{PcapWriter, TcpFlow};
 use kwire::input::{read_capture, CaptureOptions, Event};
 use kwire::schema::Schema;
 use kwire::session::Session;
-use kwire::stats::Stats;
+use kwire::traffic::Stats;
 use kwire::tree::Buffers;
 use std::net::SocketAddrV4;
 

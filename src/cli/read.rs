@@ -1152,7 +1152,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         return log_stats(schema, &paths, flt.as_ref(), a.format, out).map(|()| EXIT_OK);
     }
     let flt = a.filter.filter(schema)?;
-    let mut st = crate::stats::Stats::default();
+    let mut st = crate::traffic::Stats::default();
     let mut closing = Vec::new();
     let mut ordinal = 0;
     let mut status = EXIT_OK;
@@ -1166,7 +1166,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
                 unanswered: unanswered.as_ref(),
             };
             let pass = flt.as_ref().is_none_or(|f| f.matches(m, &fctx));
-            Ok(pass.then(|| crate::stats::Item::of(m, ctx)))
+            Ok(pass.then(|| crate::traffic::Item::of(m, ctx)))
         };
         let mut run = RunOptions {
             threads: a.capture.threads(),
@@ -1215,7 +1215,7 @@ fn log_stats(
     format: super::ListFormat,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let mut st = crate::log::stats::LogStats::default();
+    let mut st = crate::log::census::LogStats::default();
     let opts = crate::log::LogOptions {
         verify: true,
         ..Default::default()

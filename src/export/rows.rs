@@ -291,7 +291,7 @@ pub fn message_row(m: &Message<'_>, ctx: &Context, capture: u32, index: u64) -> 
     let (mut codes, mut names) = (Vec::new(), Vec::new());
     let (mut errors, mut warnings, mut first_error) = (0, 0, None);
     m.tree.walk(&mut |n, _| {
-        if let Some((c, name)) = crate::stats::error_code(n) {
+        if let Some((c, name)) = crate::traffic::error_code(n) {
             codes.push(c);
             names.push(code_name(c, name));
         }

@@ -16,9 +16,9 @@
 //! Problems (a cut segment, a bad CRC, an index past the end...) are [`Finding`]s at
 //! their file and byte offset; the rest of the file is still read.
 
+pub mod census;
 pub mod files;
 pub mod segment;
-pub mod stats;
 
 use crate::decode::internal_topics::InternalTopic;
 use crate::decode::Detail;

@@ -1,5 +1,6 @@
-//! `kwire stats` over log directories: record types, counts, offsets and the time span,
-//! gathered from the items of [`super::read_paths`] (read at full detail, so every
+//! `kwire stats` over log directories (a census of them, beside [`crate::traffic`], the
+//! statistics of captures): record types, counts, offsets and the time span, gathered
+//! from the items of [`super::read_paths`] (read at full detail, so every
 //! record is decoded).
 
 use super::{Finding, Item, ItemKind, Sink};
