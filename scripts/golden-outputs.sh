@@ -4,7 +4,8 @@
 # into a folder; run it with the binary before a refactoring and after, then `diff -r`
 # the two folders: nothing may differ.
 #
-#   scripts/golden-outputs.sh target/debug/kwire target/golden-before
+#   cp target/debug/kwire target/before/kwire   (the name is in usage lines: keep it kwire)
+#   scripts/golden-outputs.sh target/before/kwire target/golden-before
 #   scripts/golden-outputs.sh target/debug/kwire target/golden-after
 #   diff -r target/golden-before target/golden-after && echo identical
 set -u
@@ -43,12 +44,12 @@ for c in "${captures[@]}"; do
     run "$n.f$f" read "$c" "${extra[@]}" --format $f
   done
   run "$n.c5" read "$c" "${extra[@]}" -c 5 -V
-  rm -rf "$out/export.tmp"
-  run "$n.export" export "$c" "${extra[@]}" --out "$out/export.tmp" --records --record-values
-  if [ -d "$out/export.tmp" ]; then
-    (cd "$out/export.tmp" && find . -type f | sort | xargs sha256sum) >"$out/$n.export.files"
+  rm -rf target/golden-export.tmp
+  run "$n.export" export "$c" "${extra[@]}" --out target/golden-export.tmp --records --record-values
+  if [ -d target/golden-export.tmp ]; then
+    (cd target/golden-export.tmp && find . -type f | sort | xargs sha256sum) >"$out/$n.export.files"
   fi
-  rm -rf "$out/export.tmp"
+  rm -rf target/golden-export.tmp
 done
 # several captures at once
 run several.t8 read captures/demo.pcap captures/lab/ck_admin.pcap --threads 8 -V
@@ -61,12 +62,12 @@ for d in captures/logdirs/*; do
   run "$n.logjson" log "$d" --format json
   run "$n.stats" stats "$d"
   run "$n.statsjson" stats "$d" --format json
-  rm -rf "$out/export.tmp"
-  run "$n.export" export "$d" --out "$out/export.tmp" --records
-  if [ -d "$out/export.tmp" ]; then
-    (cd "$out/export.tmp" && find . -type f | sort | xargs sha256sum) >"$out/$n.export.files"
+  rm -rf target/golden-export.tmp
+  run "$n.export" export "$d" --out target/golden-export.tmp --records
+  if [ -d target/golden-export.tmp ]; then
+    (cd target/golden-export.tmp && find . -type f | sort | xargs sha256sum) >"$out/$n.export.files"
   fi
-  rm -rf "$out/export.tmp"
+  rm -rf target/golden-export.tmp
 done
 # hex fixtures: the goldens' text read back, and kwire's own hexdump of a capture
 for g in tests/golden/*.txt; do

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::hex as unhex;
+use common::unhex;
 use kwire::cli::read::SchemaPlausibility;
 use kwire::decode::DecodeOptions;
 use kwire::input::pcap_out::{PcapWriter, TcpFlow};
