@@ -19,6 +19,7 @@ pub mod memory;
 pub mod page;
 pub mod pipeline;
 pub mod render;
+pub mod run;
 pub mod schema;
 pub mod session;
 pub mod text;

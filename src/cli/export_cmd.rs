@@ -306,7 +306,7 @@ fn export_one(
             Ok(outcome) => {
                 let sum = exp.finish()?;
                 outcome.closing.iter().for_each(|l| say(l));
-                Ok((sum, outcome.status(a.capture.strict)))
+                Ok((sum, super::read::exit_status(&outcome, a.capture.strict)))
             }
             Err(e) => {
                 exp.abandon();
