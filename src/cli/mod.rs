@@ -1,4 +1,11 @@
-//! The command line: clap definitions and wiring only.
+//! The command line, on top of the library: the clap definitions of every command and
+//! their options (here and in each `*_cmd.rs`, `read.rs`, `view.rs`), the choice of
+//! sinks for what the user asked, [`say`] (the one writer of stderr lines), [`Out`]
+//! (stdout that tells a closed pipe from a failed write), the mapping of outcomes and
+//! errors ([`CliError`]) to exit statuses, [`main`] (the binary's entry: parse, load the
+//! schema stack with [`load_schema`], run the command, print its error) and `run_other`
+//! (the commands that print from the schema alone: apis, schema, page(s), diff,
+//! wireshark, man, completions, encode).
 
 pub mod decode_cmd;
 pub mod diff_cmd;
