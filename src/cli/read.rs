@@ -6,7 +6,7 @@
 
 use super::output::{print_message, render_options};
 use super::view::{self, View, ViewArgs};
-use super::{say, Cli, CliError, OutputArgs, EXIT_INPUT, EXIT_OK, EXIT_STRICT};
+use super::{say, Cli, CliError, OutputArgs, OutputFormat, EXIT_INPUT, EXIT_OK, EXIT_STRICT};
 use crate::decode::{DecodeOptions, Detail};
 use crate::filter::{self, Filter};
 pub use crate::run::{CaptureFile, MessageWork, Outcome, RunOptions};
@@ -421,10 +421,7 @@ pub fn read_command(
         ..DecodeOptions::default()
     };
     let limit = a.view.count;
-    let pages = matches!(
-        v.view,
-        View::Format(super::Format::Md | super::Format::Html)
-    );
+    let pages = matches!(v.view, View::Format(OutputFormat::MD | OutputFormat::HTML));
     // What depends on the messages shown before (numbered pages, -t dd, -c) or must come
     // out as it is read (a terminal, -l) runs on the reading thread.
     let ordered = pages
@@ -477,15 +474,19 @@ pub fn read_command(
                 match (&v.view, &fields, st.as_mut()) {
                     (_, Some(f), _) => f.row(m, &fctx, out)?,
                     (View::LineGrid, _, _) => view::line_and_grid(m, ctx, ropts, out)?,
-                    (View::Format(super::Format::Md), _, Some(st)) => {
+                    (View::Format(OutputFormat::MD), _, Some(st)) => {
                         st.n += 1;
                         crate::page::frames::markdown(out, schema, st.n, m, Some(ctx), ropts)?
                     }
-                    (View::Format(super::Format::Html), _, Some(st)) => {
+                    (View::Format(OutputFormat::HTML), _, Some(st)) => {
                         st.n += 1;
                         st.doc.add(schema, m, Some(ctx), 0, ropts)
                     }
-                    (View::Format(fmt), _, _) => print_message(m, Some(ctx), ropts, *fmt, out)?,
+                    (View::Format(OutputFormat::Message(fmt)), _, _) => {
+                        print_message(m, Some(ctx), ropts, *fmt, out)?
+                    }
+                    // Documents are written on the reading thread (`ordered`), with `st`.
+                    (View::Format(OutputFormat::Document(_)), _, None) => {}
                     (View::Fields, None, _) => {}
                 }
                 if flush_each {
@@ -515,7 +516,7 @@ pub fn read_command(
         status = worse(status, exit_status(&outcome, a.capture.strict));
         Ok(())
     })?;
-    if matches!(v.view, View::Format(super::Format::Html)) {
+    if matches!(v.view, View::Format(OutputFormat::HTML)) {
         let st = state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
