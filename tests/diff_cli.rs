@@ -1,15 +1,12 @@
 //! `kwire diff` as a user runs it: version steps, releases, a user's own definitions,
 //! the three formats, the errors, and the `NAME-vN-diff` pages of `kwire pages`.
 
+mod common;
+use common::kwire;
+
 use assert_cmd::Command;
 use serde_json::Value as J;
 use std::path::{Path, PathBuf};
-
-fn kwire() -> Command {
-    let mut c = Command::cargo_bin("kwire").unwrap();
-    c.env_remove("KWIRE_SCHEMA").env_remove("NO_COLOR");
-    c
-}
 
 fn out(c: &mut Command) -> String {
     let o = c.output().unwrap();

@@ -1,15 +1,10 @@
 //! `kwire apis`, `kwire schema` and `kwire schema import` as a user runs them.
 
 mod common;
+use common::kwire;
 
 use assert_cmd::Command;
 use serde_json::Value as J;
-
-fn kwire() -> Command {
-    let mut c = Command::cargo_bin("kwire").unwrap();
-    c.env_remove("KWIRE_SCHEMA");
-    c
-}
 
 fn out(c: &mut Command) -> String {
     let o = c.output().unwrap();

@@ -1,8 +1,6 @@
 //! `kwire apis` and `kwire schema`: what the schema stack knows, without any bytes.
 
-use crate::schema::{
-    Definition, Field, FieldType, MessageDef, MessageKind, Prim, Schema, Source, Versions,
-};
+use crate::schema::{Field, FieldType, MessageDef, MessageKind, Prim, Schema, Source, Versions};
 use serde_json::{json, Value};
 use std::io::Write;
 
@@ -35,22 +33,13 @@ pub struct ApiInfo {
     pub source: String,
 }
 
-/// The definitions of `(kind, api_key)` that serve some version, best first.
-pub fn serving(schema: &Schema, kind: MessageKind, key: i16) -> Vec<&Definition> {
-    schema
-        .by_api(kind, key)
-        .into_iter()
-        .filter(|d| !d.def.valid_versions.is_empty())
-        .collect()
-}
-
 /// Builds the `apis` table from the schema stack.
 pub fn api_infos(schema: &Schema) -> Vec<ApiInfo> {
     let mut out = Vec::new();
     for key in schema.api_keys() {
         let all = schema.by_api(MessageKind::Request, key);
-        let reqs = serving(schema, MessageKind::Request, key);
-        let resps = serving(schema, MessageKind::Response, key);
+        let reqs = schema.serving(MessageKind::Request, key);
+        let resps = schema.serving(MessageKind::Response, key);
         let name = schema.api_name(key).unwrap_or("?").to_string();
         let primary = reqs.first();
         let (min, max) = match primary {
@@ -246,7 +235,7 @@ pub fn bnf(def: &MessageDef, version: i16, w: &mut dyn Write) -> std::io::Result
             if !f.versions.contains(version) || (flexible && f.is_tagged(version)) {
                 continue;
             }
-            let n = crate::decode::walk::snake_case(&f.name);
+            let n = crate::schema::snake_case(&f.name);
             parts.push(if matches!(f.ty, FieldType::Array(_)) {
                 format!("[{n}]")
             } else {
@@ -272,7 +261,7 @@ pub fn bnf(def: &MessageDef, version: i16, w: &mut dyn Write) -> std::io::Result
             if !f.versions.contains(version) {
                 continue;
             }
-            let n = crate::decode::walk::snake_case(&f.name);
+            let n = crate::schema::snake_case(&f.name);
             let ff = f
                 .flexible_versions
                 .map(|v| v.contains(version))

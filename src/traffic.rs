@@ -1,6 +1,6 @@
-//! Capture statistics: per API and version the requests, responses, error names,
-//! latencies and bytes; per connection the endpoints and client_id. What `kwire stats`
-//! prints.
+//! Capture traffic statistics (what `kwire stats` prints for captures; [`crate::log::census`]
+//! counts log directories): per API and version the requests, responses, error names,
+//! latencies and bytes; per connection the endpoints and client_id.
 
 use crate::session::Context;
 use crate::tree::{Direction, Message, Node, Value};
