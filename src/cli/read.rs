@@ -25,7 +25,11 @@ use std::sync::{Arc, Mutex};
 pub struct CaptureArgs {
     /// The captures (pcap or pcapng), read one after the other, each with its own
     /// sessions; `-` for stdin.
-    #[arg(value_name = "CAPTURE", num_args = 0.., required_unless_present = "read_file")]
+    #[arg(
+        value_name = "CAPTURE",
+        num_args = 0..,
+        required_unless_present_any = ["read_file", "interfaces", "list_interfaces"]
+    )]
     pub files: Vec<PathBuf>,
     /// A capture, as tshark's -r: read before the CAPTUREs, if any.
     #[arg(short = 'r', value_name = "FILE")]
@@ -58,6 +62,9 @@ pub struct CaptureArgs {
     /// captures at once. The output is the same at any count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
+    /// Live capture: `-i`, `-f`, `-a`, `-w`, `-D`.
+    #[command(flatten)]
+    pub live: super::live::LiveArgs,
 }
 
 impl CaptureArgs {
@@ -67,7 +74,8 @@ impl CaptureArgs {
             .read_file
             .iter()
             .chain(&self.files)
-            .any(|f| f.as_os_str() == "-");
+            .any(|f| f.as_os_str() == "-")
+            || self.live.is_live();
         match self.threads {
             Some(n) => usize::from(n),
             None if stdin => 1,
@@ -273,7 +281,13 @@ Examples:
   kwire read f.pcap -T fields -e frame -e api -e correlation_id -e latency -E header=y
   kwire read f.pcap -T json -x | jq .bytes
   tcpdump -U -w - port 9092 | kwire read - -l
-  kwire read f.pcap -t ad -Y 'latency > 100ms'";
+  kwire read f.pcap -t ad -Y 'latency > 100ms'
+
+Live capture (dumpcap, else tcpdump; see docs/live-capture.md):
+  kwire read -i eth0                       Kafka on port 9092, as it happens
+  kwire read -i any -f 'tcp port 9093' -a duration:60 -w kafka.pcapng
+  kwire read -i lo --port 19092 -c 100 -V  stop after 100 messages
+  kwire read -D                            the interfaces";
 
 /// Notice lines printed per kind; the rest of that kind are only counted (in the closing
 /// line), so a capture with a million broken connections does not flood the terminal.
@@ -458,8 +472,15 @@ pub struct CaptureFile<'p> {
 }
 
 impl CaptureArgs {
-    /// The captures to read, in command-line order, labelled when there are several.
+    /// The captures to read, in command-line order, labelled when there are several. A
+    /// live capture (`-i`) is one, named `-` (it is read as stdin is).
     pub fn captures(&self) -> Vec<CaptureFile<'_>> {
+        if self.live.is_live() {
+            return vec![CaptureFile {
+                path: Path::new("-"),
+                label: None,
+            }];
+        }
         let several = self.files.len() + usize::from(self.read_file.is_some()) > 1;
         self.read_file
             .iter()
@@ -545,7 +566,12 @@ pub fn run_capture<O: Send>(
     let path = file.path;
     // A progress bar on stderr for large files, when stderr is a terminal.
     let mut bar = indicatif::ProgressBar::hidden();
-    let raw: Box<dyn Read + Send> = if path.as_os_str() == "-" {
+    let mut live = None;
+    let raw: Box<dyn Read + Send> = if a.live.is_live() {
+        let (capture, reader) = super::live::start(a, quiet)?;
+        live = Some(capture);
+        Box::new(reader)
+    } else if path.as_os_str() == "-" {
         Box::new(std::io::stdin())
     } else {
         if path.is_dir() {
@@ -745,6 +771,8 @@ pub fn run_capture<O: Send>(
     if let Some(e) = io_err {
         return Err(CliError::Io(e));
     }
+    // A live capture's child is stopped and reaped here; one that never started says why.
+    let live = live.map(super::live::end).transpose()?;
     tally.shown = shown;
     tally.with_errors = with_errors;
     tally.undecodable = undecodable;
@@ -801,7 +829,7 @@ pub fn run_capture<O: Send>(
             ports.join(", ")
         ));
     }
-    let truncated = stats.file_truncated && !stopped;
+    let truncated = (stats.file_truncated && !stopped) || live.as_ref().is_some_and(|l| l.failed);
     if truncated {
         lines.push(format!(
             "kwire: {}: the capture is cut short (it ends inside a record)",
@@ -838,6 +866,7 @@ pub fn run_capture<O: Send>(
         answers_without_request(&session),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
+    lines.extend(live.into_iter().flat_map(|l| l.lines));
     Ok(Outcome {
         closing: lines.into_iter().map(named).collect(),
         truncated,
@@ -888,7 +917,7 @@ pub(super) fn unanswered_first_pass(
     }
     if file.path.as_os_str() == "-" {
         return Err(CliError::Usage(
-            "-Y unanswered needs a capture file, not stdin: it reads the capture twice".into(),
+            "-Y unanswered needs a capture file, not stdin or a live capture: it reads the capture twice".into(),
         ));
     }
     let dopts = DecodeOptions {
@@ -945,7 +974,8 @@ pub fn read_command(
     } else {
         Detail::Full
     };
-    let flush_each = a.view.line_flush || std::io::stdout().is_terminal();
+    let flush_each =
+        a.view.line_flush || a.capture.live.is_live() || std::io::stdout().is_terminal();
     if let Some(f) = &fields {
         if !a.view.quiet {
             f.header(out)?;
@@ -1125,7 +1155,8 @@ Latency quantiles are nearest-rank: the value at rank ceil(q x n) of the n sorte
 Examples:
   kwire stats captures/demo.pcap
   kwire stats f.pcap -Y 'client_id == \"my-app\"' --format json
-  kwire stats /var/lib/kafka/data -Y 'record_type == OffsetCommitValue'   (a log directory: -Y as in kwire log)")]
+  kwire stats /var/lib/kafka/data -Y 'record_type == OffsetCommitValue'   (a log directory: -Y as in kwire log)
+  kwire stats -i eth0 -a duration:30       30 seconds of live traffic on port 9092 (dumpcap)")]
 pub struct StatsArgs {
     /// The capture and where Kafka is in it.
     #[command(flatten)]
