@@ -673,3 +673,78 @@ fn not_allowed_to_capture_says_how_to_be() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_key_log_written_during_the_capture_is_read_when_a_connection_needs_it() {
+    let test = "a_key_log_written_during_the_capture_is_read_when_a_connection_needs_it";
+    if !can_capture(test, &["dumpcap", "tcpreplay", "tcprewrite"]) {
+        return;
+    }
+    let dir = scratch("keylog");
+    let port = free_port();
+    let cap = dir.join("tls.pcap");
+    let st = Command::new("tcprewrite")
+        .arg(format!("--portmap=9093:{port}"))
+        .args(["-i", "captures/lab/tls/tls13_kp_aes256gcm.pcapng", "-o"])
+        .arg(&cap)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let keys = dir.join("sslkeylog.txt");
+    let w = dir.join("out.pcapng");
+    let (ps, fs) = (port.to_string(), format!("tcp port {port}"));
+    // The key log does not exist when the capture starts, as a client's SSLKEYLOGFILE
+    // before the client runs.
+    let mut live = Live::start(
+        &dir,
+        None,
+        &[
+            "read",
+            "-i",
+            "lo",
+            "-f",
+            &fs,
+            "--port",
+            &ps,
+            "-a",
+            "duration:8",
+            "-w",
+            w.to_str().unwrap(),
+            "--tls-keylog",
+            keys.to_str().unwrap(),
+        ],
+    );
+    live.wait_ready(&w);
+    // Written in two parts, the second ending inside a line, completed later.
+    let text = std::fs::read_to_string("captures/lab/tls/tls13_kp_aes256gcm.keys").unwrap();
+    let cut = text.len() / 2;
+    std::fs::write(&keys, &text[..cut]).unwrap();
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&keys)
+            .unwrap();
+        f.write_all(text[cut..].as_bytes()).unwrap();
+    }
+    replay(&cap);
+    let r = live.end(Duration::from_secs(40));
+    assert_eq!(r.code, 0, "{}", r.err);
+    no_child_left(port);
+    assert!(
+        r.err
+            .contains("not there yet; read when a TLS connection needs its keys"),
+        "{}",
+        r.err
+    );
+    let file = read_file(&[
+        "--port",
+        &ps,
+        "--tls-keylog",
+        "captures/lab/tls/tls13_kp_aes256gcm.keys",
+        cap.to_str().unwrap(),
+    ]);
+    assert_eq!(file.out.lines().count(), 48, "{}", file.err);
+    assert_eq!(timeless(&r.out), timeless(&file.out), "{}", r.err);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -99,9 +99,17 @@ pub fn load_keylogs(a: &CaptureArgs) -> Result<(input::tls::KeyLog, Vec<String>)
             files.push((PathBuf::from(p), false));
         }
     }
+    // A live capture follows the key logs: a running client may still be writing them.
+    let live = a.live.is_live();
     for (p, given) in files {
         match std::fs::read(&p) {
             Ok(text) => {
+                // Live, the whole lines only: the rest is read with what comes after it.
+                let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                let text = if live { &text[..whole] } else { &text[..] };
+                if live {
+                    keys.follow(p.clone(), whole as u64);
+                }
                 let problems = keys.add_text(&text, &p.display().to_string());
                 let n = problems.len();
                 let lines_read = text
@@ -131,6 +139,13 @@ pub fn load_keylogs(a: &CaptureArgs) -> Result<(input::tls::KeyLog, Vec<String>)
                         n - shown
                     ));
                 }
+            }
+            Err(e) if live && e.kind() == std::io::ErrorKind::NotFound => {
+                keys.follow(p.clone(), 0);
+                lines.push(format!(
+                    "kwire: key log {}: not there yet; read when a TLS connection needs its keys",
+                    p.display()
+                ));
             }
             Err(e) if given => {
                 return Err(CliError::Msg(format!("--tls-keylog {}: {e}", p.display())))
