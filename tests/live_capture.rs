@@ -748,3 +748,168 @@ fn a_key_log_written_during_the_capture_is_read_when_a_connection_needs_it() {
     assert_eq!(timeless(&r.out), timeless(&file.out), "{}", r.err);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The pid of the capture child whose command line holds `port port`.
+fn child_of(port: u16) -> Option<i32> {
+    let needle = format!("port {port}");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        (cmd.contains("dumpcap") && cmd.contains(&needle)).then_some(pid)
+    })
+}
+
+#[test]
+fn sigterm_and_no_traffic_stops_with_the_closing_lines() {
+    let test = "sigterm_and_no_traffic_stops_with_the_closing_lines";
+    if !can_capture(test, &["dumpcap"]) {
+        return;
+    }
+    let dir = scratch("sigterm");
+    let port = free_port();
+    let w = dir.join("out.pcapng");
+    let fs = format!("tcp port {port}");
+    let mut live = Live::start(
+        &dir,
+        None,
+        &[
+            "stats",
+            "-i",
+            "lo",
+            "-f",
+            &fs,
+            "-a",
+            "duration:60",
+            "-w",
+            w.to_str().unwrap(),
+        ],
+    );
+    live.wait_ready(&w);
+    let pid = rustix::process::Pid::from_child(&live.child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let r = live.end(Duration::from_secs(20));
+    assert_eq!(r.code, 0, "{}", r.err);
+    no_child_left(port);
+    assert!(
+        closing_line(&r.err).starts_with("kwire: 0 packets, 0 connections"),
+        "{}",
+        r.err
+    );
+    assert!(
+        r.err.contains("kwire: live capture stopped by SIGTERM"),
+        "{}",
+        r.err
+    );
+    assert!(r.out.contains("messages"), "stats printed: {}", r.out);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn filesize_stops_the_capture_once_the_stream_holds_that_many_kb() {
+    let test = "filesize_stops_the_capture_once_the_stream_holds_that_many_kb";
+    if !can_capture(test, &["dumpcap", "tcpreplay", "tcprewrite"]) {
+        return;
+    }
+    let dir = scratch("filesize");
+    let port = free_port();
+    let demo = demo_on(port, &dir);
+    let w = dir.join("out.pcapng");
+    let (ps, fs) = (port.to_string(), format!("tcp port {port}"));
+    let mut live = Live::start(
+        &dir,
+        None,
+        &[
+            "read",
+            "-i",
+            "lo",
+            "-f",
+            &fs,
+            "--port",
+            &ps,
+            "-a",
+            "filesize:2",
+            "-a",
+            "duration:60",
+            "-w",
+            w.to_str().unwrap(),
+        ],
+    );
+    live.wait_ready(&w);
+    replay(&demo);
+    let r = live.end(Duration::from_secs(20));
+    assert_eq!(r.code, 0, "{}", r.err);
+    no_child_left(port);
+    assert!(
+        r.err.contains("kwire: live capture stopped at -a filesize"),
+        "{}",
+        r.err
+    );
+    // The stream (and so the -w file) reached 2 kB; the child was stopped soon after.
+    let len = std::fs::metadata(&w).unwrap().len();
+    assert!(len >= 2000, "{len} bytes");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_child_dying_mid_capture_gives_the_closing_lines_then_exit_2() {
+    let test = "the_child_dying_mid_capture_gives_the_closing_lines_then_exit_2";
+    if !can_capture(test, &["dumpcap", "tcpreplay", "tcprewrite"]) {
+        return;
+    }
+    let dir = scratch("died");
+    let port = free_port();
+    let demo = demo_on(port, &dir);
+    let w = dir.join("out.pcapng");
+    let (ps, fs) = (port.to_string(), format!("tcp port {port}"));
+    let mut live = Live::start(
+        &dir,
+        None,
+        &[
+            "read",
+            "-i",
+            "lo",
+            "-f",
+            &fs,
+            "--port",
+            &ps,
+            "-a",
+            "duration:60",
+            "-w",
+            w.to_str().unwrap(),
+        ],
+    );
+    live.wait_ready(&w);
+    replay(&demo);
+    let t = Instant::now();
+    while live.lines() < 46 {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "only {} lines printed live",
+            live.lines()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let child = child_of(port).expect("the dumpcap child");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    let r = live.end(Duration::from_secs(20));
+    assert_eq!(r.code, 2, "{}", r.err);
+    no_child_left(port);
+    assert!(
+        closing_line(&r.err).starts_with("kwire: 92 packets, 5 connections, 46 messages"),
+        "{}",
+        r.err
+    );
+    assert!(
+        r.err
+            .contains("kwire: dumpcap ended during the capture (signal: 9"),
+        "{}",
+        r.err
+    );
+    assert_eq!(r.out.lines().count(), 46);
+    let _ = std::fs::remove_dir_all(&dir);
+}
