@@ -488,7 +488,7 @@ fn without_dumpcap_tcpdump_captures() {
     .unwrap();
     let port = free_port();
     let demo = demo_on(port, &dir);
-    let w = dir.join("out.pcap");
+    let w = dir.join("out.pcapng");
     let (ps, fs) = (port.to_string(), format!("tcp port {port}"));
     let mut live = Live::start(
         &dir,
@@ -519,6 +519,8 @@ fn without_dumpcap_tcpdump_captures() {
     );
     let file = read_file(&["--port", &ps, demo.to_str().unwrap()]);
     assert_eq!(timeless(&r.out), timeless(&file.out));
+    // tcpdump's pcap, saved as pcapng.
+    assert_eq!(&std::fs::read(&w).unwrap()[..4], &[0x0a, 0x0d, 0x0d, 0x0a]);
     let back = read_file(&["--port", &ps, w.to_str().unwrap()]);
     assert_eq!(back.out, r.out);
     let _ = std::fs::remove_dir_all(&dir);

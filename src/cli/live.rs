@@ -26,8 +26,8 @@ pub struct LiveArgs {
     /// bytes); repeatable, the first met stops it. Ctrl-C (SIGINT) and SIGTERM stop it too.
     #[arg(short = 'a', long = "autostop", value_name = "COND")]
     pub autostop: Vec<Autostop>,
-    /// Save every packet captured to FILE as it is read (dumpcap's pcapng; pcap from
-    /// tcpdump), to read again later.
+    /// Save every packet captured to FILE as pcapng as it is read (dumpcap's own stream;
+    /// tcpdump's pcap rewritten as pcapng), to read again later.
     #[arg(short = 'w', value_name = "FILE")]
     pub write: Option<PathBuf>,
     /// List the interfaces dumpcap (or tcpdump) can capture on, and exit.
@@ -144,15 +144,18 @@ pub fn end(cap: LiveCapture) -> Result<Ended, CliError> {
         .iter()
         .map(|l| format!("kwire: {tool}: {l}"))
         .collect();
-    lines.push(format!(
-        "kwire: live capture {}{}",
-        e.reason,
-        if e.killed {
-            format!(" ({tool} did not stop when asked and was killed)")
-        } else {
-            String::new()
-        }
-    ));
+    let died = matches!(e.error, Some(live::LiveError::Died { .. }));
+    lines.extend((!died).then(|| {
+        format!(
+            "kwire: live capture {}{}",
+            e.reason,
+            if e.killed {
+                format!(" ({tool} did not stop when asked and was killed)")
+            } else {
+                String::new()
+            }
+        )
+    }));
     let failed = match e.error {
         None => false,
         Some(err @ live::LiveError::Died { .. }) | Some(err @ live::LiveError::Write { .. }) => {

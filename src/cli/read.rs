@@ -844,11 +844,15 @@ pub fn run_capture<O: Send>(
             ports.join(", ")
         ));
     }
-    let truncated = (stats.file_truncated && !stopped) || live.as_ref().is_some_and(|l| l.failed);
+    let truncated = stats.file_truncated && !stopped;
     if truncated {
         lines.push(format!(
             "kwire: {}: the capture is cut short (it ends inside a record)",
-            path.display()
+            if live.is_some() {
+                "the live capture's stream".into()
+            } else {
+                path.display().to_string()
+            }
         ));
     }
     let skipped: Vec<String> = tally
@@ -881,6 +885,8 @@ pub fn run_capture<O: Send>(
         answers_without_request(&session),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
+    // The capture child failing part-way fails the command, as a file cut short does.
+    let truncated = truncated || live.as_ref().is_some_and(|l| l.failed);
     lines.extend(live.into_iter().flat_map(|l| l.lines));
     Ok(Outcome {
         closing: lines.into_iter().map(named).collect(),

@@ -20,8 +20,8 @@
 //!   capture process is ever left running.
 //!
 //! The reader ([`LiveReader`]) copies every byte it reads from the child to the `-w` file, if
-//! any: the file is the captured packets themselves (dumpcap's pcapng, tcpdump's pcap), not
-//! kwire's output, and holds exactly what kwire read.
+//! any: the file is the captured packets themselves (dumpcap's pcapng; tcpdump's pcap
+//! rewritten block by block as pcapng), not kwire's output, and holds exactly what kwire read.
 //!
 //! Sources: dumpcap(1) and tcpdump(8) (their options and messages), tshark(1) (`-a`).
 
@@ -186,7 +186,8 @@ pub struct LiveOptions {
     pub filter: Option<String>,
     /// Stop conditions; the first one met ends the capture.
     pub autostop: Vec<Autostop>,
-    /// A file to copy the capture stream to, as it is read (`-w`).
+    /// A file to copy the capture stream to, as it is read (`-w`): pcapng (tcpdump's pcap
+    /// is rewritten as pcapng).
     pub write: Option<PathBuf>,
     /// Catch SIGINT, SIGTERM and SIGHUP while the capture runs and end it on them (as
     /// tshark does: the capture stops, what was captured is read). A program that handles
@@ -426,11 +427,153 @@ impl Shared {
     }
 }
 
+/// The `-w` file: the capture stream as it is read; tcpdump's pcap rewritten as pcapng.
+struct Tee {
+    file: File,
+    path: PathBuf,
+    pcapng: Option<PcapToPcapng>,
+}
+
+impl Tee {
+    fn write(&mut self, b: &[u8]) -> io::Result<()> {
+        match &mut self.pcapng {
+            Some(c) => c.push(b, &mut self.file),
+            None => self.file.write_all(b),
+        }
+    }
+}
+
+/// Largest pcap record the rewriting to pcapng accepts (tcpdump's snap length is 256 KiB).
+const MAX_RECORD: usize = 16 << 20;
+
+/// Rewrites a classic pcap stream (tcpdump's `-w -`) as pcapng as it comes, for `-w`: a
+/// Section Header Block, one Interface Description Block (the pcap's link type and snap
+/// length; `if_tsresol` 6 or 9 for micro- or nanosecond timestamps), and an Enhanced Packet
+/// Block a record, all little-endian. A stream that is not pcap, or a record longer than
+/// 16 MiB, makes it copy the rest as it is. Sources: the pcap file format and pcapng
+/// (draft-ietf-opsawg-pcapng) block layouts.
+#[derive(Debug, Default)]
+struct PcapToPcapng {
+    pending: Vec<u8>,
+    /// `None` before the file header; then whether it is big-endian and nanosecond.
+    format: Option<(bool, bool)>,
+    raw: bool,
+}
+
+/// A pcapng block: type, total length, body (padded to 4 bytes), total length.
+fn block(kind: u32, body: &[u8], out: &mut Vec<u8>) {
+    let pad = (4 - body.len() % 4) % 4;
+    let total = (12 + body.len() + pad) as u32;
+    out.extend_from_slice(&kind.to_le_bytes());
+    out.extend_from_slice(&total.to_le_bytes());
+    out.extend_from_slice(body);
+    out.extend(std::iter::repeat_n(0u8, pad));
+    out.extend_from_slice(&total.to_le_bytes());
+}
+
+impl PcapToPcapng {
+    fn push(&mut self, data: &[u8], w: &mut impl Write) -> io::Result<()> {
+        if self.raw {
+            return w.write_all(data);
+        }
+        self.pending.extend_from_slice(data);
+        let mut out = Vec::new();
+        let mut at = 0;
+        let p = &self.pending;
+        loop {
+            let Some((be, nanos)) = self.format else {
+                if p.len() < 24 {
+                    break;
+                }
+                let magic = u32::from_le_bytes([p[0], p[1], p[2], p[3]]);
+                let (be, nanos) = match magic {
+                    0xa1b2_c3d4 => (false, false),
+                    0xa1b2_3c4d => (false, true),
+                    0xd4c3_b2a1 => (true, false),
+                    0x4d3c_b2a1 => (true, true),
+                    _ => {
+                        self.raw = true;
+                        break;
+                    }
+                };
+                let rd = |i: usize| {
+                    let b = [p[i], p[i + 1], p[i + 2], p[i + 3]];
+                    if be {
+                        u32::from_be_bytes(b)
+                    } else {
+                        u32::from_le_bytes(b)
+                    }
+                };
+                let (snaplen, link) = (rd(16), rd(20) & 0xffff);
+                // SHB: byte-order magic, version 1.0, section length unknown (-1).
+                let mut shb = Vec::with_capacity(16);
+                shb.extend_from_slice(&0x1a2b_3c4du32.to_le_bytes());
+                shb.extend_from_slice(&1u16.to_le_bytes());
+                shb.extend_from_slice(&0u16.to_le_bytes());
+                shb.extend_from_slice(&(-1i64).to_le_bytes());
+                block(0x0a0d_0d0a, &shb, &mut out);
+                // IDB: link type, snap length, if_tsresol (option 9), end of options.
+                let mut idb = Vec::with_capacity(20);
+                idb.extend_from_slice(&(link as u16).to_le_bytes());
+                idb.extend_from_slice(&0u16.to_le_bytes());
+                idb.extend_from_slice(&snaplen.to_le_bytes());
+                idb.extend_from_slice(&9u16.to_le_bytes());
+                idb.extend_from_slice(&1u16.to_le_bytes());
+                idb.extend_from_slice(&[if nanos { 9 } else { 6 }, 0, 0, 0]);
+                idb.extend_from_slice(&[0, 0, 0, 0]);
+                block(1, &idb, &mut out);
+                self.format = Some((be, nanos));
+                at = 24;
+                continue;
+            };
+            let rest = &p[at..];
+            if rest.len() < 16 {
+                break;
+            }
+            let rd = |i: usize| {
+                let b = [rest[i], rest[i + 1], rest[i + 2], rest[i + 3]];
+                if be {
+                    u32::from_be_bytes(b)
+                } else {
+                    u32::from_le_bytes(b)
+                }
+            };
+            let caplen = rd(8) as usize;
+            if caplen > MAX_RECORD {
+                self.raw = true;
+                break;
+            }
+            if rest.len() < 16 + caplen {
+                break;
+            }
+            let scale: u64 = if nanos { 1_000_000_000 } else { 1_000_000 };
+            let units = u64::from(rd(0)) * scale + u64::from(rd(4));
+            let mut epb = Vec::with_capacity(20 + caplen);
+            epb.extend_from_slice(&0u32.to_le_bytes());
+            epb.extend_from_slice(&((units >> 32) as u32).to_le_bytes());
+            epb.extend_from_slice(&(units as u32).to_le_bytes());
+            epb.extend_from_slice(&(caplen as u32).to_le_bytes());
+            epb.extend_from_slice(&rd(12).to_le_bytes());
+            epb.extend_from_slice(&rest[16..16 + caplen]);
+            block(6, &epb, &mut out);
+            at += 16 + caplen;
+        }
+        if self.raw {
+            // Not pcap after all (or a corrupt record): the rest as it is.
+            out.extend_from_slice(&self.pending[at..]);
+            self.pending.clear();
+        } else {
+            self.pending.drain(..at);
+        }
+        w.write_all(&out)
+    }
+}
+
 /// The capture stream: the child's stdout, copied to the `-w` file as it is read.
 /// Reads block until the child writes (or ends); the end of the stream is the child's end.
 pub struct LiveReader {
     out: ChildStdout,
-    tee: Option<(File, PathBuf)>,
+    tee: Option<Tee>,
     shared: Arc<Shared>,
 }
 
@@ -438,7 +581,7 @@ impl fmt::Debug for LiveReader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LiveReader")
             .field("bytes", &self.shared.bytes.load(Ordering::Relaxed))
-            .field("tee", &self.tee.as_ref().map(|t| &t.1))
+            .field("tee", &self.tee.as_ref().map(|t| &t.path))
             .finish()
     }
 }
@@ -459,8 +602,8 @@ impl Read for LiveReader {
             return Ok(0);
         }
         self.shared.bytes.fetch_add(n as u64, Ordering::SeqCst);
-        if let Some((f, _)) = &mut self.tee {
-            if let Err(e) = f.write_all(&buf[..n]) {
+        if let Some(t) = &mut self.tee {
+            if let Err(e) = t.write(&buf[..n]) {
                 if let Ok(mut w) = self.shared.write_error.lock() {
                     w.get_or_insert(e.to_string());
                 }
@@ -588,13 +731,14 @@ impl LiveCapture {
     ) -> Result<(LiveCapture, LiveReader), LiveError> {
         let args = arguments(capturer.tool, opts)?;
         let tee = match &opts.write {
-            Some(p) => Some((
-                File::create(p).map_err(|e| LiveError::Write {
+            Some(p) => Some(Tee {
+                file: File::create(p).map_err(|e| LiveError::Write {
                     path: p.clone(),
                     error: e.to_string(),
                 })?,
-                p.clone(),
-            )),
+                path: p.clone(),
+                pcapng: (capturer.tool == Tool::Tcpdump).then(PcapToPcapng::default),
+            }),
             None => None,
         };
         let signals = if opts.signals {
@@ -1052,6 +1196,52 @@ mod tests {
         assert!(
             msg.contains("dumpcap") && msg.contains("tcpdump") && msg.contains("wireshark-common")
         );
+    }
+
+    #[test]
+    fn tcpdump_s_pcap_is_saved_as_pcapng_that_reads_the_same() {
+        // A pcap made by kwire's own writer, fed to the rewriting a few bytes at a time.
+        let mut pcap = Vec::new();
+        {
+            let mut w = crate::input::pcap_out::PcapWriter::new(&mut pcap).unwrap();
+            let mut flow = crate::input::pcap_out::TcpFlow::new(
+                "127.0.0.1:40000".parse().unwrap(),
+                "127.0.0.1:9092".parse().unwrap(),
+                [1000, 2000],
+            );
+            let t = 1_700_000_000_000_000;
+            flow.open(&mut w, t).unwrap();
+            let frame = [0u8, 0, 0, 10, 0, 18, 0, 3, 0, 0, 0, 1, 255, 255];
+            flow.send(&mut w, true, t + 1000, &frame).unwrap();
+            flow.close(&mut w, t + 2000).unwrap();
+        }
+        let mut conv = PcapToPcapng::default();
+        let mut ng = Vec::new();
+        for chunk in pcap.chunks(7) {
+            conv.push(chunk, &mut ng).unwrap();
+        }
+        assert_eq!(&ng[..4], &[0x0a, 0x0d, 0x0d, 0x0a]);
+        let events = |b: &[u8]| {
+            let mut ev = Vec::new();
+            let st = crate::input::read_capture(
+                b,
+                &crate::input::CaptureOptions::default(),
+                &crate::input::DefaultPlausibility,
+                |e| ev.push(e),
+            )
+            .unwrap();
+            (ev, st.packets)
+        };
+        let (a, na) = events(&pcap);
+        let (b, nb) = events(&ng);
+        assert!(na > 0 && na == nb, "{na} {nb}");
+        assert_eq!(a, b);
+        // Not pcap: copied as it is.
+        let mut raw = PcapToPcapng::default();
+        let mut out = Vec::new();
+        raw.push(&[1u8; 40], &mut out).unwrap();
+        raw.push(&[2u8; 3], &mut out).unwrap();
+        assert_eq!(out.len(), 43);
     }
 
     #[test]
