@@ -131,12 +131,14 @@ pub struct Ended {
     pub failed: bool,
 }
 
-/// Ends the capture (stops and reaps the child) and says how it went.
+/// Ends the capture (stops and reaps the child) and says how it went; `keys` are the
+/// capture's key logs (lines of them read during the capture that could not be used are
+/// counted).
 ///
 /// # Errors
 /// The capture never started (no such interface, bad filter, not allowed): the child's
 /// message and what to do about it (status 2).
-pub fn end(cap: LiveCapture) -> Result<Ended, CliError> {
+pub fn end(cap: LiveCapture, keys: &crate::input::tls::KeyLog) -> Result<Ended, CliError> {
     let tool = cap.capturer().tool.name();
     let e = cap.finish();
     let mut lines: Vec<String> = e
@@ -156,6 +158,12 @@ pub fn end(cap: LiveCapture) -> Result<Ended, CliError> {
             }
         )
     }));
+    let bad_keys = keys.followed_problems();
+    if bad_keys > 0 {
+        lines.push(format!(
+            "kwire: {bad_keys} lines added to the key logs during the capture could not be used (not NSS key log lines)"
+        ));
+    }
     let failed = match e.error {
         None => false,
         Some(err @ live::LiveError::Died { .. }) | Some(err @ live::LiveError::Write { .. }) => {

@@ -300,7 +300,7 @@ Examples:
 
 Live capture (dumpcap, else tcpdump; see docs/live-capture.md):
   kwire read -i eth0                       Kafka on port 9092, as it happens
-  kwire read -i any -f 'tcp port 9093' -a duration:60 -w kafka.pcapng
+  kwire read -i any -f 'tcp port 9093' --port 9093 -a duration:60 -w kafka.pcapng
   kwire read -i lo --port 19092 -c 100 -V  stop after 100 messages
   kwire read -D                            the interfaces";
 
@@ -787,7 +787,9 @@ pub fn run_capture<O: Send>(
         return Err(CliError::Io(e));
     }
     // A live capture's child is stopped and reaped here; one that never started says why.
-    let live = live.map(super::live::end).transpose()?;
+    let live = live
+        .map(|c| super::live::end(c, &copts.tls_keys))
+        .transpose()?;
     tally.shown = shown;
     tally.with_errors = with_errors;
     tally.undecodable = undecodable;

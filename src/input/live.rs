@@ -400,6 +400,8 @@ struct Shared {
     eof: AtomicBool,
     /// The supervisor is to end.
     done: AtomicBool,
+    /// The child got SIGKILL.
+    killed: AtomicBool,
     /// The first error writing the `-w` file.
     write_error: Mutex<Option<String>>,
 }
@@ -803,6 +805,7 @@ impl LiveCapture {
             ended_unasked: AtomicBool::new(false),
             eof: AtomicBool::new(false),
             done: AtomicBool::new(false),
+            killed: AtomicBool::new(false),
             write_error: Mutex::new(None),
         });
         let stderr = std::thread::Builder::new()
@@ -928,7 +931,7 @@ impl LiveCapture {
             reason,
             counts: count_lines(&text),
             bytes,
-            killed: self.killed,
+            killed: self.killed || self.shared.killed.load(Ordering::SeqCst),
             error,
         }
     }
@@ -1049,6 +1052,7 @@ fn supervise(
             .is_some_and(|(_, at)| at.elapsed() >= GRACE && !shared.eof.load(Ordering::SeqCst));
         if !killed && (caught >= 2 || late) {
             killed = true;
+            shared.killed.store(true, Ordering::SeqCst);
             shared.signal(rustix::process::Signal::KILL);
         }
         std::thread::sleep(TICK);
