@@ -727,7 +727,7 @@ fn a_key_log_written_during_the_capture_is_read_when_a_connection_needs_it() {
             .append(true)
             .open(&keys)
             .unwrap();
-        f.write_all(text[cut..].as_bytes()).unwrap();
+        f.write_all(&text.as_bytes()[cut..]).unwrap();
     }
     replay(&cap);
     let r = live.end(Duration::from_secs(40));

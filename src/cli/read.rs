@@ -110,7 +110,7 @@ pub fn load_keylogs(a: &CaptureArgs) -> Result<(input::tls::KeyLog, Vec<String>)
                 if live {
                     keys.follow(p.clone(), whole as u64);
                 }
-                let problems = keys.add_text(&text, &p.display().to_string());
+                let problems = keys.add_text(text, &p.display().to_string());
                 let n = problems.len();
                 let lines_read = text
                     .split(|&b| b == b'\n')

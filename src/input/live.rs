@@ -1248,6 +1248,114 @@ mod tests {
         assert_eq!(out.len(), 43);
     }
 
+    /// A stand-in capture program: a shell script (it ignores dumpcap's arguments).
+    fn script(name: &str, body: &str) -> (Capturer, PathBuf) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("kwire-live-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("dumpcap");
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        (
+            Capturer {
+                tool: Tool::Dumpcap,
+                path: p,
+            },
+            dir,
+        )
+    }
+
+    fn gone(pid: u32) -> bool {
+        // Reaped: no /proc entry (a zombie would still have one).
+        !Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    fn opts() -> LiveOptions {
+        LiveOptions {
+            interfaces: vec!["lo".into()],
+            ..LiveOptions::default()
+        }
+    }
+
+    #[test]
+    fn a_panic_while_capturing_still_reaps_the_child() {
+        let (c, dir) = script("panic", "exec sleep 30");
+        let pid = std::sync::Mutex::new(0);
+        let r = std::panic::catch_unwind(|| {
+            let (cap, _reader) = LiveCapture::start(&c, &opts()).unwrap();
+            *pid.lock().unwrap() = cap.child.as_ref().unwrap().id();
+            panic!("a bug while reading");
+        });
+        assert!(r.is_err());
+        let pid = *pid.lock().unwrap();
+        assert!(pid > 0 && gone(pid), "the child {pid} is left running");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_child_that_ignores_sigterm_is_killed_with_its_group() {
+        // The script ignores SIGTERM, and so does the grandchild it leaves behind.
+        let (c, dir) = script(
+            "stubborn",
+            "trap '' TERM\nsleep 30 &\necho $! > \"$(dirname \"$0\")/grandchild\"\nexec sleep 30",
+        );
+        let (cap, reader) = LiveCapture::start(&c, &opts()).unwrap();
+        let pid = cap.child.as_ref().unwrap().id();
+        let grandchild = dir.join("grandchild");
+        let t = Instant::now();
+        while std::fs::read_to_string(&grandchild).map_or(true, |s| !s.ends_with('\n')) {
+            assert!(t.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(TICK);
+        }
+        let gpid: u32 = std::fs::read_to_string(&grandchild)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        drop(reader);
+        let t = Instant::now();
+        let end = cap.finish();
+        assert!(t.elapsed() >= GRACE, "killed before the grace period");
+        assert!(end.killed);
+        assert_eq!(end.reason, StopReason::Reader);
+        assert!(gone(pid), "the child is left");
+        // The grandchild (reparented, reaped by init) got SIGKILL with the group.
+        let t = Instant::now();
+        // (A zombie until whoever adopted it reaps it: dead all the same.)
+        let dead = |p: u32| {
+            std::fs::read_to_string(format!("/proc/{p}/stat")).map_or(true, |st| {
+                st.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+        };
+        while !dead(gpid) {
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "the grandchild {gpid} is left"
+            );
+            std::thread::sleep(TICK);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_child_that_fails_at_once_is_a_start_failure_with_its_message() {
+        let (c, dir) = script(
+            "fails",
+            "echo 'dumpcap: You do not have permission to capture on device \"lo\".' >&2; exit 1",
+        );
+        let (cap, mut reader) = LiveCapture::start(&c, &opts()).unwrap();
+        let mut b = Vec::new();
+        reader.read_to_end(&mut b).unwrap();
+        let end = cap.finish();
+        match end.error {
+            Some(LiveError::Permission { message, .. }) => assert!(message.contains("permission")),
+            e => panic!("{e:?}"),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn only_the_counting_lines_are_kept() {
         let dumpcap = "Capturing on 'Loopback: lo'\nFile: -\nPackets captured: 12\nPackets received/dropped on interface 'Loopback: lo': 12/0 (pcap:0/dumpcap:0/flushed:0/ps_ifdrop:0) (100.0%)\n";
