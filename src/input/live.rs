@@ -861,6 +861,16 @@ impl LiveCapture {
         Ok((cap, reader))
     }
 
+    /// [`Capturer::find`] then [`LiveCapture::start`]: the one call a reader of captures
+    /// needs to read a live capture instead (hand the reader to
+    /// [`crate::input::read_capture`], then call [`LiveCapture::finish`]).
+    ///
+    /// # Errors
+    /// As those two.
+    pub fn open(opts: &LiveOptions) -> Result<(LiveCapture, LiveReader), LiveError> {
+        LiveCapture::start(&Capturer::find()?, opts)
+    }
+
     /// The program running the capture.
     pub fn capturer(&self) -> &Capturer {
         &self.capturer
