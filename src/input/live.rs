@@ -671,10 +671,15 @@ fn shell_word(s: &str) -> String {
 /// The child's arguments for `opts`.
 fn arguments(tool: Tool, opts: &LiveOptions) -> Result<Vec<String>, LiveError> {
     let mut a: Vec<String> = Vec::new();
-    let packets = opts.autostop.iter().find_map(|s| match s {
-        Autostop::Packets(n) => Some(*n),
-        _ => None,
-    });
+    // Of several conditions of a kind, the first met is the smallest.
+    let packets = opts
+        .autostop
+        .iter()
+        .filter_map(|s| match s {
+            Autostop::Packets(n) => Some(*n),
+            _ => None,
+        })
+        .min();
     match tool {
         Tool::Dumpcap => {
             // A -f before any -i is the filter of every interface (one after an -i is
@@ -826,14 +831,22 @@ impl LiveCapture {
                 }
                 String::from_utf8_lossy(&kept).into_owned()
             });
-        let deadline = opts.autostop.iter().find_map(|s| match s {
-            Autostop::Duration(d) => Some(Instant::now() + *d),
-            _ => None,
-        });
-        let max_bytes = opts.autostop.iter().find_map(|s| match s {
-            Autostop::Filesize(kb) => Some(kb.saturating_mul(1000)),
-            _ => None,
-        });
+        let deadline = opts
+            .autostop
+            .iter()
+            .filter_map(|s| match s {
+                Autostop::Duration(d) => Some(Instant::now() + *d),
+                _ => None,
+            })
+            .min();
+        let max_bytes = opts
+            .autostop
+            .iter()
+            .filter_map(|s| match s {
+                Autostop::Filesize(kb) => Some(kb.saturating_mul(1000)),
+                _ => None,
+            })
+            .min();
         let sup = shared.clone();
         let supervisor = std::thread::Builder::new()
             .name("kwire-capture".into())
@@ -1149,6 +1162,7 @@ mod tests {
             interfaces: vec!["lo".into(), "eth0".into()],
             filter: Some("tcp port 9092".into()),
             autostop: vec![
+                Autostop::Packets(9),
                 Autostop::Packets(7),
                 Autostop::Duration(Duration::from_secs(1)),
             ],
