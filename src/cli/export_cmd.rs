@@ -48,7 +48,8 @@ Examples:
   kwire export broker-1.pcap broker-2.pcap --out DIR --records
   kwire export capture.pcapng --out DIR --partition-by hour -Y 'api == Fetch'
   kwire export /var/lib/kafka/data/__consumer_offsets-31 --out DIR --records
-  kwire export __cluster_metadata-0 --out DIR --records -Y 'PartitionChangeRecord'")]
+  kwire export __cluster_metadata-0 --out DIR --records -Y 'PartitionChangeRecord'
+  kwire export -i eth0 -a duration:600 --out DIR -w kafka.pcapng   (live, through dumpcap)")]
 pub struct ExportArgs {
     /// The captures and where Kafka is in them (the options of `kwire read`).
     #[command(flatten)]

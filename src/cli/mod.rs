@@ -11,6 +11,7 @@ pub mod decode_cmd;
 pub mod diff_cmd;
 pub mod encode_cmd;
 pub mod export_cmd;
+pub mod live;
 pub mod log_cmd;
 pub mod output;
 pub mod page_cmd;
@@ -579,14 +580,23 @@ pub fn load_schema(path: Option<&std::path::Path>) -> Result<Schema, CliError> {
 fn run(cli: &Cli, out: &mut dyn Write) -> Result<i32, CliError> {
     match &cli.command {
         Command::Read(a) => {
+            if let Some(code) = live::before(&a.capture, out)? {
+                return Ok(code);
+            }
             let schema = load_schema(cli.schema.as_deref())?;
             read::read_command(&schema, cli, a, out)
         }
         Command::Stats(a) => {
+            if let Some(code) = live::before(&a.capture, out)? {
+                return Ok(code);
+            }
             let schema = load_schema(cli.schema.as_deref())?;
             read::stats_command(&schema, a, out)
         }
         Command::Export(a) => {
+            if let Some(code) = live::before(&a.capture, out)? {
+                return Ok(code);
+            }
             let schema = load_schema(cli.schema.as_deref())?;
             export_cmd::export_command(&schema, a)
         }

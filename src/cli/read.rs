@@ -25,7 +25,11 @@ use std::sync::Mutex;
 pub struct CaptureArgs {
     /// The captures (pcap or pcapng), read one after the other, each with its own
     /// sessions; `-` for stdin.
-    #[arg(value_name = "CAPTURE", num_args = 0.., required_unless_present = "read_file")]
+    #[arg(
+        value_name = "CAPTURE",
+        num_args = 0..,
+        required_unless_present_any = ["read_file", "interfaces", "list_interfaces"]
+    )]
     pub files: Vec<PathBuf>,
     /// A capture, as tshark's -r: read before the CAPTUREs, if any.
     #[arg(short = 'r', value_name = "FILE")]
@@ -58,6 +62,9 @@ pub struct CaptureArgs {
     /// captures at once. The output is the same at any count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
+    /// Live capture: `-i`, `-f`, `-a`, `-w`, `-D`.
+    #[command(flatten)]
+    pub live: super::live::LiveArgs,
 }
 
 impl CaptureArgs {
@@ -67,7 +74,8 @@ impl CaptureArgs {
             .read_file
             .iter()
             .chain(&self.files)
-            .any(|f| f.as_os_str() == "-");
+            .any(|f| f.as_os_str() == "-")
+            || self.live.is_live();
         match self.threads {
             Some(n) => usize::from(n),
             None if stdin => 1,
@@ -213,7 +221,13 @@ Examples:
   kwire read f.pcap -T fields -e frame -e api -e correlation_id -e latency -E header=y
   kwire read f.pcap -T json -x | jq .bytes
   tcpdump -U -w - port 9092 | kwire read - -l
-  kwire read f.pcap -t ad -Y 'latency > 100ms'";
+  kwire read f.pcap -t ad -Y 'latency > 100ms'
+
+Live capture (dumpcap, else tcpdump; see docs/live-capture.md):
+  kwire read -i eth0                       Kafka on port 9092, as it happens
+  kwire read -i any -f 'tcp port 9093' --port 9093 -a duration:60 -w kafka.pcapng
+  kwire read -i lo --port 19092 -c 100 -V  stop after 100 messages
+  kwire read -D                            the interfaces";
 
 /// Files at least this large get a progress bar (when stderr is a terminal).
 const PROGRESS_MIN_BYTES: u64 = 32 << 20;
@@ -235,6 +249,7 @@ impl CaptureArgs {
             max_frame: self.max_frame,
             all_notices: self.all_notices,
             keylogs,
+            live: self.live.is_live().then(|| super::live::options(self)),
         }
     }
 }
@@ -363,8 +378,15 @@ pub fn has_error_code(m: &Message<'_>) -> bool {
 }
 
 impl CaptureArgs {
-    /// The captures to read, in command-line order, labelled when there are several.
+    /// The captures to read, in command-line order, labelled when there are several. A
+    /// live capture (`-i`) is one, named `-` (it is read as stdin is).
     pub fn captures(&self) -> Vec<CaptureFile<'_>> {
+        if self.live.is_live() {
+            return vec![CaptureFile {
+                path: Path::new("-"),
+                label: None,
+            }];
+        }
         let several = self.files.len() + usize::from(self.read_file.is_some()) > 1;
         self.read_file
             .iter()
@@ -408,7 +430,8 @@ pub fn read_command(
     } else {
         Detail::Full
     };
-    let flush_each = a.view.line_flush || std::io::stdout().is_terminal();
+    let flush_each =
+        a.view.line_flush || a.capture.live.is_live() || std::io::stdout().is_terminal();
     if let Some(f) = &fields {
         if !a.view.quiet {
             f.header(out)?;
@@ -589,7 +612,8 @@ Latency quantiles are nearest-rank: the value at rank ceil(q x n) of the n sorte
 Examples:
   kwire stats captures/demo.pcap
   kwire stats f.pcap -Y 'client_id == \"my-app\"' --format json
-  kwire stats /var/lib/kafka/data -Y 'record_type == OffsetCommitValue'   (a log directory: -Y as in kwire log)")]
+  kwire stats /var/lib/kafka/data -Y 'record_type == OffsetCommitValue'   (a log directory: -Y as in kwire log)
+  kwire stats -i eth0 -a duration:30       30 seconds of live traffic on port 9092 (dumpcap)")]
 pub struct StatsArgs {
     /// The capture and where Kafka is in it.
     #[command(flatten)]

@@ -13,11 +13,13 @@
 //! This layer only knows bytes: it never decodes a Kafka body. The decoder tells it what looks
 //! like a plausible Kafka header through [`FramePlausibility`].
 //!
-//! Entry point: [`read_capture`]. For packet sources other than capture files, the lower-level
+//! Entry point: [`read_capture`]. A live capture ([`live`]) runs dumpcap or tcpdump and
+//! hands [`read_capture`] the stream it writes. For packet sources other than capture files, the lower-level
 //! [`Extractor`] can be fed with link-layer records directly.
 
 pub mod capture;
 pub mod hex;
+pub mod live;
 mod order;
 pub mod pair;
 pub mod pcap_out;

@@ -13,6 +13,8 @@
 //!            -> the closing lines            -> Outcome
 //! ```
 
+mod live;
+
 use crate::decode::{DecodeOptions, Detail};
 use crate::filter::Filter;
 use crate::input::{self, CaptureOptions, Event, FrameKind};
@@ -41,6 +43,10 @@ pub struct Settings {
     /// TLS key logs to read, each with whether the user named it (an unreadable one is
     /// then an error; else, as for `SSLKEYLOGFILE`, a notice).
     pub keylogs: Vec<(PathBuf, bool)>,
+    /// A live capture to read instead of the file (`-i`: a dumpcap or tcpdump child whose
+    /// pcapng stream is read as stdin is; see [`input::live`]). Its key logs are followed:
+    /// a running client may still be writing them.
+    pub live: Option<input::live::LiveOptions>,
 }
 
 impl Default for Settings {
@@ -51,6 +57,7 @@ impl Default for Settings {
             max_frame: 100 << 20,
             all_notices: false,
             keylogs: Vec::new(),
+            live: None,
         }
     }
 }
@@ -113,14 +120,21 @@ impl std::error::Error for RunError {}
 /// `SSLKEYLOGFILE` that cannot be read is a notice line.
 pub fn load_keylogs(
     files: &[(PathBuf, bool)],
+    follow: bool,
 ) -> Result<(input::tls::KeyLog, Vec<String>), RunError> {
     let mut keys = input::tls::KeyLog::new();
     let mut lines = Vec::new();
     for (p, given) in files {
         let given = *given;
-        match std::fs::read(&p) {
+        match std::fs::read(p) {
             Ok(text) => {
-                let problems = keys.add_text(&text, &p.display().to_string());
+                // Followed, the whole lines only: the rest is read with what comes after it.
+                let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                let text = if follow { &text[..whole] } else { &text[..] };
+                if follow {
+                    keys.follow(p.clone(), whole as u64);
+                }
+                let problems = keys.add_text(text, &p.display().to_string());
                 let n = problems.len();
                 let lines_read = text
                     .split(|&b| b == b'\n')
@@ -149,6 +163,13 @@ pub fn load_keylogs(
                         n - shown
                     ));
                 }
+            }
+            Err(e) if follow && e.kind() == std::io::ErrorKind::NotFound => {
+                keys.follow(p.clone(), 0);
+                lines.push(format!(
+                    "kwire: key log {}: not there yet; read when a TLS connection needs its keys",
+                    p.display()
+                ));
             }
             Err(e) if given => {
                 return Err(RunError::Input(format!(
@@ -383,7 +404,19 @@ pub fn run_capture<O: Send>(
 ) -> Result<Outcome, RunError> {
     let (quiet, limit) = (run.quiet, run.limit);
     let path = file.path;
-    let raw: Box<dyn Read + Send> = if path.as_os_str() == "-" {
+    let mut live = None;
+    let raw: Box<dyn Read + Send> = if let Some(lopts) = &a.live {
+        let (capture, reader) = live::start(lopts)?;
+        if !quiet {
+            sink.notice(format!(
+                "kwire: capturing on {}: {}",
+                lopts.interfaces.join(", "),
+                capture.command_line()
+            ));
+        }
+        live = Some(capture);
+        Box::new(reader)
+    } else if path.as_os_str() == "-" {
         Box::new(std::io::stdin())
     } else {
         if path.is_dir() {
@@ -426,7 +459,7 @@ pub fn run_capture<O: Send>(
             sink.borrow_mut().notice(named(line))
         }
     };
-    let (keys, key_lines) = load_keylogs(&a.keylogs)?;
+    let (keys, key_lines) = load_keylogs(&a.keylogs, a.live.is_some())?;
     key_lines.into_iter().for_each(say_line);
     let copts = CaptureOptions {
         ports: if a.ports.is_empty() {
@@ -577,6 +610,8 @@ pub fn run_capture<O: Send>(
     if let Some(e) = io_err {
         return Err(RunError::Io(e));
     }
+    // A live capture's child is stopped and reaped here; one that never started says why.
+    let live = live.map(|c| live::end(c, &copts.tls_keys)).transpose()?;
     tally.shown = shown;
     tally.with_errors = with_errors;
     tally.undecodable = undecodable;
@@ -637,7 +672,11 @@ pub fn run_capture<O: Send>(
     if truncated {
         lines.push(format!(
             "kwire: {}: the capture is cut short (it ends inside a record)",
-            path.display()
+            if live.is_some() {
+                "the live capture's stream".into()
+            } else {
+                path.display().to_string()
+            }
         ));
     }
     let skipped: Vec<String> = tally
@@ -670,6 +709,9 @@ pub fn run_capture<O: Send>(
         answers_without_request(&session),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
     ));
+    // The capture child failing part-way fails the command, as a file cut short does.
+    let truncated = truncated || live.as_ref().is_some_and(|l| l.failed);
+    lines.extend(live.into_iter().flat_map(|l| l.lines));
     Ok(Outcome {
         closing: lines.into_iter().map(named).collect(),
         truncated,
@@ -721,7 +763,7 @@ pub fn unanswered_first_pass(
     }
     if file.path.as_os_str() == "-" {
         return Err(RunError::Usage(
-            "-Y unanswered needs a capture file, not stdin: it reads the capture twice".into(),
+            "-Y unanswered needs a capture file, not stdin or a live capture: it reads the capture twice".into(),
         ));
     }
     let dopts = DecodeOptions {

@@ -13,8 +13,13 @@
 //! are accepted; anything else is a [`KeyLogProblem`] naming its line, and the rest of the
 //! file is still used.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The secrets logged for one TLS connection, found by its ClientHello random.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -66,10 +71,87 @@ impl fmt::Display for KeyLogProblem {
 }
 
 /// Secrets by ClientHello random (32 bytes). Its `Debug` output counts entries and shows
-/// no secret.
-#[derive(Clone, Default, PartialEq, Eq)]
+/// no secret. With [`KeyLog::follow`], files still being written (a running client's
+/// SSLKEYLOGFILE, during a live capture) are read again when a connection needs a key the
+/// log lacks; clones share those files.
+#[derive(Clone, Default)]
 pub struct KeyLog {
     by_random: HashMap<[u8; 32], Secrets>,
+    followed: Option<Arc<Mutex<Followed>>>,
+}
+
+impl PartialEq for KeyLog {
+    /// The same secrets (the followed files aside).
+    fn eq(&self, other: &KeyLog) -> bool {
+        self.by_random == other.by_random
+    }
+}
+
+impl Eq for KeyLog {}
+
+/// Key log files read again as they grow ([`KeyLog::follow`]).
+#[derive(Default)]
+struct Followed {
+    /// Each file and the offset after the last whole line read from it.
+    files: Vec<(PathBuf, u64)>,
+    /// What was read from them after the first read.
+    keys: HashMap<[u8; 32], Secrets>,
+    /// Lines read again that could not be used (counted; the first read reports its own).
+    problems: u64,
+}
+
+/// How long [`KeyLog::lookup`] waits, at most, for a key to appear in a followed file: a
+/// client writes it as it derives it, as the ServerHello reaches it, which kwire may see
+/// first.
+const FOLLOW_WAIT: Duration = Duration::from_millis(200);
+
+/// Largest growth of a followed file read at once (key log lines are ~200 bytes).
+const FOLLOW_MAX_READ: u64 = 16 << 20;
+
+impl Followed {
+    /// Reads what the files gained since the last read (whole lines only); true when
+    /// something was added.
+    fn refresh(&mut self) -> bool {
+        let mut added = false;
+        let mut log = KeyLog::new();
+        for (path, offset) in &mut self.files {
+            let Ok(mut f) = std::fs::File::open(&*path) else {
+                continue;
+            };
+            let len = f.metadata().map_or(0, |m| m.len());
+            if len < *offset {
+                // Truncated or replaced: read from the start again.
+                *offset = 0;
+            }
+            if len == *offset || f.seek(SeekFrom::Start(*offset)).is_err() {
+                continue;
+            }
+            let mut text = Vec::new();
+            if (&mut f)
+                .take(FOLLOW_MAX_READ)
+                .read_to_end(&mut text)
+                .is_err()
+            {
+                continue;
+            }
+            let Some(end) = text.iter().rposition(|&b| b == b'\n') else {
+                continue;
+            };
+            let name = path.display().to_string();
+            self.problems += log.add_text(&text[..=end], &name).len() as u64;
+            *offset += end as u64 + 1;
+            added = true;
+        }
+        if added {
+            let mut mine = KeyLog {
+                by_random: std::mem::take(&mut self.keys),
+                followed: None,
+            };
+            mine.merge(&log);
+            self.keys = mine.by_random;
+        }
+        added
+    }
 }
 
 impl fmt::Debug for KeyLog {
@@ -106,15 +188,57 @@ impl KeyLog {
         self.by_random.len()
     }
 
-    /// True when no secret is known.
+    /// True when no secret is known and no file is followed.
     pub fn is_empty(&self) -> bool {
-        self.by_random.is_empty()
+        self.by_random.is_empty() && self.followed.is_none()
     }
 
-    /// The secrets for a ClientHello random, if logged.
+    /// The secrets for a ClientHello random, if logged (in what was added; the followed
+    /// files are not read: see [`KeyLog::lookup`]).
     pub fn get(&self, client_random: &[u8]) -> Option<&Secrets> {
         let r: [u8; 32] = client_random.try_into().ok()?;
         self.by_random.get(&r)
+    }
+
+    /// The secrets for a ClientHello random: as [`KeyLog::get`], then, when files are
+    /// followed and the key is not known, in what those files gained since they were last
+    /// read, waiting up to 200 ms for it to be written.
+    pub fn lookup(&self, client_random: &[u8]) -> Option<Cow<'_, Secrets>> {
+        if let Some(s) = self.get(client_random) {
+            return Some(Cow::Borrowed(s));
+        }
+        let r: [u8; 32] = client_random.try_into().ok()?;
+        let followed = self.followed.as_ref()?;
+        let mut f = followed.lock().ok()?;
+        let start = Instant::now();
+        loop {
+            if let Some(s) = f.keys.get(&r) {
+                return Some(Cow::Owned(s.clone()));
+            }
+            if !f.refresh() {
+                if start.elapsed() >= FOLLOW_WAIT {
+                    return None;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// Follows `path`, read up to `offset` bytes already (the end of its last whole line):
+    /// [`KeyLog::lookup`] reads what it gains. The file need not exist yet.
+    pub fn follow(&mut self, path: PathBuf, offset: u64) {
+        let f = self.followed.get_or_insert_with(Arc::default);
+        if let Ok(mut f) = f.lock() {
+            f.files.push((path, offset));
+        }
+    }
+
+    /// Lines of the followed files, read after the first read, that could not be used.
+    pub fn followed_problems(&self) -> u64 {
+        self.followed
+            .as_ref()
+            .and_then(|f| f.lock().ok().map(|f| f.problems))
+            .unwrap_or(0)
     }
 
     /// Adds every usable line of `text` (NSS key log format, LF or CRLF line ends) and
@@ -239,6 +363,47 @@ mod tests {
         // no secret in any Debug or problem text
         let dbg = format!("{k:?} {s:?} {p:?}");
         assert!(!dbg.contains("1111") && !dbg.contains("2222"), "{dbg}");
+    }
+
+    #[test]
+    fn followed_files_are_read_again_when_a_key_is_missing() {
+        let dir = std::env::temp_dir().join(format!("kwire-follow-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keys.log");
+        let (r1, r2) = ("01".repeat(32), "02".repeat(32));
+        let first = format!("CLIENT_RANDOM {r1} {}\n", "33".repeat(48));
+        std::fs::write(&path, &first).unwrap();
+        let mut k = KeyLog::new();
+        k.add_text(first.as_bytes(), "keys.log");
+        k.follow(path.clone(), first.len() as u64);
+        let clone = k.clone();
+        assert!(k.lookup(&[1; 32]).is_some());
+        // Not there yet: a short wait, then none.
+        let t = Instant::now();
+        assert!(k.lookup(&[2; 32]).is_none());
+        assert!(t.elapsed() >= FOLLOW_WAIT);
+        // Written, and half a line more: the whole line is read, the half kept for later.
+        let second = format!(
+            "CLIENT_RANDOM {r2} {}\nCLIENT_RANDOM {}",
+            "44".repeat(48),
+            "05".repeat(10)
+        );
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, second.as_bytes()).unwrap();
+        let s = clone.lookup(&[2; 32]).expect("read again");
+        assert_eq!(s.master.as_deref(), Some(&[0x44; 48][..]));
+        let r5 = "05".repeat(32);
+        std::io::Write::write_all(
+            &mut f,
+            format!("{} {}\n", &r5[20..], "55".repeat(48)).as_bytes(),
+        )
+        .unwrap();
+        assert!(k.lookup(&[5; 32]).is_some(), "the line finished later");
+        assert_eq!(k.followed_problems(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

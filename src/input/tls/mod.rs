@@ -759,7 +759,7 @@ impl TlsConn {
             return;
         };
         let sr = self.server_random.clone().unwrap_or_default();
-        let Some(sec) = keys.get(&cr) else {
+        let Some(sec) = keys.lookup(&cr) else {
             self.missing = Some(if keys.is_empty() {
                 "no key log given, or no key in it (--tls-keylog FILE or SSLKEYLOGFILE)".into()
             } else {
