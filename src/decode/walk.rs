@@ -979,7 +979,8 @@ impl<'c, 'a> Walk<'c, 'a> {
         let mut i = 0;
         let mut in_full = false;
         while i < count {
-            if self.cx.budget_left() == 0 && !in_full {
+            let foldable = self.cx.opts.fold_frame_arrays || r.buffer != 0;
+            if self.cx.budget_left() == 0 && !in_full && foldable {
                 let (k, fold) = self.fold_elements(r, f, inner, elem_struct, name, i, count);
                 i += k;
                 if k > 0 {
