@@ -982,7 +982,7 @@ pub fn read_command(
     }
     let state = Mutex::new(Ordered {
         n: 0,
-        doc: crate::page::frames::Doc::new(),
+        doc: crate::page::frames::Doc::new("Kafka messages decoded by kwire"),
         previous_shown: None,
     });
     let mut shown = 0u64;
@@ -1020,7 +1020,7 @@ pub fn read_command(
                     }
                     (View::Format(super::Format::Html), _, Some(st)) => {
                         st.n += 1;
-                        st.doc.add(schema, m, Some(ctx), 0, ropts)
+                        st.doc.add(out, schema, m, Some(ctx), 0, ropts)?
                     }
                     (View::Format(fmt), _, _) => print_message(m, Some(ctx), ropts, *fmt, out)?,
                     (View::Fields, None, _) => {}
@@ -1053,10 +1053,10 @@ pub fn read_command(
         Ok(())
     })?;
     if matches!(v.view, View::Format(super::Format::Html)) {
-        let st = state
+        let mut st = state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        st.doc.finish(out, "Kafka messages decoded by kwire")?;
+        st.doc.finish(out)?;
         out.flush()?;
     }
     Ok(status)
