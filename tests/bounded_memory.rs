@@ -483,3 +483,76 @@ fn large_buffers_on_many_threads_go_back_to_the_system() {
         "--threads 24 peaks at {many} KiB, --threads 1 at {one} KiB"
     );
 }
+
+/// Issue 25: `--format html` kept the whole document and wrote every byte of a
+/// decompressed buffer as a cell (a 219-byte input reached 250 MiB and wrote 110 MB).
+/// A capture of about 200 bytes of zstd holding 150,000 tiny records, printed as HTML by
+/// `read` and `decode`, and as Markdown: the peak stays under the bound, the HTML is a
+/// small multiple of the tree it shows, and its grids still account for every byte
+/// (cells, and collapsed rows that say how many bytes they stand for).
+#[test]
+fn zstd_batch_of_150k_records_as_html_is_bounded() {
+    const N: usize = 150_000;
+    let b = batch(N, true);
+    assert!(b.len() < 300, "{} bytes of batch", b.len());
+    let frame = produce(&b);
+    let p = scratch("zstd-150k.pcap");
+    capture(&p, std::slice::from_ref(&frame));
+    let raw = scratch("zstd-150k.bin");
+    std::fs::write(&raw, &frame).unwrap();
+    let (f, r) = (p.to_str().unwrap(), raw.to_str().unwrap());
+    for args in [
+        vec!["read", f, "--format", "html"],
+        vec!["decode", "--raw", r, "--format", "html"],
+        vec![
+            "read",
+            f,
+            "--format",
+            "html",
+            "--max-nodes",
+            "20000",
+            "--max-elements",
+            "1000",
+        ],
+    ] {
+        let Some((html, peak)) = run_peak(&args) else {
+            return;
+        };
+        assert!(peak < 96 * 1024, "{args:?}: peak RSS {peak} KiB");
+        assert!(
+            html.len() < 4 << 20,
+            "{args:?}: {} bytes of HTML",
+            html.len()
+        );
+        assert!(
+            html.trim_end().ends_with("</html>"),
+            "{args:?}: a whole document"
+        );
+        // Buffer 1 (the 1.05 MB of records): cells plus collapsed bytes cover it all.
+        let grid = html
+            .split("data-g=\"m1-1\"")
+            .nth(1)
+            .and_then(|g| g.split("</table>").next())
+            .expect("the decompressed buffer's grid");
+        let cells = grid.matches("<td class=\"b ").count();
+        let gaps: usize = grid
+            .split("<tr class=\"gap\" data-n=\"")
+            .skip(1)
+            .map(|s| s.split('"').next().unwrap().parse::<usize>().unwrap())
+            .sum();
+        assert_eq!(cells + gaps, N * TINY.len(), "{args:?}");
+        assert!(gaps > 0, "{args:?}: rows collapsed");
+        assert!(
+            html.contains("... "),
+            "{args:?}: the elements past --max-elements said"
+        );
+    }
+    let Some((md, peak)) = run_peak(&["read", f, "--format", "md"]) else {
+        return;
+    };
+    assert!(peak < 96 * 1024, "md: peak RSS {peak} KiB");
+    assert!(
+        md.contains("records read and checked, not shown"),
+        "md folds"
+    );
+}

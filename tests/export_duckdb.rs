@@ -1162,3 +1162,126 @@ fn collect_values(n: &J, out: &mut Vec<String>) {
         }
     }
 }
+
+/// A pcap of one client's Fetch v11 request and the broker's response, `parts` its
+/// partitions' records fields (partition i of topic `big`), built with kwire's encoder.
+fn fetch_capture(path: &Path, parts: &[Vec<u8>]) {
+    use kwire::encode::{encode, to_hex};
+    use kwire::input::pcap_out::{PcapWriter, TcpFlow};
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    let schema = kwire::schema::Schema::embedded();
+    let frame = |v: J| encode(&schema, &v).unwrap();
+    let req = frame(json!({"kind": "request", "api_key": 1, "api_version": 11,
+        "header": {"correlation_id": 7, "client_id": "export-test"},
+        "body": {"ReplicaId": -1, "MaxWaitMs": 500, "MinBytes": 1, "MaxBytes": 52_428_800,
+            "IsolationLevel": 0, "SessionId": 0, "SessionEpoch": -1,
+            "Topics": [{"Topic": "big", "Partitions": (0..parts.len()).map(|i| json!(
+                {"Partition": i, "CurrentLeaderEpoch": -1, "FetchOffset": 0,
+                 "LogStartOffset": -1, "PartitionMaxBytes": 52_428_800})).collect::<Vec<_>>()}],
+            "ForgottenTopicsData": [], "RackId": ""}}));
+    let resp = frame(json!({"kind": "response", "api_key": 1, "api_version": 11,
+        "header": {"correlation_id": 7},
+        "body": {"ThrottleTimeMs": 0, "ErrorCode": 0, "SessionId": 0, "Responses": [
+            {"Topic": "big", "Partitions": parts.iter().enumerate().map(|(i, r)| json!(
+                {"PartitionIndex": i, "ErrorCode": 0, "HighWatermark": 60_000,
+                 "LastStableOffset": 60_000, "LogStartOffset": 0, "AbortedTransactions": null,
+                 "PreferredReadReplica": -1, "Records": to_hex(r)})).collect::<Vec<_>>()}]}}));
+    let mut w = PcapWriter::new(Vec::new()).unwrap();
+    let mut flow = TcpFlow::new(
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000),
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9092),
+        [1000, 5000],
+    );
+    flow.open(&mut w, 0).unwrap();
+    flow.send(&mut w, true, 1000, &req).unwrap();
+    flow.send(&mut w, false, 2000, &resp).unwrap();
+    flow.close(&mut w, 1_000_000).unwrap();
+    std::fs::write(path, w.into_inner()).unwrap();
+}
+
+/// An uncompressed RecordBatch v2 at `base` of `count` records, each with key `k<i>` and
+/// a value of `value_len` bytes.
+fn numbered_batch(base: i64, count: usize, value_len: usize) -> Vec<u8> {
+    use kwire::encode::records::{write_batch_v2, BatchHeader};
+    fn zz(out: &mut Vec<u8>, v: i64) {
+        let mut u = ((v << 1) ^ (v >> 63)) as u64;
+        while u >= 0x80 {
+            out.push(u as u8 | 0x80);
+            u >>= 7;
+        }
+        out.push(u as u8);
+    }
+    let mut raw = Vec::new();
+    for i in 0..count {
+        let key = format!("k{i}");
+        let mut body = vec![0u8]; // attributes
+        zz(&mut body, i as i64); // timestampDelta
+        zz(&mut body, i as i64); // offsetDelta
+        zz(&mut body, key.len() as i64);
+        body.extend(key.as_bytes());
+        zz(&mut body, value_len as i64);
+        body.extend(std::iter::repeat_n(b'v', value_len));
+        zz(&mut body, 0); // headers
+        zz(&mut raw, body.len() as i64);
+        raw.extend(body);
+    }
+    let h = BatchHeader {
+        base_offset: base,
+        last_offset_delta: count as i32 - 1,
+        base_timestamp: 1_714_564_800_000,
+        max_timestamp: 1_714_564_800_000 + count as i64,
+        producer_id: -1,
+        producer_epoch: -1,
+        base_sequence: -1,
+        partition_leader_epoch: -1,
+        ..BatchHeader::default()
+    };
+    let mut b = Vec::new();
+    write_batch_v2(&mut b, &h, count as i32, &raw).unwrap();
+    b
+}
+
+/// Issue 25: a Fetch of 50,000 records in one 5.5 MB response exported 22,221 record rows
+/// and said nothing (the tree's node budget cut the export). Every record and every
+/// partition entry is a row, whatever the node budget, including the partition after
+/// the one that spent it.
+#[test]
+fn a_fetch_past_the_node_budget_exports_every_record_and_partition() {
+    let Some(py) = engine("a_fetch_past_the_node_budget_exports_every_record_and_partition") else {
+        return;
+    };
+    let dir = tmp("node-budget");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = dir.join("fetch-50k.pcap");
+    let big = numbered_batch(0, 50_000, 100);
+    assert!(big.len() > 5_400_000, "{} bytes", big.len());
+    fetch_capture(&cap, &[big, numbered_batch(50_000, 10, 5)]);
+    let out = dir.join("out");
+    let o = export(&[cap.display().to_string()], &out, &["--records"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("50010 records") || said.contains("50,010 records"),
+        "{said}"
+    );
+    let (p, r) = (glob(&out, "partitions"), glob(&out, "records"));
+    let (res, _) = query(
+        &py,
+        &[
+            format!("select count(*), count(distinct record_offset), min(record_offset), max(record_offset) from {r}"),
+            format!("select partition, count(*) from {r} group by partition order by partition"),
+            format!("select kind, count(*), sum(records) from {p} group by kind order by kind"),
+            format!("select count(*) from {r} where decode(key) <> 'k' || (record_offset % 50000) or value_length not in (100, 5)"),
+        ],
+        &[],
+    );
+    let res: Vec<Vec<J>> = res.into_iter().map(Result::unwrap).collect();
+    assert_eq!(res[0][0], json!([50_010, 50_010, 0, 50_009]));
+    assert_eq!(res[1], vec![json!([0, 50_000]), json!([1, 10])]);
+    assert_eq!(
+        res[2],
+        vec![json!(["request", 2, null]), json!(["response", 2, 50_010])]
+    );
+    assert_eq!(res[3][0][0], 0, "keys and value lengths as written");
+    let _ = std::fs::remove_dir_all(&dir);
+}

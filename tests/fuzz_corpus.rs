@@ -17,13 +17,14 @@ use std::path::{Path, PathBuf};
 /// A target's name and body.
 type Target = (&'static str, fn(&[u8]));
 
-const TARGETS: [Target; 6] = [
+const TARGETS: [Target; 7] = [
     ("frame", fuzz::frame),
     ("capture", fuzz::capture),
     ("hex", fuzz::hex),
     ("records", fuzz::records),
     ("logfile", fuzz::log_file),
     ("tls", fuzz::tls),
+    ("pages", fuzz::pages),
 ];
 
 fn corpus_dir(target: &str) -> PathBuf {
@@ -71,6 +72,11 @@ fn hex_corpus() {
 #[test]
 fn records_corpus() {
     replay("records", fuzz::records);
+}
+
+#[test]
+fn pages_corpus() {
+    replay("pages", fuzz::pages);
 }
 
 #[test]

@@ -229,6 +229,14 @@ fn values_read_from_the_bytes() {
     assert_eq!(v(co, "protocolType"), "consumer");
     assert_eq!(v(co, "generation"), "2");
     assert_eq!(v(co, "protocol"), "range");
+    // Its member's subscription and assignment, the consumer protocol v3 (issue 25: they
+    // were bytes): the subscribed topic, the generation, the assigned partition.
+    assert_eq!(v(co, "version"), "3");
+    assert_eq!(v(co, "Topics[0]"), "topic_transactions");
+    assert_eq!(v(co, "GenerationId"), "1");
+    assert_eq!(v(co, "RackId"), "null");
+    assert_eq!(v(co, "Topic"), "topic_transactions");
+    assert_eq!(v(co, "Partitions[0]"), "0");
     assert_eq!(
         file_of(&s.types, co),
         &vec!["GroupMetadataValue v3".to_string()]

@@ -355,6 +355,97 @@ fn lz4_record_batch_with_corrupt_data() {
     });
 }
 
+/// Records `from..to` (offset deltas), each with a value `v<i>`.
+fn numbered_records(from: i64, to: i64) -> Vec<u8> {
+    (from..to)
+        .flat_map(|i| record(i, None, Some(format!("v{i}").as_bytes()), &[]))
+        .collect()
+}
+
+/// The warning of LZ4 data of `frames` frames, whose first frame holds `first` of
+/// `total` decompressed bytes.
+fn lz4_frames_warning(frames: usize, first: usize, total: usize) -> String {
+    format!(
+        "LZ4 data of {frames} frames, decoded back to back: Kafka's reader stops after the first frame ({first} of {total} decompressed bytes) and ignores the rest"
+    )
+}
+
+#[test]
+fn lz4_batch_of_two_frames_decodes_in_full_with_a_warning() {
+    // 20 records declared, 10 in each of two LZ4 frames: all 20 are there.
+    let (a, b) = (numbered_records(0, 10), numbered_records(10, 20));
+    let lz = [compress(3, &a), compress(3, &b)].concat();
+    let batch = batch_v2(0, 3, 20, &lz);
+    let at = produce_records_at(batch.len());
+    let f = produce_v9(&batch);
+    let (errs, warns) = diag(&f, &Known::request());
+    assert!(errs.is_empty(), "{errs:?}");
+    let w = lz4_frames_warning(2, a.len(), a.len() + b.len());
+    assert_eq!(warns, vec![(0, at + RECORDS_AT, w.clone())]);
+    with_msg(&DecodeOptions::default(), &f, &Known::request(), |m| {
+        let recs = m.tree.find("Records (decompressed)").unwrap();
+        assert_eq!(recs.value, Value::Count(20));
+        let last = recs.find("Record[19]").unwrap();
+        assert_eq!(child(last, "value").value, Value::Bytes(b"v19"));
+        ends_with_body_tags(m);
+    });
+    // 10 declared, as many as the first frame holds: the warning still says that the
+    // second frame is there (and the records after the declared count are flagged).
+    let batch = batch_v2(0, 3, 10, &lz);
+    let f = produce_v9(&batch);
+    let (_, warns) = diag(&f, &Known::request());
+    assert!(warns.iter().any(|x| x.2 == w), "{warns:?}");
+}
+
+#[test]
+fn lz4_batch_with_garbage_after_the_frame() {
+    // 16 garbage bytes after the one frame: an error at their offset, the records kept.
+    let recs = numbered_records(0, 5);
+    let frame = compress(3, &recs);
+    let lz = [frame.clone(), vec![0xee; 16]].concat();
+    let batch = batch_v2(0, 3, 5, &lz);
+    let good = batch_v2(5, 0, 1, &record(0, None, Some(b"next"), &[]));
+    let field = [batch.clone(), good].concat();
+    let at = produce_records_at(field.len());
+    let f = produce_v9(&field);
+    let (errs, warns) = diag(&f, &Known::request());
+    let why = format!(
+        "16 bytes after the last LZ4 frame (frame 1 ends at byte {} of the compressed data) are not an LZ4 frame",
+        frame.len()
+    );
+    assert_eq!(errs, e(&[(0, at + RECORDS_AT + frame.len(), &why)]));
+    assert!(warns.is_empty(), "{warns:?}");
+    with_msg(&DecodeOptions::default(), &f, &Known::request(), |m| {
+        let recs = m.tree.find("Records (decompressed)").unwrap();
+        assert_eq!(recs.value, Value::Count(5));
+        let field = m.tree.find("Records").unwrap();
+        assert_eq!(field.children[2].offset, at + batch.len());
+        ends_with_body_tags(m);
+    });
+}
+
+#[test]
+fn lz4_legacy_wrapper_of_two_frames_holds_all_six_messages() {
+    for magic in [0u8, 1] {
+        let msgs: Vec<Vec<u8>> = (0..6)
+            .map(|i| legacy_message(i, magic, 0, Some(format!("m{i}").as_bytes())))
+            .collect();
+        let (a, b) = (msgs[..3].concat(), msgs[3..].concat());
+        let lz = [compress(3, &a), compress(3, &b)].concat();
+        let wrapper = legacy_message(5, magic, 3, Some(&lz));
+        let f = fetch_v4_response(&wrapper);
+        let value_at = FETCH_RECORDS_AT + if magic == 0 { 22 } else { 30 };
+        let (errs, warns) = diag(&f, &Known::response(1, 4));
+        assert!(errs.is_empty(), "magic {magic}: {errs:?}");
+        let w = lz4_frames_warning(2, a.len(), a.len() + b.len());
+        assert_eq!(warns, vec![(0, value_at, w)], "magic {magic}");
+        with_msg(&DecodeOptions::default(), &f, &Known::response(1, 4), |m| {
+            let inner = m.tree.find("Messages (decompressed)").unwrap();
+            assert_eq!(inner.value, Value::Count(6), "magic {magic}");
+        });
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Decompression bombs.
 

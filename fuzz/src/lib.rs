@@ -191,6 +191,122 @@ pub fn frame(data: &[u8]) {
     }
 }
 
+/// Target `pages`: the page printers of `read`/`decode --format md|html` under the
+/// budgets. Byte 0: bits 0-1 the node budget (16, 64, 256 or the default 200,000), bits
+/// 2-3 `--max-elements` (1, 3, 100, 100), bit 4 `--depth 3`, bit 5 a response (else a
+/// request), bit 6 a second message (the same frame again, so that the HTML pairs or
+/// queues); byte 1 an api_key, byte 2 (signed) an api_version, the rest one frame.
+/// Invariants: nothing panics; the HTML is one whole document whose tree shows exactly
+/// the lines of the text tree (node, error, warning, `... M more` and `... (N nodes)`
+/// rows), and whose every byte grid accounts for every byte of its buffer (cells, and
+/// collapsed rows whose `data-n` says how many bytes they stand for); the HTML is at
+/// most a fixed multiple of what it shows (cells and rows); the Markdown's fences are
+/// its own and balanced.
+pub fn pages(data: &[u8]) {
+    use kwire::page::frames::{markdown, Doc};
+    use kwire::render::text as rtext;
+    let [ctl, k, v, frame @ ..] = data else {
+        return;
+    };
+    let key = i16::from(*k);
+    let ver = i16::from(*v as i8);
+    let opts = DecodeOptions {
+        max_nodes: [16, 64, 256, DecodeOptions::DEFAULT_MAX_NODES][usize::from(ctl & 3)],
+        ..options().clone()
+    };
+    let ropts = RenderOptions {
+        color: false,
+        max_elements: [1, 3, 100, 100][usize::from((ctl >> 2) & 3)],
+        depth: (ctl & 0x10 != 0).then_some(3),
+        ..RenderOptions::default()
+    };
+    let known = if ctl & 0x20 != 0 {
+        Known::response(key, ver)
+    } else {
+        Known::request()
+    };
+    let arena = Buffers::new();
+    let m = decode(schema(), &opts, &arena, frame, &known);
+    check_message(&m);
+
+    let mut doc = Doc::new("fuzz");
+    let mut html = Vec::new();
+    let copies = if ctl & 0x40 != 0 { 2 } else { 1 };
+    for _ in 0..copies {
+        doc.add(&mut html, schema(), &m, None, 0, &ropts)
+            .expect("writing into a Vec");
+    }
+    doc.finish(&mut html).expect("writing into a Vec");
+    let html = String::from_utf8(html).expect("the HTML is UTF-8");
+    assert!(html.starts_with("<!DOCTYPE html>"), "a whole document");
+    assert!(html.trim_end().ends_with("</html>"), "a whole document");
+    let mut text = Vec::new();
+    rtext::tree(&mut text, &m, &ropts).expect("writing into a Vec");
+    let lines = String::from_utf8_lossy(&text).lines().count();
+    for n in 1..=copies {
+        let section = html
+            .split(&format!("<section class=\"msg\" id=\"m{n}\">"))
+            .nth(1)
+            .and_then(|s| s.split("</section>").next())
+            .expect("the message's section");
+        let rows = section.matches("<div class=\"row").count();
+        assert_eq!(rows, lines, "the HTML tree shows the text tree's lines");
+        let mut cells_all = 0;
+        for id in 0..=m.buffers.len() {
+            let grid = section
+                .split(&format!("<table class=\"grid\" data-g=\"m{n}-{id}\">"))
+                .nth(1)
+                .and_then(|g| g.split("</table>").next())
+                .expect("a grid per buffer");
+            let cells = grid.matches("<td class=\"b ").count();
+            let gaps: usize = grid
+                .split("<tr class=\"gap\" data-n=\"")
+                .skip(1)
+                .map(|s| {
+                    s.split('"')
+                        .next()
+                        .and_then(|x| x.parse::<usize>().ok())
+                        .expect("a gap's byte count")
+                })
+                .sum();
+            assert_eq!(
+                cells + gaps,
+                m.buffer(id as u32).len(),
+                "grid {id} accounts for every byte"
+            );
+            cells_all += cells + grid.matches("<tr").count();
+        }
+        // What a section holds beyond its cells and rows is bounded per cell and row
+        // (each at most a few hundred bytes, values cut at --max-value-len).
+        let bound = 8192 + 200 * cells_all + 2048 * rows + 64 * frame.len();
+        assert!(
+            section.len() <= bound,
+            "{} bytes for {cells_all} cells and {rows} rows",
+            section.len()
+        );
+    }
+
+    let mut md = Vec::new();
+    markdown(&mut md, schema(), 1, &m, None, &ropts).expect("writing into a Vec");
+    let md = String::from_utf8_lossy(&md);
+    // Fences (lines starting with three backticks after at most three spaces) are the
+    // printer's own, opening and closing in turn: no value opens or closes one.
+    let mut open = false;
+    for l in md.lines() {
+        let t = l.trim_start_matches(' ');
+        if l.len() - t.len() > 3 || !t.starts_with("```") {
+            continue;
+        }
+        if open {
+            assert_eq!(t, "```", "a fence closes: {l:?}");
+        } else {
+            assert!(t == "```text" || t == "```json", "a fence opens: {l:?}");
+        }
+        open = !open;
+    }
+    assert!(!open, "fences balanced");
+}
+
 /// Target `capture`: the bytes as a pcap or pcapng file, read with reassembly (broker
 /// port 9092, then with server detection on every connection), every frame decoded with
 /// request/response pairing.

@@ -309,7 +309,7 @@ pub fn decode_command(
     let format = a.out.format.unwrap_or(OutputFormat::TEXT);
     let mut ignored = output::ignored_options(&a.out, format);
     // An HTML page is one document: its messages are gathered, then written at the end.
-    let mut doc = crate::page::frames::Doc::new();
+    let mut doc = crate::page::frames::Doc::new("Kafka messages decoded by kwire");
     // Requests by (stream, correlation_id), oldest first: streams of several connections
     // written as one (`c>s`/`s>c` lines) reuse correlation_ids.
     let mut pending: Pending = HashMap::new();
@@ -417,10 +417,7 @@ pub fn decode_command(
             OutputFormat::MD => {
                 crate::page::frames::markdown(out, schema, frames, &m, None, &ropts)
             }
-            OutputFormat::HTML => {
-                doc.add(schema, &m, None, f.stream as u32, &ropts);
-                Ok(())
-            }
+            OutputFormat::HTML => doc.add(out, schema, &m, None, f.stream as u32, &ropts),
             OutputFormat::Message(f) => print_message(&m, None, &ropts, f, out),
         }
     };
@@ -499,7 +496,7 @@ pub fn decode_command(
         }
     }
     if format == OutputFormat::HTML {
-        doc.finish(out, "Kafka messages decoded by kwire")?;
+        doc.finish(out)?;
     }
     if errors > 0 {
         say(&format!(

@@ -294,7 +294,12 @@ fn export_one(
             schema,
             &a.capture,
             file,
-            DecodeOptions::default(),
+            // Every partition entry becomes a row: the frame's arrays are not folded
+            // (records past the node budget are, and the rows read them from their bytes).
+            DecodeOptions {
+                fold_frame_arrays: false,
+                ..DecodeOptions::default()
+            },
             &mut run,
             &mut std::io::sink(),
             &work,

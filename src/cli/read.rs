@@ -465,7 +465,7 @@ pub fn read_command(
     }
     let state = Mutex::new(Ordered {
         n: 0,
-        doc: crate::page::frames::Doc::new(),
+        doc: crate::page::frames::Doc::new("Kafka messages decoded by kwire"),
         previous_shown: None,
     });
     let mut shown = 0u64;
@@ -503,7 +503,7 @@ pub fn read_command(
                     }
                     (View::Format(OutputFormat::HTML), _, Some(st)) => {
                         st.n += 1;
-                        st.doc.add(schema, m, Some(ctx), 0, ropts)
+                        st.doc.add(out, schema, m, Some(ctx), 0, ropts)?
                     }
                     (View::Format(OutputFormat::Message(fmt)), _, _) => {
                         print_message(m, Some(ctx), ropts, *fmt, out)?
@@ -540,10 +540,10 @@ pub fn read_command(
         Ok(())
     })?;
     if matches!(v.view, View::Format(OutputFormat::HTML)) {
-        let st = state
+        let mut st = state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        st.doc.finish(out, "Kafka messages decoded by kwire")?;
+        st.doc.finish(out)?;
         out.flush()?;
     }
     Ok(status)

@@ -55,13 +55,32 @@ impl Codec {
 const XERIAL_MAGIC: &[u8] = b"\x82SNAPPY\x00";
 
 /// What a decompression produced: the bytes and the framing it found.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Decompressed {
     /// The decompressed bytes (at most the cap).
     pub data: Vec<u8>,
     /// A note on the framing (`xerial framing, 3 chunks`; `LZ4 header checksum of Kafka
     /// 0.8-0.10 ignored`), if any.
     pub note: Option<String>,
+    /// Something Kafka itself would read differently (LZ4 data of several frames, of
+    /// which Kafka reads only the first), if any.
+    pub warning: Option<String>,
+    /// Compressed bytes left unread after the data that decoded: their offset inside the
+    /// compressed data and what they are (bytes after the last LZ4 frame that are not a
+    /// frame, or a later frame that fails). `data` holds what came before them.
+    pub trailing: Option<(usize, String)>,
+}
+
+impl Decompressed {
+    /// Bytes with no note, warning or trailing bytes.
+    fn plain(data: Vec<u8>) -> Decompressed {
+        Decompressed {
+            data,
+            note: None,
+            warning: None,
+            trailing: None,
+        }
+    }
 }
 
 /// The error of output over `cap` bytes.
@@ -215,8 +234,7 @@ struct RecentEntry {
     codec: Codec,
     legacy_lz4: bool,
     packed: Vec<u8>,
-    data: Vec<u8>,
-    note: Option<String>,
+    out: Decompressed,
 }
 
 /// One cache for the whole process, shared by `kwire read`'s worker threads (a batch in
@@ -240,10 +258,7 @@ impl Recent {
                     && e.packed.len() == packed.len()
                     && e.packed == packed
             })?;
-            (e.data.len() <= cap).then(|| Decompressed {
-                data: e.data.clone(),
-                note: e.note.clone(),
-            })
+            (e.out.data.len() <= cap).then(|| e.out.clone())
         }
     }
 
@@ -258,7 +273,7 @@ impl Recent {
             };
             while r.bytes + size > RECENT_BYTES {
                 match r.entries.pop_front() {
-                    Some(old) => r.bytes -= old.packed.len() + old.data.len(),
+                    Some(old) => r.bytes -= old.packed.len() + old.out.data.len(),
                     None => break,
                 }
             }
@@ -267,8 +282,7 @@ impl Recent {
                 codec,
                 legacy_lz4,
                 packed: packed.to_vec(),
-                data: d.data.clone(),
-                note: d.note.clone(),
+                out: d.clone(),
             });
         }
     }
@@ -281,7 +295,7 @@ fn decompress_inner(
     legacy_lz4: bool,
     charge: Charge<'_>,
 ) -> Result<Decompressed, String> {
-    let plain = |data| Ok(Decompressed { data, note: None });
+    let plain = |data| Ok(Decompressed::plain(data));
     match codec {
         Codec::None => {
             if data.len() > cap {
@@ -303,12 +317,86 @@ fn decompress_inner(
             if let Some(out) = zstd_one_shot(data, cap, charge) {
                 return plain(out);
             }
-            let d = zstd::stream::read::Decoder::with_buffer(data)
+            // The streaming decoder holds a window buffer as large as a frame header
+            // asks (up to the limit): checked and charged before it is allocated.
+            let window = zstd_window(data)?;
+            charge(window);
+            let mut d = zstd::stream::read::Decoder::with_buffer(data)
+                .map_err(|e| format!("zstd decoder: {e}"))?;
+            d.window_log_max(ZSTD_WINDOW_LOG_MAX)
                 .map_err(|e| format!("zstd decoder: {e}"))?;
             plain(read_capped(d, data.len(), cap, "zstd", charge)?)
         }
         Codec::Unknown(n) => Err(format!("unknown compression codec {n}")),
     }
+}
+
+/// The largest zstd window the streaming decoder accepts, as a power of two: 128 MiB,
+/// zstd's own default limit for decoding (`ZSTD_WINDOWLOG_LIMIT_DEFAULT`), which covers
+/// every level Kafka's producers write (`compression.zstd.level` up to 22, KIP-390).
+const ZSTD_WINDOW_LOG_MAX: u32 = 27;
+
+/// The window buffer, in bytes, that the streaming zstd decoder allocates for `data`: the
+/// largest over its frames of the window a frame header states (its content size when
+/// that is smaller, plus room for two blocks). Frames are walked by their compressed
+/// sizes; the walk stops at anything that is not a whole frame, which the decoder then
+/// reports.
+///
+/// # Errors
+/// A frame whose window exceeds [`ZSTD_WINDOW_LOG_MAX`]: said as the window asked for and
+/// the limit (not as corrupt data, which it need not be).
+fn zstd_window(data: &[u8]) -> Result<usize, String> {
+    const BLOCK: u64 = 128 << 10;
+    let limit = 1u64 << ZSTD_WINDOW_LOG_MAX;
+    let mut need = 0u64;
+    let mut at = 0usize;
+    let mut frame = 0usize;
+    while let Some(f) = data.get(at..).filter(|f| f.len() >= 6) {
+        if f[..4] == [0x28, 0xb5, 0x2f, 0xfd] {
+            let fhd = f[4];
+            let single = fhd & 0x20 != 0;
+            let dict_len = [0usize, 1, 2, 4][usize::from(fhd & 0x03)];
+            let fcs_len = match fhd >> 6 {
+                0 => usize::from(single),
+                1 => 2,
+                2 => 4,
+                _ => 8,
+            };
+            let fcs_at = 5 + usize::from(!single) + dict_len;
+            let fcs = f.get(fcs_at..fcs_at + fcs_len).map(|b| {
+                let mut v = [0u8; 8];
+                v[..b.len()].copy_from_slice(b);
+                u64::from_le_bytes(v) + if b.len() == 2 { 256 } else { 0 }
+            });
+            let window = if single {
+                fcs
+            } else {
+                let wd = f[5];
+                let base = 1u64 << (10 + u32::from(wd >> 3));
+                Some(base + base / 8 * u64::from(wd & 0x07))
+            };
+            let Some(window) = window else { break };
+            if window > limit {
+                return Err(format!(
+                    "zstd frame {} at byte {at} asks for a window of {window} bytes ({} MiB), over the decoder's limit of {limit} bytes ({} MiB)",
+                    frame + 1,
+                    window >> 20,
+                    limit >> 20
+                ));
+            }
+            let buffer = match fcs.filter(|_| fcs_len > 0) {
+                Some(n) => window.saturating_add(2 * BLOCK).min(n),
+                None => window.saturating_add(2 * BLOCK),
+            };
+            need = need.max(buffer);
+        }
+        match zstd::zstd_safe::find_frame_compressed_size(f) {
+            Ok(n) if n > 0 => at += n,
+            _ => break,
+        }
+        frame += 1;
+    }
+    Ok(usize::try_from(need).unwrap_or(usize::MAX))
 }
 
 /// Largest ratio of stated to compressed size that [`zstd_one_shot`] sizes a buffer for;
@@ -391,8 +479,8 @@ fn snappy(data: &[u8], cap: usize, charge: Charge<'_>) -> Result<Decompressed, S
             chunks += 1;
         }
         return Ok(Decompressed {
-            data: out,
             note: Some(format!("xerial framing, {chunks} chunks")),
+            ..Decompressed::plain(out)
         });
     }
     if data.starts_with(b"\xff\x06\x00\x00sNaPpY") {
@@ -404,14 +492,11 @@ fn snappy(data: &[u8], cap: usize, charge: Charge<'_>) -> Result<Decompressed, S
             charge,
         )?;
         return Ok(Decompressed {
-            data: out,
             note: Some("snappy framing format".into()),
+            ..Decompressed::plain(out)
         });
     }
-    Ok(Decompressed {
-        data: snappy_raw(data, cap, charge)?,
-        note: None,
-    })
+    Ok(Decompressed::plain(snappy_raw(data, cap, charge)?))
 }
 
 /// The offset of the header checksum byte of an LZ4 frame, when the frame descriptor is
@@ -431,7 +516,90 @@ fn lz4_hc_offset(data: &[u8]) -> Option<usize> {
     (hc < data.len()).then_some(hc)
 }
 
+/// Decodes LZ4 data: every frame, back to back.
+///
+/// Kafka's own reader (`KafkaLZ4BlockInputStream`) reads the first frame and ignores any
+/// byte after it; here every frame is decoded, and data of several frames carries a
+/// warning that says so. Bytes after the last frame that are not a frame (or a frame
+/// that fails) end the data: the frames before them are kept, and
+/// [`Decompressed::trailing`] says where and why. An error in the first frame is the
+/// whole answer.
 fn lz4(data: &[u8], cap: usize, legacy: bool, charge: Charge<'_>) -> Result<Decompressed, String> {
+    if data.is_empty() {
+        return Ok(Decompressed::plain(Vec::new()));
+    }
+    let (mut out, mut at, mut note) = lz4_frame(data, cap, legacy, charge)?;
+    let first = out.len();
+    let mut frames = 1usize;
+    let mut trailing = None;
+    while at < data.len() {
+        let rest = &data[at..];
+        let left = rest.len();
+        let starts_a_frame = rest.len() >= 4
+            && (rest[..4] == LZ4_MAGIC
+                || rest[..4] == LZ4_LEGACY_MAGIC
+                || rest[1..4] == [0x2a, 0x4d, 0x18] && rest[0] & 0xf0 == 0x50);
+        if !starts_a_frame {
+            trailing = Some((
+                at,
+                format!(
+                    "{left} bytes after the last LZ4 frame (frame {frames} ends at byte {at} of the compressed data) are not an LZ4 frame"
+                ),
+            ));
+            break;
+        }
+        match lz4_frame(rest, cap - out.len(), legacy, charge) {
+            Ok((d, n, nn)) if n > 0 => {
+                charge(d.len());
+                out.extend_from_slice(&d);
+                at += n;
+                frames += 1;
+                note = note.or(nn);
+            }
+            Ok(_) => {
+                trailing = Some((
+                    at,
+                    format!("{left} bytes at byte {at} of the compressed data hold no LZ4 frame"),
+                ));
+                break;
+            }
+            Err(e) if e == cap_error(cap - out.len()) => return Err(cap_error(cap)),
+            Err(e) => {
+                trailing = Some((
+                    at,
+                    format!(
+                        "LZ4 frame {} ({left} bytes at byte {at} of the compressed data): {}",
+                        frames + 1,
+                        e.strip_prefix("lz4 data is corrupt: ").unwrap_or(&e)
+                    ),
+                ));
+                break;
+            }
+        }
+    }
+    let warning = (frames > 1).then(|| {
+        format!(
+            "LZ4 data of {frames} frames, decoded back to back: Kafka's reader stops after the first frame ({first} of {} decompressed bytes) and ignores the rest",
+            out.len()
+        )
+    });
+    Ok(Decompressed {
+        data: out,
+        note,
+        warning,
+        trailing,
+    })
+}
+
+/// Decodes the one LZ4 frame at the start of `data`, writing at most `cap` bytes: its
+/// output, the number of bytes of `data` it took, and a note (the header checksum of
+/// Kafka 0.8-0.10 accepted, when `legacy`). Bytes after the frame are not looked at.
+fn lz4_frame(
+    data: &[u8],
+    cap: usize,
+    legacy: bool,
+    charge: Charge<'_>,
+) -> Result<(Vec<u8>, usize, Option<String>), String> {
     if legacy {
         // Kafka before 0.10 (KafkaLZ4BlockOutputStream, magic 0) hashed the magic number
         // into the header checksum. When the stored byte is that one, put the right one in.
@@ -441,37 +609,41 @@ fn lz4(data: &[u8], cap: usize, legacy: bool, charge: Charge<'_>) -> Result<Deco
             if data[hc] != right && data[hc] == kafka08 {
                 let mut fixed = data.to_vec();
                 fixed[hc] = right;
-                let out = read_capped(
-                    lz4_flex::frame::FrameDecoder::new(&fixed[..]),
-                    fixed.len(),
-                    cap,
-                    "lz4",
-                    charge,
-                )?;
-                return Ok(Decompressed {
-                    data: out,
-                    note: Some("header checksum of Kafka 0.8-0.10 (magic 0) accepted".into()),
-                });
+                let (out, n) = lz4_by_frame_decoder(&fixed, cap, charge)?;
+                let note = "header checksum of Kafka 0.8-0.10 (magic 0) accepted";
+                return Ok((out, n, Some(note.into())));
             }
         }
     }
-    if let Some(data) = lz4_blocks(data, cap, charge) {
-        return Ok(Decompressed { data, note: None });
+    if let Some((out, n)) = lz4_blocks(data, cap, charge) {
+        return Ok((out, n, None));
     }
-    Ok(Decompressed {
-        data: read_capped(
-            lz4_flex::frame::FrameDecoder::new(data),
-            data.len(),
-            cap,
-            "lz4",
-            charge,
-        )?,
-        note: None,
-    })
+    let (out, n) = lz4_by_frame_decoder(data, cap, charge)?;
+    Ok((out, n, None))
+}
+
+/// The first LZ4 frame of `data` read by `lz4_flex::frame::FrameDecoder` (which reads
+/// exactly the frame's bytes and stops at its end): the output and the bytes taken.
+fn lz4_by_frame_decoder(
+    data: &[u8],
+    cap: usize,
+    charge: Charge<'_>,
+) -> Result<(Vec<u8>, usize), String> {
+    let mut src = data;
+    let out = read_capped(
+        lz4_flex::frame::FrameDecoder::new(&mut src),
+        data.len(),
+        cap,
+        "lz4",
+        charge,
+    )?;
+    Ok((out, data.len() - src.len()))
 }
 
 /// The LZ4 frame magic number, little-endian on the wire.
 const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
+/// The magic number of the legacy LZ4 frame format (`lz4 -l`), little-endian.
+const LZ4_LEGACY_MAGIC: [u8; 4] = [0x02, 0x21, 0x4c, 0x18];
 /// The largest block buffer [`lz4_blocks`] keeps on a thread between frames.
 const LZ4_KEEP_BLOCK: usize = 1 << 20;
 /// How far back an LZ4 match can reach (16-bit offsets): the dictionary of a linked block.
@@ -480,7 +652,7 @@ const LZ4_WINDOW: usize = 64 << 10;
 /// Decodes a well-formed LZ4 frame block by block with `lz4_flex`'s block decoder, into
 /// a block buffer kept on the thread, appending each block's output to the result. Like
 /// `lz4_flex::frame::FrameDecoder` read to its end, it reads the first frame only and
-/// does not look at bytes after it.
+/// does not look at bytes after it: it returns the output and the bytes the frame took.
 ///
 /// `lz4_flex::frame::FrameDecoder` zero-fills a new block buffer of the frame's block
 /// size (64 KiB to 4 MiB) for every frame it opens, which for the small batches of a
@@ -494,7 +666,7 @@ const LZ4_WINDOW: usize = 64 << 10;
 /// The output grows as [`read_capped`]'s does, each step charged before it is allocated.
 /// A block buffer of up to [`LZ4_KEEP_BLOCK`] is kept on the thread; a larger one (a
 /// frame of 4 MiB blocks) is freed after the frame.
-fn lz4_blocks(data: &[u8], cap: usize, charge: Charge<'_>) -> Option<Vec<u8>> {
+fn lz4_blocks(data: &[u8], cap: usize, charge: Charge<'_>) -> Option<(Vec<u8>, usize)> {
     thread_local! {
         static BLOCK: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
@@ -502,9 +674,6 @@ fn lz4_blocks(data: &[u8], cap: usize, charge: Charge<'_>) -> Option<Vec<u8>> {
     let le32 = |b: &[u8], at: usize| -> Option<u32> {
         Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
     };
-    if data.is_empty() {
-        return Some(Vec::new());
-    }
     let mut out = Vec::new();
     // Room for `n` more bytes, charged first: the first step near the likely size, then
     // doubling by at most 16 MiB a step, as `read_capped` grows.
@@ -604,10 +773,13 @@ fn lz4_blocks(data: &[u8], cap: usize, charge: Charge<'_>) -> Option<Vec<u8>> {
     if content_size.is_some_and(|s| s != out.len() as u64) {
         return None;
     }
-    if flg & 0x04 != 0 && le32(data, at)? != xxh(&out) {
-        return None;
+    if flg & 0x04 != 0 {
+        if le32(data, at)? != xxh(&out) {
+            return None;
+        }
+        at += 4;
     }
-    Some(out)
+    Some((out, at))
 }
 
 #[cfg(test)]
@@ -823,23 +995,23 @@ mod tests {
         assert!(decompress(Codec::Unknown(6), &z, 10, false).is_err());
     }
 
-    /// What `lz4_flex`'s frame decoder alone makes of `data` under `cap`: the reference
-    /// the block path must agree with.
-    fn lz4_by_frame_decoder(data: &[u8], cap: usize) -> Result<Vec<u8>, String> {
-        read_capped(
-            lz4_flex::frame::FrameDecoder::new(data),
-            data.len(),
-            cap,
-            "lz4",
-            &|_| {},
-        )
+    /// What `lz4_flex`'s frame decoder alone makes of the first frame of `data` under
+    /// `cap` (its bytes, and the bytes it took): the reference the block path must agree
+    /// with.
+    fn frame_decoder_alone(data: &[u8], cap: usize) -> Result<(Vec<u8>, usize), String> {
+        lz4_by_frame_decoder(data, cap, &|_| {})
+    }
+
+    /// One frame as [`lz4`] reads it (the block path, else the frame decoder).
+    fn one_frame(data: &[u8], cap: usize) -> Result<(Vec<u8>, usize), String> {
+        lz4_frame(data, cap, false, &|_| {}).map(|(d, n, _)| (d, n))
     }
 
     /// The block path gives the frame decoder's bytes on every frame layout (block sizes,
     /// linked and independent blocks, block and content checksums, content size, a second
-    /// frame after the first, which both leave unread), and on every corruption of them
-    /// `decompress` gives exactly the frame decoder's result (the block path hands those
-    /// back to it).
+    /// frame after the first, which both leave unread), takes the same bytes, and on
+    /// every corruption of them gives exactly the frame decoder's result (the block path
+    /// hands those back to it).
     #[test]
     fn lz4_block_path_agrees_with_the_frame_decoder() {
         use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
@@ -923,23 +1095,22 @@ mod tests {
         frames.push(e.finish().unwrap());
         frames.push([frames[0].clone(), frames[1].clone()].concat());
         for f in &frames {
-            let want = lz4_by_frame_decoder(f, 64 << 20).unwrap();
+            let want = frame_decoder_alone(f, 64 << 20).unwrap();
             let got = lz4_blocks(f, 64 << 20, &|_| {}).expect("the block path reads a good frame");
             assert!(
                 got == want,
                 "{} bytes, the frame decoder {}",
-                got.len(),
-                want.len()
+                got.0.len(),
+                want.0.len()
             );
             // Under a cap too small for the output, the frame decoder's error.
-            if want.len() > 10 {
-                assert_eq!(lz4_blocks(f, want.len() - 1, &|_| {}), None);
-                let got =
-                    decompress_inner(Codec::Lz4, f, want.len() - 1, false, &|_| {}).map(|d| d.data);
+            if want.0.len() > 10 {
+                assert_eq!(lz4_blocks(f, want.0.len() - 1, &|_| {}), None);
+                let got = one_frame(f, want.0.len() - 1);
                 assert!(
-                    got == lz4_by_frame_decoder(f, want.len() - 1),
+                    got == frame_decoder_alone(f, want.0.len() - 1),
                     "cap {}",
-                    want.len() - 1
+                    want.0.len() - 1
                 );
             }
             // Every byte flipped, cut short, or followed by junk: the same answer either way.
@@ -947,20 +1118,143 @@ mod tests {
             for i in (0..f.len()).step_by(step) {
                 let mut bad = f.clone();
                 bad[i] ^= 0x5a;
-                let got =
-                    decompress_inner(Codec::Lz4, &bad, 64 << 20, false, &|_| {}).map(|d| d.data);
-                assert!(got == lz4_by_frame_decoder(&bad, 64 << 20), "flip at {i}");
+                let got = one_frame(&bad, 64 << 20);
+                assert!(got == frame_decoder_alone(&bad, 64 << 20), "flip at {i}");
                 let cut = &f[..i];
-                let got =
-                    decompress_inner(Codec::Lz4, cut, 64 << 20, false, &|_| {}).map(|d| d.data);
-                assert!(got == lz4_by_frame_decoder(cut, 64 << 20), "cut at {i}");
+                let got = one_frame(cut, 64 << 20);
+                assert!(got == frame_decoder_alone(cut, 64 << 20), "cut at {i}");
             }
             let junk = [f.as_slice(), &[0x04, 0x22]].concat();
-            let got = decompress_inner(Codec::Lz4, &junk, 64 << 20, false, &|_| {}).map(|d| d.data);
+            let got = one_frame(&junk, 64 << 20);
             assert!(
-                got == lz4_by_frame_decoder(&junk, 64 << 20),
+                got == frame_decoder_alone(&junk, 64 << 20),
                 "junk after the frame"
             );
         }
+    }
+
+    fn lz4_frame_of(text: &[u8]) -> Vec<u8> {
+        let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        e.write_all(text).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// LZ4 data of several frames decodes in full, with a warning that Kafka reads only
+    /// the first; bytes after the last frame are reported at their offset with the frames
+    /// before them kept; an error in the first frame is the whole answer.
+    #[test]
+    fn lz4_frames_back_to_back() {
+        let (a, b) = (b"first frame, ".repeat(20), b"second frame. ".repeat(30));
+        let (fa, fb) = (lz4_frame_of(&a), lz4_frame_of(&b));
+        let two = [fa.clone(), fb.clone()].concat();
+        let d = decompress(Codec::Lz4, &two, 1 << 20, false).unwrap();
+        assert_eq!(d.data, [a.clone(), b.clone()].concat());
+        let w = d.warning.expect("a warning for two frames");
+        assert!(w.contains("2 frames") && w.contains("Kafka"), "{w}");
+        assert!(
+            w.contains(&format!(
+                "first frame ({} of {}",
+                a.len(),
+                a.len() + b.len()
+            )),
+            "{w}"
+        );
+        assert_eq!(d.trailing, None);
+        // One frame: no warning.
+        let d = decompress(Codec::Lz4, &fa, 1 << 20, false).unwrap();
+        assert_eq!((d.data, d.warning, d.trailing), (a.clone(), None, None));
+        // 16 bytes of garbage after the frames: kept apart, at their offset.
+        let junk = [two.clone(), vec![0xab; 16]].concat();
+        let d = decompress(Codec::Lz4, &junk, 1 << 20, false).unwrap();
+        assert_eq!(d.data.len(), a.len() + b.len());
+        let (at, why) = d.trailing.expect("the garbage is reported");
+        assert_eq!(at, two.len());
+        assert!(
+            why.starts_with("16 bytes after the last LZ4 frame (frame 2 ends at byte"),
+            "{why}"
+        );
+        // A second frame that fails: the first is kept, the failure said at its offset.
+        let mut bad = two.clone();
+        let last = bad.len() - 1; // the end mark: a block size past the data
+        bad[last] ^= 0xff;
+        let d = decompress(Codec::Lz4, &bad, 1 << 20, false).unwrap();
+        assert_eq!(d.data, a);
+        let (at, why) = d.trailing.unwrap();
+        assert_eq!(at, fa.len());
+        assert!(why.starts_with("LZ4 frame 2 ("), "{why}");
+        // The cap covers all frames together.
+        let e = decompress(Codec::Lz4, &two, a.len() + 10, false).unwrap_err();
+        assert_eq!(e, cap_error(a.len() + 10));
+        // An error in the first frame is the whole answer.
+        let mut bad = two.clone();
+        bad[4] ^= 0x01;
+        assert!(decompress(Codec::Lz4, &bad, 1 << 20, false).is_err());
+        // The charges cover every frame's output.
+        let charged = std::cell::Cell::new(0usize);
+        let d = decompress_charged(Codec::Lz4, &two, 1 << 20, false, &|n| {
+            charged.set(charged.get() + n)
+        })
+        .unwrap();
+        assert!(charged.get() >= d.data.len());
+    }
+
+    /// A zstd frame whose header asks for a window over the limit is said as such (the
+    /// window and the limit), not as corrupt data; a legal window is charged before the
+    /// streaming decoder allocates it.
+    #[test]
+    fn zstd_window_over_the_limit_and_charged() {
+        // A frame header of window descriptor exponent 20 (2^30 bytes = 1 GiB), no
+        // content size, then one raw block of 3 bytes ("abc") marked last.
+        let huge = [
+            0x28,
+            0xb5,
+            0x2f,
+            0xfd,
+            0x00,
+            20 << 3,
+            0x19,
+            0x00,
+            0x00,
+            b'a',
+            b'b',
+            b'c',
+        ];
+        let e = decompress(Codec::Zstd, &huge, 1 << 20, false).unwrap_err();
+        assert_eq!(
+            e,
+            "zstd frame 1 at byte 0 asks for a window of 1073741824 bytes (1024 MiB), over the decoder's limit of 134217728 bytes (128 MiB)"
+        );
+        assert!(!e.contains("corrupt"));
+        // The same block under a window of 2^20 (exponent 10): decodes, and the window
+        // (1 MiB and two blocks) is charged.
+        let small = [
+            0x28,
+            0xb5,
+            0x2f,
+            0xfd,
+            0x00,
+            10 << 3,
+            0x19,
+            0x00,
+            0x00,
+            b'a',
+            b'b',
+            b'c',
+        ];
+        let charged = std::cell::RefCell::new(Vec::new());
+        let d = decompress_charged(Codec::Zstd, &small, 1 << 20, false, &|n| {
+            charged.borrow_mut().push(n)
+        })
+        .unwrap();
+        assert_eq!(d.data, b"abc");
+        assert_eq!(charged.borrow()[0], (1 << 20) + (256 << 10));
+        assert_eq!(zstd_window(&small), Ok((1 << 20) + (256 << 10)));
+        // A streamed frame of a real encoder: its window is charged, capped by nothing
+        // it does not state.
+        let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        enc.write_all(&[7u8; 100_000]).unwrap();
+        let streamed = enc.finish().unwrap();
+        let w = zstd_window(&streamed).unwrap();
+        assert!(w > 0 && w <= (8 << 20) + (256 << 10), "{w}");
     }
 }

@@ -936,4 +936,149 @@ mod tests {
             }
         }
     }
+
+    /// Bytes of the consumer protocol (not flexible): int16 strings, int32 arrays.
+    fn cp_str(b: &mut Vec<u8>, s: &str) {
+        b.extend((s.len() as i16).to_be_bytes());
+        b.extend(s.as_bytes());
+    }
+
+    /// `(topic, partitions)` as a consumer protocol `[]TopicPartition`.
+    fn cp_partitions(b: &mut Vec<u8>, tps: &[(&str, &[i32])]) {
+        b.extend((tps.len() as i32).to_be_bytes());
+        for (t, ps) in tps {
+            cp_str(b, t);
+            b.extend((ps.len() as i32).to_be_bytes());
+            for p in *ps {
+                b.extend(p.to_be_bytes());
+            }
+        }
+    }
+
+    /// A GroupMetadataValue v3 of `protocol_type` with one member whose subscription and
+    /// assignment are the consumer protocol v3 (topics, user data, owned partitions,
+    /// generation, rack; assigned partitions, user data).
+    fn group_metadata_value(s: &Schema, protocol_type: &str) -> Vec<u8> {
+        let mut sub = 3i16.to_be_bytes().to_vec();
+        sub.extend(1i32.to_be_bytes());
+        cp_str(&mut sub, "orders");
+        sub.extend((-1i32).to_be_bytes()); // UserData: null
+        cp_partitions(&mut sub, &[("orders", &[0, 1])]);
+        sub.extend(7i32.to_be_bytes()); // GenerationId
+        cp_str(&mut sub, "rack-a");
+        let mut asg = 3i16.to_be_bytes().to_vec();
+        cp_partitions(&mut asg, &[("orders", &[2, 3])]);
+        asg.extend(2i32.to_be_bytes());
+        asg.extend(b"ud");
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        encode_coordinator_value(
+            s,
+            "GroupMetadata",
+            3,
+            &json!({"protocolType": protocol_type, "generation": 7, "protocol": "range",
+                    "leader": "m1", "currentStateTimestamp": 1_714_564_800_000i64,
+                    "members": [{"memberId": "m1", "groupInstanceId": null, "clientId": "c",
+                                 "clientHost": "/10.0.0.1", "rebalanceTimeout": 300_000,
+                                 "sessionTimeout": 45_000, "subscription": hex(&sub),
+                                 "assignment": hex(&asg)}]}),
+        )
+        .unwrap()
+    }
+
+    /// Issue 25: a GroupMetadata value's members' `subscription` and `assignment` are
+    /// the consumer protocol when the group's `protocolType` is `consumer`, as in
+    /// JoinGroup and SyncGroup; another protocol type leaves them bytes.
+    #[test]
+    fn group_metadata_members_decode_as_the_consumer_protocol() {
+        let s = schema();
+        let key = encode_coordinator_key(&s, "GroupMetadata", &json!({"group": "g1"})).unwrap();
+        let value = group_metadata_value(&s, "consumer");
+        decode(
+            &s,
+            InternalTopic::ConsumerOffsets,
+            &key,
+            &value,
+            |_, v, _, vty| {
+                assert_eq!(vty, "GroupMetadataValue v3");
+                no_problems(v);
+                let sub = find(v, "ConsumerProtocolSubscription");
+                assert_eq!(sub.ty, "ConsumerProtocolSubscription v3");
+                assert_eq!(find(v, "Topics[0]").value, Value::Str("orders"));
+                assert_eq!(find(v, "GenerationId").value, Value::Int(7));
+                assert_eq!(find(v, "RackId").value, Value::Str("rack-a"));
+                let owned = find(v, "OwnedPartitions");
+                assert!(owned.find("Partitions").is_some());
+                let asg = find(v, "ConsumerProtocolAssignment");
+                assert_eq!(asg.ty, "ConsumerProtocolAssignment v3");
+                let assigned = find(v, "AssignedPartitions");
+                let parts: Vec<Value<'_>> = assigned
+                    .find("Partitions")
+                    .unwrap()
+                    .children()
+                    .filter(|c| c.name != "length")
+                    .map(|c| c.value.clone())
+                    .collect();
+                assert_eq!(parts, [Value::Int(2), Value::Int(3)]);
+                assert_eq!(asg.find("UserData").unwrap().value, Value::Bytes(b"ud"));
+            },
+        );
+        // Kafka Connect's groups (`connect`) carry their own protocol: left as bytes.
+        let value = group_metadata_value(&s, "connect");
+        decode(
+            &s,
+            InternalTopic::ConsumerOffsets,
+            &key,
+            &value,
+            |_, v, _, _| {
+                no_problems(v);
+                assert!(v
+                    .iter()
+                    .all(|n| n.find("ConsumerProtocolSubscription").is_none()));
+                assert!(matches!(find(v, "subscription").value, Value::Bytes(_)));
+            },
+        );
+    }
+
+    /// A KIP-848 consumer group's classic member (ConsumerGroupMemberMetadataValue's
+    /// `ClassicMemberMetadata`): each supported protocol's metadata is a consumer
+    /// protocol subscription.
+    #[test]
+    fn classic_members_of_a_consumer_group_decode_their_subscriptions() {
+        let s = schema();
+        let key = encode_coordinator_key(
+            &s,
+            "ConsumerGroupMemberMetadata",
+            &json!({"GroupId": "g", "MemberId": "m1"}),
+        )
+        .unwrap();
+        let mut sub = 1i16.to_be_bytes().to_vec();
+        sub.extend(1i32.to_be_bytes());
+        cp_str(&mut sub, "orders");
+        sub.extend((-1i32).to_be_bytes());
+        cp_partitions(&mut sub, &[]);
+        let hex: String = sub.iter().map(|x| format!("{x:02x}")).collect();
+        let value = encode_coordinator_value(
+            &s,
+            "ConsumerGroupMemberMetadata",
+            0,
+            &json!({"InstanceId": null, "RackId": null, "ClientId": "c", "ClientHost": "/h",
+                    "SubscribedTopicNames": ["orders"], "SubscribedTopicRegex": null,
+                    "RebalanceTimeoutMs": 1000, "ServerAssignor": null,
+                    "ClassicMemberMetadata": {"SessionTimeoutMs": 45000, "SupportedProtocols": [
+                        {"Name": "range", "Metadata": hex}]}}),
+        )
+        .unwrap();
+        decode(
+            &s,
+            InternalTopic::ConsumerOffsets,
+            &key,
+            &value,
+            |_, v, _, _| {
+                no_problems(v);
+                let sub = find(v, "ConsumerProtocolSubscription");
+                assert_eq!(sub.ty, "ConsumerProtocolSubscription v1");
+                assert_eq!(find(v, "Topics[0]").value, Value::Str("orders"));
+            },
+        );
+    }
 }

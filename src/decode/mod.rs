@@ -102,6 +102,12 @@ pub struct DecodeOptions {
     /// counted but shown as one folded node (`Record[i..j]`, type `folded`) instead of
     /// a node graph per record.
     pub max_nodes: usize,
+    /// Fold the elements of an array of the frame itself (buffer 0) past the node
+    /// budget, as record lists are (default true). `kwire export` turns it off: its
+    /// `partitions` rows need every partition entry, and elements of the frame's own
+    /// arrays are bounded by the frame's bytes. Arrays inside decompressed data (the
+    /// records of internal topics) and record lists fold either way.
+    pub fold_frame_arrays: bool,
 }
 
 /// How much of the tree the decoder keeps. Every byte is read and checked the same way
@@ -133,6 +139,7 @@ impl Default for DecodeOptions {
             page_mode: false,
             detail: Detail::Full,
             max_nodes: DecodeOptions::DEFAULT_MAX_NODES,
+            fold_frame_arrays: true,
         }
     }
 }

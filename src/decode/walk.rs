@@ -605,7 +605,10 @@ impl<'c, 'a> Walk<'c, 'a> {
             Some(b) => match std::str::from_utf8(b) {
                 Ok(s) => {
                     node.value = Value::Str(s);
-                    if f.role.has(Role::PROTOCOL_TYPE) {
+                    // `protocolType` of a `__consumer_offsets` GroupMetadataValue.
+                    let group_value =
+                        self.def.name == "GroupMetadataValue" && f.name == "protocolType";
+                    if f.role.has(Role::PROTOCOL_TYPE) || group_value {
                         self.protocol_type = Some(s);
                     }
                 }
@@ -734,13 +737,23 @@ impl<'c, 'a> Walk<'c, 'a> {
 
     /// A nested structure inside a bytes field, when Kafka puts one there.
     fn nested(&mut self, sub: &mut Reader<'a>, f: &'a Field) -> Option<Node<'a>> {
-        let pt = self.protocol_type.or(self.hints.protocol_type.as_deref());
+        let mut pt = self.protocol_type.or(self.hints.protocol_type.as_deref());
         let data_name = match (self.def.name.as_str(), f.name.as_str()) {
             ("JoinGroupRequest", "Metadata") | ("JoinGroupResponse", "Metadata") => {
                 "ConsumerProtocolSubscription"
             }
             ("SyncGroupRequest", "Assignment") | ("SyncGroupResponse", "Assignment") => {
                 "ConsumerProtocolAssignment"
+            }
+            // `__consumer_offsets`: a classic group's members, by the group's
+            // `protocolType` (read before its members).
+            ("GroupMetadataValue", "subscription") => "ConsumerProtocolSubscription",
+            ("GroupMetadataValue", "assignment") => "ConsumerProtocolAssignment",
+            // A consumer group's (KIP-848) classic members: their protocols are the
+            // consumer protocol's (the coordinator parses them as such to join them).
+            ("ConsumerGroupMemberMetadataValue", "Metadata") => {
+                pt = Some("consumer");
+                "ConsumerProtocolSubscription"
             }
             ("EnvelopeRequest", "RequestPrincipal") => "DefaultPrincipalData",
             ("EnvelopeRequest", "RequestData") => {
@@ -965,7 +978,8 @@ impl<'c, 'a> Walk<'c, 'a> {
         let mut i = 0;
         let mut in_full = false;
         while i < count {
-            if self.cx.budget_left() == 0 && !in_full {
+            let foldable = self.cx.opts.fold_frame_arrays || r.buffer != 0;
+            if self.cx.budget_left() == 0 && !in_full && foldable {
                 let (k, fold) = self.fold_elements(r, f, inner, elem_struct, name, i, count);
                 i += k;
                 if k > 0 {

@@ -160,13 +160,20 @@ impl LogExport {
         let (mut errors, mut warnings, mut first_error) = (0i64, 0i64, None);
         if let Some(n) = &it.node {
             let mut batch = Batch::of(n, &entry, 0);
-            count_records(
-                n,
-                &mut batch,
-                &mut found,
-                &mut self.records.as_ref().map(|_| &mut recs),
-                self.values,
-            );
+            let mut put = |r: RecordRow| recs.push(r);
+            let mut sink: super::rows::RecordSink<'_> =
+                self.records.as_ref().map(|_| &mut put as _);
+            // Buffer 0 is the item's bytes, its node offsets counted from the file's start.
+            let bytes = |id: u32, off: usize, len: usize| -> Option<&[u8]> {
+                let end = off.checked_add(len)?;
+                if id == 0 {
+                    let base = usize::try_from(it.position).ok()?;
+                    it.bytes.get(off.checked_sub(base)?..end.checked_sub(base)?)
+                } else {
+                    it.buffers.get(id as usize - 1)?.get(off..end)
+                }
+            };
+            count_records(n, &mut batch, &mut found, &mut sink, self.values, &bytes);
             types = if n.name == "RecordBatch" {
                 record_types(n)
             } else {

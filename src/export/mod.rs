@@ -377,9 +377,28 @@ impl CaptureExport {
             }
         }
         let value = self.value(&row);
-        let mut recs = self.tables[2].is_some().then(Vec::new);
-        let parts = rows::partition_rows(m, recs.as_mut(), self.record_values);
-        self.write_parts(&row, &value, &parts, recs.as_deref().unwrap_or(&[]))?;
+        // Record rows go to their table as they are read: a message of millions of
+        // records holds at most a row group of them.
+        let mut failed = None;
+        let has_records = self.tables[2].is_some();
+        let parts = {
+            let (capture, values) = (&self.capture, self.record_values);
+            let (t, m_row, v) = (&mut self.tables[2], &row, &value);
+            let mut put = |r: RecordRow| {
+                if let (Some(t), None) = (t.as_mut(), &failed) {
+                    let keys: Vec<&str> = r.header_keys.iter().map(String::as_str).collect();
+                    if let Err(e) = t.push(v, &r.cells(m_row, capture, &keys, values)) {
+                        failed = Some(e);
+                    }
+                }
+            };
+            let sink: rows::RecordSink<'_> = if has_records { Some(&mut put) } else { None };
+            rows::partition_rows(m, sink, self.record_values)
+        };
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        self.write_parts(&row, &value, &parts)?;
         let waits = row.kind == Direction::Request
             && row.api_key >= 0
             && !row.acks_zero
@@ -436,17 +455,10 @@ impl CaptureExport {
         m: &MessageRow,
         value: &str,
         parts: &[PartitionRow],
-        recs: &[RecordRow],
     ) -> Result<(), String> {
         if let Some(t) = self.tables[1].as_mut() {
             for p in parts {
                 t.push(value, &p.cells(m, &self.capture))?;
-            }
-        }
-        if let Some(t) = self.tables[2].as_mut() {
-            for r in recs {
-                let keys: Vec<&str> = r.header_keys.iter().map(String::as_str).collect();
-                t.push(value, &r.cells(m, &self.capture, &keys, self.record_values))?;
             }
         }
         Ok(())

@@ -478,18 +478,42 @@ impl RecordRow {
     }
 }
 
-/// The partition entries of `m` and, when `records` is given, their records.
+/// Where record rows go, one at a time, as they are read (so that a message of millions
+/// of records holds no more of them than the table's row group).
+pub type RecordSink<'s> = Option<&'s mut dyn FnMut(RecordRow)>;
+
+/// The bytes of a node: buffer id, offset and length to the slice, if it is there.
+pub type NodeBytes<'b> = &'b dyn Fn(u32, usize, usize) -> Option<&'b [u8]>;
+
+/// The partition entries of `m` and, when `records` is given, their records (every
+/// record: those the node budget folded into a `Record[i..j]` leaf are read from the
+/// leaf's bytes).
 pub fn partition_rows(
     m: &Message<'_>,
-    mut records: Option<&mut Vec<RecordRow>>,
+    mut records: RecordSink<'_>,
     values: bool,
 ) -> Vec<PartitionRow> {
     let mut out = Vec::new();
+    let bytes = |id: u32, off: usize, len: usize| m.buffer(id).get(off..off.checked_add(len)?);
     if let Some(body) = m.tree.children.iter().find(|n| n.kind == NodeKind::Body) {
         let mut topic = Topic::default();
-        walk_entries(body, &mut topic, &mut out, &mut records, values);
+        let mut w = Entries {
+            out: &mut out,
+            records: &mut records,
+            values,
+            bytes: &bytes,
+        };
+        w.walk(body, &mut topic);
     }
     out
+}
+
+/// What the walk over a message's entries writes to.
+struct Entries<'w, 's, 'b> {
+    out: &'w mut Vec<PartitionRow>,
+    records: &'w mut RecordSink<'s>,
+    values: bool,
+    bytes: NodeBytes<'b>,
 }
 
 /// The topic a struct names, for the entries under it.
@@ -541,100 +565,92 @@ fn int(v: &Value<'_>) -> Option<i64> {
     }
 }
 
-fn walk_entries(
-    n: &Node<'_>,
-    topic: &mut Topic,
-    out: &mut Vec<PartitionRow>,
-    records: &mut Option<&mut Vec<RecordRow>>,
-    values: bool,
-) {
-    let own = topic_of(n);
-    let saved = own.map(|t| std::mem::replace(topic, t));
-    if topic.named() && n.kind == NodeKind::Struct {
-        if let Some(row) = entry(n, topic, records, values) {
-            out.push(row);
+impl Entries<'_, '_, '_> {
+    fn walk(&mut self, n: &Node<'_>, topic: &mut Topic) {
+        let own = topic_of(n);
+        let saved = own.map(|t| std::mem::replace(topic, t));
+        if topic.named() && n.kind == NodeKind::Struct {
+            if let Some(row) = self.entry(n, topic) {
+                self.out.push(row);
+            }
         }
-    }
-    for c in &n.children {
-        if c.kind == NodeKind::Array
-            && topic.named()
-            && matches!(c.name, "Partitions" | "PartitionIndexes")
-        {
-            // An int32 array of partition indexes.
-            for e in &c.children {
-                if let (true, Some(p)) = (e.name != "length", int(&e.value)) {
-                    out.push(PartitionRow {
-                        topic: topic.name.clone(),
-                        topic_id: topic.id.clone(),
-                        partition: p,
-                        ..PartitionRow::default()
-                    });
+        for c in &n.children {
+            if c.kind == NodeKind::Array
+                && topic.named()
+                && matches!(c.name, "Partitions" | "PartitionIndexes")
+            {
+                // An int32 array of partition indexes.
+                for e in &c.children {
+                    if let (true, Some(p)) = (e.name != "length", int(&e.value)) {
+                        self.out.push(PartitionRow {
+                            topic: topic.name.clone(),
+                            topic_id: topic.id.clone(),
+                            partition: p,
+                            ..PartitionRow::default()
+                        });
+                    }
                 }
             }
+            if matches!(c.kind, NodeKind::Struct | NodeKind::Array | NodeKind::Body) {
+                self.walk(c, topic);
+            }
         }
-        if matches!(c.kind, NodeKind::Struct | NodeKind::Array | NodeKind::Body) {
-            walk_entries(c, topic, out, records, values);
+        if let Some(t) = saved {
+            *topic = t;
         }
     }
-    if let Some(t) = saved {
-        *topic = t;
-    }
-}
 
-/// The row of partition entry `n`, if it is one.
-fn entry(
-    n: &Node<'_>,
-    topic: &Topic,
-    records: &mut Option<&mut Vec<RecordRow>>,
-    values: bool,
-) -> Option<PartitionRow> {
-    let partition = n.children.iter().find_map(|c| match c.name {
-        "Partition" | "PartitionIndex" | "PartitionId" | "Index" => int(&c.value),
-        _ => None,
-    })?;
-    let mut row = PartitionRow {
-        topic: topic.name.clone(),
-        topic_id: topic.id.clone(),
-        partition,
-        ..PartitionRow::default()
-    };
-    for c in &n.children {
-        let v = int(&c.value);
-        match c.name {
-            "ErrorCode" => {
-                row.error_code = v.map(|code| {
-                    let name = if code == 0 {
-                        "NONE".to_string()
-                    } else {
-                        code_name(code, c.annotation)
-                    };
-                    (code, name)
-                })
+    /// The row of partition entry `n`, if it is one.
+    fn entry(&mut self, n: &Node<'_>, topic: &Topic) -> Option<PartitionRow> {
+        let partition = n.children.iter().find_map(|c| match c.name {
+            "Partition" | "PartitionIndex" | "PartitionId" | "Index" => int(&c.value),
+            _ => None,
+        })?;
+        let mut row = PartitionRow {
+            topic: topic.name.clone(),
+            topic_id: topic.id.clone(),
+            partition,
+            ..PartitionRow::default()
+        };
+        for c in &n.children {
+            let v = int(&c.value);
+            match c.name {
+                "ErrorCode" => {
+                    row.error_code = v.map(|code| {
+                        let name = if code == 0 {
+                            "NONE".to_string()
+                        } else {
+                            code_name(code, c.annotation)
+                        };
+                        (code, name)
+                    })
+                }
+                "FetchOffset" => row.fetch_offset = v,
+                "HighWatermark" => row.high_watermark = v,
+                "LastStableOffset" => row.last_stable_offset = v,
+                "LogStartOffset" => row.log_start_offset = v,
+                "BaseOffset" => row.base_offset = v,
+                "CommittedOffset" => row.committed_offset = v,
+                "Offset" => row.offset = v,
+                "Timestamp" => row.timestamp_ms = v,
+                "LeaderId" => row.leader_id = v,
+                _ if c.ty == "records" => {
+                    row.records = Some(summarise(c, &row, self.records, self.values, self.bytes));
+                }
+                _ => {}
             }
-            "FetchOffset" => row.fetch_offset = v,
-            "HighWatermark" => row.high_watermark = v,
-            "LastStableOffset" => row.last_stable_offset = v,
-            "LogStartOffset" => row.log_start_offset = v,
-            "BaseOffset" => row.base_offset = v,
-            "CommittedOffset" => row.committed_offset = v,
-            "Offset" => row.offset = v,
-            "Timestamp" => row.timestamp_ms = v,
-            "LeaderId" => row.leader_id = v,
-            _ if c.ty == "records" => {
-                row.records = Some(summarise(c, &row, records, values));
-            }
-            _ => {}
         }
+        Some(row)
     }
-    Some(row)
 }
 
 /// The batches of a records field: RecordBatch v2 and legacy messages.
 fn summarise(
     field: &Node<'_>,
     entry: &PartitionRow,
-    records: &mut Option<&mut Vec<RecordRow>>,
+    records: &mut RecordSink<'_>,
     values: bool,
+    bytes: NodeBytes<'_>,
 ) -> RecordsSummary {
     let mut s = RecordsSummary {
         bytes: field.length as i64
@@ -674,7 +690,7 @@ fn summarise(
                 *s.decompressed_bytes.get_or_insert(0) += n.length as i64;
             }
         });
-        count_records(b, &mut batch, &mut s.records, records, values);
+        count_records(b, &mut batch, &mut s.records, records, values, bytes);
     }
     s
 }
@@ -712,13 +728,15 @@ impl<'e> Batch<'e> {
 }
 
 /// Counts (and, with `records`, makes rows of) the records under batch node `b`: the
-/// `Record[i]` nodes of a v2 batch, the innermost messages of a legacy one.
+/// `Record[i]` nodes of a v2 batch and the records of its folded `Record[i..j]` leaves
+/// (read from their bytes, which `bytes` gives), the innermost messages of a legacy one.
 pub(crate) fn count_records(
     b: &Node<'_>,
     batch: &mut Batch<'_>,
     count: &mut i64,
-    records: &mut Option<&mut Vec<RecordRow>>,
+    records: &mut RecordSink<'_>,
     values: bool,
+    bytes: NodeBytes<'_>,
 ) {
     if !batch.v2 {
         // A legacy message: itself, or the messages its compressed value holds.
@@ -731,21 +749,143 @@ pub(crate) fn count_records(
         if inner.is_empty() {
             *count += 1;
             if let Some(out) = records.as_deref_mut() {
-                out.push(record_row(b, batch, values));
+                out(record_row(b, batch, values));
             }
         } else {
             for m in inner {
-                count_records(m, batch, count, records, values);
+                count_records(m, batch, count, records, values, bytes);
             }
         }
         return;
     }
     for g in b.children.iter().filter(|c| c.ty == "records") {
-        for r in g.children.iter().filter(|r| r.ty == "Record") {
-            *count += 1;
-            if let Some(out) = records.as_deref_mut() {
-                out.push(record_row(r, batch, values));
+        for r in &g.children {
+            if r.ty == "Record" {
+                *count += 1;
+                if let Some(out) = records.as_deref_mut() {
+                    out(record_row(r, batch, values));
+                }
+            } else if r.ty == "folded" && r.name.starts_with("Record[") {
+                let Some(data) = bytes(r.buffer, r.offset, r.length) else {
+                    continue;
+                };
+                let want = match r.value {
+                    Value::Count(n) => n,
+                    _ => u64::MAX,
+                };
+                let mut rest = data;
+                let mut seen = 0u64;
+                while seen < want && !rest.is_empty() {
+                    let Some((used, raw)) = RawRecord::parse(rest) else {
+                        break;
+                    };
+                    rest = &rest[used..];
+                    seen += 1;
+                    *count += 1;
+                    if let Some(out) = records.as_deref_mut() {
+                        out(raw.row(batch, values));
+                    }
+                }
             }
+        }
+    }
+}
+
+/// A v2 record read from its bytes (Kafka's `DefaultRecord`: length varint, attributes
+/// int8, timestampDelta varlong, offsetDelta varint, key and value as varint-length
+/// bytes, a varint count of headers each a varint-length key and value): what a
+/// `records` row takes from it. For the records a node budget folded, which the decoder
+/// read and checked but kept no nodes of.
+struct RawRecord<'r> {
+    timestamp_delta: i64,
+    offset_delta: i64,
+    key: Option<&'r [u8]>,
+    value: Option<&'r [u8]>,
+    header_keys: Vec<String>,
+}
+
+impl<'r> RawRecord<'r> {
+    /// The record at the start of `b` and the bytes it takes; `None` when it does not
+    /// read as a record (the folded leaf's error says why).
+    fn parse(b: &'r [u8]) -> Option<(usize, RawRecord<'r>)> {
+        fn varint(b: &[u8], at: &mut usize) -> Option<i64> {
+            let mut v: u64 = 0;
+            for i in 0..10 {
+                let x = *b.get(*at)?;
+                *at += 1;
+                v |= u64::from(x & 0x7f) << (7 * i);
+                if x & 0x80 == 0 {
+                    return Some((v >> 1) as i64 ^ -((v & 1) as i64));
+                }
+            }
+            None
+        }
+        fn sized<'x>(b: &'x [u8], at: &mut usize) -> Option<Option<&'x [u8]>> {
+            let n = varint(b, at)?;
+            if n < 0 {
+                return Some(None);
+            }
+            let end = at.checked_add(usize::try_from(n).ok()?)?;
+            let s = b.get(*at..end)?;
+            *at = end;
+            Some(Some(s))
+        }
+        let mut at = 0;
+        let len = usize::try_from(varint(b, &mut at)?).ok()?;
+        let end = at.checked_add(len)?;
+        let body = b.get(..end)?;
+        at += 1; // attributes
+        let timestamp_delta = varint(body, &mut at)?;
+        let offset_delta = varint(body, &mut at)?;
+        let key = sized(body, &mut at)?;
+        let value = sized(body, &mut at)?;
+        let headers = varint(body, &mut at)?;
+        let mut header_keys = Vec::new();
+        for _ in 0..headers.max(0) {
+            let k = sized(body, &mut at)?;
+            sized(body, &mut at)?;
+            header_keys.push(String::from_utf8_lossy(k.unwrap_or_default()).into_owned());
+        }
+        Some((
+            end,
+            RawRecord {
+                timestamp_delta,
+                offset_delta,
+                key,
+                value,
+                header_keys,
+            },
+        ))
+    }
+
+    /// Its row, as [`record_row`] makes one from a record's nodes.
+    fn row(self, b: &Batch<'_>, values: bool) -> RecordRow {
+        let ts = if b.log_append {
+            b.max_ts
+        } else {
+            b.base_ts.map(|a| a.saturating_add(self.timestamp_delta))
+        };
+        RecordRow {
+            topic: b.entry.topic.clone(),
+            partition: b.entry.partition,
+            batch_index: b.index,
+            offset: b.base_offset.saturating_add(self.offset_delta),
+            timestamp_ms: ts,
+            timestamp_type: Some(if b.log_append {
+                "LogAppendTime"
+            } else {
+                "CreateTime"
+            }),
+            control: b.control,
+            key: self.key.map(<[u8]>::to_vec),
+            key_length: self.key.map(|k| k.len() as i64),
+            value_length: self.value.map(|v| v.len() as i64),
+            header_keys: self.header_keys,
+            value: if values {
+                self.value.map(<[u8]>::to_vec)
+            } else {
+                None
+            },
         }
     }
 }

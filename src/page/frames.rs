@@ -6,9 +6,11 @@
 //! endpoints and correlation_id), the byte grid coloured by region with a legend of the
 //! regions present, the object tree, and with a user schema (`--schema`) the definition.
 //! Markdown is written message by message (it pastes into a README or a wiki as is);
-//! HTML is gathered into one self-contained file ([`Doc`]): a contents list, then each
+//! HTML is one self-contained file ([`Doc`]), also written message by message: each
 //! request beside its response (paired by connection and correlation_id), with hover
-//! linking between bytes and tree rows. Tree rows keep to the page's width: a long row
+//! linking between bytes and tree rows, then a contents list. Both honour the node
+//! budget and `--max-elements`: the tree shows what the text tree shows, and the HTML
+//! byte grid collapses the rows of bytes the tree shows no row of. Tree rows keep to the page's width: a long row
 //! is cut with an ellipsis and its whole text is its tooltip.
 
 use std::io::{self, Write};
@@ -88,59 +90,109 @@ pub fn markdown(
     Ok(())
 }
 
-/// One message, rendered.
+/// One message, rendered, waiting for its place in the document.
 struct Entry {
+    /// Its number (`mN`), in the order it was added.
+    n: usize,
     title: String,
     short: String,
     html: String,
     connection: u32,
     correlation_id: Option<i32>,
     request: bool,
+    /// A request: the number of the response written beside it, once it came.
+    mate: Option<Box<Entry>>,
+    /// A request that waits no more for its response (written alone).
+    done: bool,
 }
 
-/// The HTML document of `kwire read/decode --format html`: messages are added as they
-/// are decoded (each rendered at once, so no tree outlives its frame) and written out
-/// with [`Doc::finish`].
-#[derive(Default)]
+/// Requests that may wait for their responses at once (each holding its rendered
+/// HTML); past it, the oldest is written alone.
+const MAX_WAITING: usize = 64;
+/// Bytes of rendered HTML the waiting requests may hold together; past it, the oldest
+/// are written alone.
+const MAX_WAITING_BYTES: usize = 16 << 20;
+/// Rows of the contents list kept; past it, the list ends with how many were left out.
+const MAX_CONTENTS: usize = 100_000;
+
+/// The HTML document of `kwire read/decode --format html`, written message by message:
+/// the head goes out with the first message, each message as soon as its place is known
+/// (a request waits for its response, paired by connection and correlation_id, so that
+/// the two stand side by side; at most [`MAX_WAITING`] requests and
+/// [`MAX_WAITING_BYTES`] of them wait, the oldest written alone past that, and every
+/// message after a waiting one waits behind it so that the order is the capture's), and
+/// the contents list and the hover script at the end ([`Doc::finish`]). Only the
+/// waiting messages and one line of contents per row are held.
 pub struct Doc {
-    entries: Vec<Entry>,
+    title: String,
+    started: bool,
+    added: usize,
+    /// Rows not yet written, in order: singles, requests waiting, requests with their
+    /// responses.
+    queue: std::collections::VecDeque<Entry>,
+    queued_bytes: usize,
+    /// `(n, short, response n)` of each row written, for the contents list.
+    contents: Vec<(usize, String, Option<usize>)>,
+    rows: usize,
 }
 
 impl Doc {
-    /// An empty document.
-    pub fn new() -> Doc {
-        Doc::default()
+    /// An empty document titled `title`.
+    pub fn new(title: &str) -> Doc {
+        Doc {
+            title: title.to_string(),
+            started: false,
+            added: 0,
+            queue: std::collections::VecDeque::new(),
+            queued_bytes: 0,
+            contents: Vec::new(),
+            rows: 0,
+        }
     }
 
     /// Renders `m` (with its capture context, when it came from a capture; `stream`
-    /// otherwise numbers the input's streams) and keeps it.
+    /// otherwise numbers the input's streams) and writes what of the document can be
+    /// written.
+    ///
+    /// # Errors
+    /// The writer's errors.
     pub fn add(
         &mut self,
+        w: &mut dyn Write,
         schema: &Schema,
         m: &Message<'_>,
         ctx: Option<&Context>,
         stream: u32,
         opts: &RenderOptions,
-    ) {
+    ) -> io::Result<()> {
+        if !self.started {
+            self.started = true;
+            h::doc_head(w, &self.title)?;
+            writeln!(w, "<h1>{}</h1>", esc(&self.title))?;
+            writeln!(
+                w,
+                "<p class=\"intro\">Each request beside its response; the contents list is at the <a href=\"#contents\">end</a>. Hover a tree row to see its bytes, or a byte to see its row.</p>"
+            )?;
+        }
         let opts = RenderOptions {
             color: false,
             ..opts.clone()
         };
-        let n = self.entries.len() + 1;
+        self.added += 1;
+        let n = self.added;
         let mut buf = Vec::new();
         let sid = format!("m{n}");
-        // Writing into a Vec cannot fail.
-        let _ = h::message_html(&mut buf, m, &sid, &opts)
-            .and_then(|()| match user_definition(schema, m) {
-                Some(d) => writeln!(
-                    buf,
-                    "<details><summary>kafka message schema (.json)</summary><pre class=\"json\">{}</pre></details>",
-                    esc(&d)
-                ),
-                None => Ok(()),
-            });
+        h::message_html(&mut buf, m, &sid, &opts)?;
+        if let Some(d) = user_definition(schema, m) {
+            writeln!(
+                buf,
+                "<details><summary>kafka message schema (.json)</summary><pre class=\"json\">{}</pre></details>",
+                esc(&d)
+            )?;
+        }
         let name = m.api_name.unwrap_or("unknown API");
-        self.entries.push(Entry {
+        let e = Entry {
+            n,
             title: rtext::title(m, ctx, false),
             short: format!(
                 "{name} v{} {}, correlation_id {}",
@@ -154,88 +206,122 @@ impl Doc {
             connection: ctx.map(|c| c.connection).unwrap_or(stream),
             correlation_id: m.correlation_id,
             request: m.direction == Direction::Request,
-        });
+            mate: None,
+            done: false,
+        };
+        self.queued_bytes += e.html.len();
+        // A response goes beside the first request still waiting for it.
+        let waiting = (!e.request)
+            .then(|| {
+                self.queue.iter_mut().find(|q| {
+                    q.request
+                        && !q.done
+                        && q.mate.is_none()
+                        && q.connection == e.connection
+                        && q.correlation_id == e.correlation_id
+                })
+            })
+            .flatten();
+        match waiting {
+            Some(q) => q.mate = Some(Box::new(e)),
+            None => {
+                let alone = !e.request || e.correlation_id.is_none();
+                let mut e = e;
+                e.done = alone;
+                self.queue.push_back(e);
+            }
+        }
+        // Past the bounds, the oldest waiting requests are written alone.
+        let mut waiting = self
+            .queue
+            .iter()
+            .filter(|q| q.request && !q.done && q.mate.is_none())
+            .count();
+        for q in self.queue.iter_mut() {
+            if waiting <= MAX_WAITING && self.queued_bytes <= MAX_WAITING_BYTES {
+                break;
+            }
+            if q.request && !q.done && q.mate.is_none() {
+                q.done = true;
+                waiting -= 1;
+            }
+        }
+        self.write_ready(w, false)
     }
 
     /// How many messages were added.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.added
     }
 
     /// Whether none were.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.added == 0
     }
 
-    /// The rows of the page: a request with its response (when both were added), or
-    /// one message alone; in the order the first of each was added.
-    fn rows(&self) -> Vec<(usize, Option<usize>)> {
-        let mut used = vec![false; self.entries.len()];
-        let mut rows = Vec::new();
-        for (i, e) in self.entries.iter().enumerate() {
-            if used[i] {
-                continue;
+    /// Writes the rows at the front of the queue whose place is known (all with `all`).
+    fn write_ready(&mut self, w: &mut dyn Write, all: bool) -> io::Result<()> {
+        while let Some(front) = self.queue.front() {
+            if !(all || front.done || front.mate.is_some()) {
+                break;
             }
-            used[i] = true;
-            let mate = if e.request && e.correlation_id.is_some() {
-                self.entries
-                    .iter()
-                    .enumerate()
-                    .skip(i + 1)
-                    .find_map(|(j, r)| {
-                        (!used[j]
-                            && !r.request
-                            && r.connection == e.connection
-                            && r.correlation_id == e.correlation_id)
-                            .then_some(j)
-                    })
-            } else {
-                None
+            let Some(mut e) = self.queue.pop_front() else {
+                break;
             };
-            if let Some(j) = mate {
-                used[j] = true;
-            }
-            rows.push((i, mate));
-        }
-        rows
-    }
-
-    /// Writes the document: head, contents list, then each row.
-    ///
-    /// # Errors
-    /// The writer's errors.
-    pub fn finish(&self, w: &mut dyn Write, title: &str) -> io::Result<()> {
-        h::doc_head(w, title)?;
-        writeln!(w, "<h1>{}</h1>", esc(title))?;
-        let rows = self.rows();
-        writeln!(
-            w,
-            "<p class=\"intro\">{} messages; each request beside its response. Hover a tree row to see its bytes, or a byte to see its row.</p>",
-            self.entries.len()
-        )?;
-        writeln!(w, "<nav class=\"toc\"><h2>Contents</h2><ol>")?;
-        for (i, mate) in &rows {
-            let e = &self.entries[*i];
-            write!(w, "<li><a href=\"#m{}\">{}</a>", i + 1, esc(&e.short))?;
-            if let Some(j) = mate {
-                write!(w, " · <a href=\"#m{}\">response</a>", j + 1)?;
-            }
-            writeln!(w, "</li>")?;
-        }
-        writeln!(w, "</ol></nav>")?;
-        for (i, mate) in &rows {
-            let class = if mate.is_some() { "pair" } else { "single" };
+            self.queued_bytes -= e.html.len() + e.mate.as_ref().map_or(0, |m| m.html.len());
+            let class = if e.mate.is_some() { "pair" } else { "single" };
             writeln!(w, "<div class=\"{class}\">")?;
-            for k in std::iter::once(*i).chain(*mate) {
-                let e = &self.entries[k];
-                writeln!(w, "<section class=\"msg\" id=\"m{}\">", k + 1)?;
-                writeln!(w, "<h2>{}. {}</h2>", k + 1, esc(&e.short))?;
-                writeln!(w, "<div class=\"title\">{}</div>", esc(&e.title))?;
-                w.write_all(e.html.as_bytes())?;
+            let mate_n = e.mate.as_ref().map(|m| m.n);
+            if self.contents.len() < MAX_CONTENTS {
+                self.contents.push((e.n, e.short.clone(), mate_n));
+            }
+            self.rows += 1;
+            let mate = e.mate.take().map(|m| *m);
+            for x in std::iter::once(&e).chain(mate.as_ref()) {
+                writeln!(w, "<section class=\"msg\" id=\"m{}\">", x.n)?;
+                writeln!(w, "<h2>{}. {}</h2>", x.n, esc(&x.short))?;
+                writeln!(w, "<div class=\"title\">{}</div>", esc(&x.title))?;
+                w.write_all(x.html.as_bytes())?;
                 writeln!(w, "</section>")?;
             }
             writeln!(w, "</div>")?;
         }
+        Ok(())
+    }
+
+    /// Writes the rows still waiting, the contents list and the end of the document (the
+    /// whole document when no message was added).
+    ///
+    /// # Errors
+    /// The writer's errors.
+    pub fn finish(&mut self, w: &mut dyn Write) -> io::Result<()> {
+        if !self.started {
+            self.started = true;
+            h::doc_head(w, &self.title)?;
+            writeln!(w, "<h1>{}</h1>", esc(&self.title))?;
+        }
+        self.write_ready(w, true)?;
+        writeln!(
+            w,
+            "<nav class=\"toc\" id=\"contents\"><h2>Contents</h2><p class=\"intro\">{} messages.</p><ol>",
+            self.added
+        )?;
+        for (n, short, mate) in &self.contents {
+            write!(w, "<li><a href=\"#m{n}\">{}</a>", esc(short))?;
+            if let Some(j) = mate {
+                write!(w, " · <a href=\"#m{j}\">response</a>")?;
+            }
+            writeln!(w, "</li>")?;
+        }
+        writeln!(w, "</ol>")?;
+        if self.rows > self.contents.len() {
+            writeln!(
+                w,
+                "<p class=\"intro\">… and {} more rows, not listed (the list keeps {MAX_CONTENTS}).</p>",
+                self.rows - self.contents.len()
+            )?;
+        }
+        writeln!(w, "</nav>")?;
         h::doc_tail(w)
     }
 }

@@ -89,6 +89,8 @@ table.grid td.b.sel { border-color: var(--sel); box-shadow: inset 0 0 0 1px var(
 .tree .s { color: var(--muted); }
 .tree .d { color: #2b8a3e; }
 .tree .err { color: #c92a2a; font-weight: 700; }
+.tree .dim { color: var(--muted); }
+table.grid tr.gap td { color: var(--muted); font-style: italic; white-space: normal; }
 pre.json { background: #f8f9fa; border: 1px solid var(--line); border-radius: 4px; padding: .7rem .9rem; overflow-x: auto; font-size: 13px; }
 table.index { border-collapse: collapse; margin: .4rem 0 1rem; }
 table.index th, table.index td { padding: .2rem .8rem .2rem 0; text-align: left; }
@@ -101,13 +103,18 @@ const SCRIPT: &str = r#"
   var rows = Array.prototype.slice.call(document.querySelectorAll('.tree .row[data-g]'));
   var grids = {};
   Array.prototype.forEach.call(document.querySelectorAll('table.grid'), function (t) {
-    grids[t.getAttribute('data-g')] = Array.prototype.slice.call(t.querySelectorAll('td.b'));
+    // Cell i is byte i; a collapsed row (tr.gap) stands for data-n bytes without cells.
+    var cells = [], i = 0;
+    Array.prototype.forEach.call(t.querySelectorAll('td.b, tr.gap'), function (c) {
+      if (c.tagName === 'TR') { i += +c.getAttribute('data-n'); } else { cells[i++] = c; }
+    });
+    grids[t.getAttribute('data-g')] = cells;
   });
   function mark(row, cls, on) {
     if (!row) { return; }
     var cells = grids[row.getAttribute('data-g')] || [];
     var o = +row.getAttribute('data-o'), l = +row.getAttribute('data-l');
-    for (var i = o; i < o + l && i < cells.length; i++) { cells[i].classList.toggle(cls, on); }
+    for (var i = o; i < o + l && i < cells.length; i++) { if (cells[i]) { cells[i].classList.toggle(cls, on); } }
     row.classList.toggle(cls, on);
   }
   var selected = null;
@@ -186,7 +193,82 @@ fn legend_of(w: &mut dyn Write, regions: &[Region]) -> io::Result<()> {
     writeln!(w, "</div>")
 }
 
-fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, gid: &str) -> io::Result<()> {
+/// Byte ranges of each buffer (index = buffer id) that the HTML tree gives no row of
+/// their own: the bytes of a `folded` node (one row stands for them all), of elements
+/// past `--max-elements` (one `... M more` row) and of subtrees past `--depth`, merged
+/// and sorted. [`grid_hiding`] collapses the rows that lie wholly inside them, so that a page
+/// grows with what its tree shows (the node and element budgets), not with the bytes.
+fn hidden_ranges(msg: &Message<'_>, opts: &RenderOptions) -> Vec<Vec<(usize, usize)>> {
+    let mut out: Vec<Vec<(usize, usize)>> = vec![Vec::new(); msg.buffers.len() + 1];
+    fn push(out: &mut [Vec<(usize, usize)>], n: &Node<'_>) {
+        if n.length > 0 {
+            if let Some(v) = out.get_mut(n.buffer as usize) {
+                v.push((n.offset, n.offset.saturating_add(n.length)));
+            }
+        }
+    }
+    /// A hidden subtree: its bytes, and those of its nodes in other buffers.
+    fn hide(out: &mut [Vec<(usize, usize)>], n: &Node<'_>) {
+        push(out, n);
+        n.walk(&mut |x, _| {
+            if x.buffer != n.buffer {
+                push(out, x);
+            }
+        });
+    }
+    fn walk(out: &mut [Vec<(usize, usize)>], n: &Node<'_>, opts: &RenderOptions, depth: usize) {
+        if n.ty == "folded" {
+            push(out, n);
+            return;
+        }
+        if n.children.is_empty() {
+            return;
+        }
+        if rtext::shows_all_children(n, opts, depth) {
+            for c in n.children.iter() {
+                walk(out, c, opts, depth + 1);
+            }
+            return;
+        }
+        let shown: Vec<*const Node<'_>> = rtext::tree_items(n, opts, depth)
+            .iter()
+            .filter_map(|i| match i {
+                rtext::Item::Node(c) => Some(*c as *const Node<'_>),
+                _ => None,
+            })
+            .collect();
+        for c in n.children.iter() {
+            if shown.contains(&(c as *const Node<'_>)) {
+                walk(out, c, opts, depth + 1);
+            } else {
+                hide(out, c);
+            }
+        }
+    }
+    walk(&mut out, &msg.tree, opts, 0);
+    for v in &mut out {
+        v.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(v.len());
+        for &(a, b) in v.iter() {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        *v = merged;
+    }
+    out
+}
+
+/// A buffer's byte grid (named `gid` for the hover script), with the rows wholly inside `hidden` (sorted, merged byte ranges) written
+/// as one collapsed row per run (`tr.gap`, whose `data-n` is the bytes it stands for).
+fn grid_hiding(
+    w: &mut dyn Write,
+    msg: &Message<'_>,
+    id: u32,
+    gid: &str,
+    hidden: &[(usize, usize)],
+) -> io::Result<()> {
     let buf = msg.buffer(id);
     let (regions, _) = rtext::byte_regions(msg, id);
     let width = rtext::offset_width(buf.len());
@@ -205,8 +287,33 @@ fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, gid: &str) -> io::Result<
         write!(w, "<th>{c:X}</th>")?;
     }
     writeln!(w, "</tr>")?;
+    let mut h = hidden.iter().peekable();
+    let mut gap: Option<(usize, usize)> = None;
+    let end_gap = |w: &mut dyn Write, gap: &mut Option<(usize, usize)>| -> io::Result<()> {
+        if let Some((a, b)) = gap.take() {
+            let rows = (b - a).div_ceil(16);
+            writeln!(
+                w,
+                "<tr class=\"gap\" data-n=\"{}\"><th class=\"off\">{a:0width$x}</th><td colspan=\"16\">… {rows} rows, bytes 0x{a:0width$x}-0x{:0width$x} ({} B), not shown in the tree: folded past the node budget (--max-nodes) or past --max-elements</td></tr>",
+                b - a,
+                b - 1,
+                b - a
+            )?;
+        }
+        Ok(())
+    };
     for (row, chunk) in buf.chunks(16).enumerate() {
         let base = row * 16;
+        let end = base + chunk.len();
+        while h.peek().is_some_and(|r| r.1 <= base) {
+            h.next();
+        }
+        if h.peek().is_some_and(|r| r.0 <= base && end <= r.1) {
+            let g = gap.get_or_insert((base, end));
+            g.1 = end;
+            continue;
+        }
+        end_gap(w, &mut gap)?;
         write!(w, "<tr><th class=\"off\">{:0width$x}</th>", base)?;
         for (j, b) in chunk.iter().enumerate() {
             let i = base + j;
@@ -218,6 +325,7 @@ fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, gid: &str) -> io::Result<
         }
         writeln!(w, "</tr>")?;
     }
+    end_gap(w, &mut gap)?;
     writeln!(w, "</table>")?;
     let runs: Vec<String> = region_runs(msg, id)
         .iter()
@@ -308,16 +416,39 @@ impl TreeHtml<'_> {
                 )?;
             }
         }
-        let last = n.children.len().saturating_sub(1);
-        for (i, c) in n.children.iter().enumerate() {
+        if n.children.is_empty() {
+            return Ok(());
+        }
+        // The children the text tree shows: the elements past --max-elements and the
+        // subtrees past --depth stand as one dim row each.
+        let items = if rtext::shows_all_children(n, self.opts, depth) {
+            n.children.iter().map(rtext::Item::Node).collect()
+        } else {
+            rtext::tree_items(n, self.opts, depth)
+        };
+        let last = items.len().saturating_sub(1);
+        for (i, item) in items.iter().enumerate() {
             let next = if i == last { "    " } else { "|   " };
-            self.node(
+            let more = match item {
+                rtext::Item::Node(c) => {
+                    self.node(
+                        w,
+                        c,
+                        Some(n),
+                        &format!("{cont}+-- "),
+                        &format!("{cont}{next}"),
+                        depth + 1,
+                    )?;
+                    continue;
+                }
+                rtext::Item::More(m) => format!("... {m} more"),
+                rtext::Item::Fold(k) => format!("... ({k} node{})", if *k == 1 { "" } else { "s" }),
+            };
+            writeln!(
                 w,
-                c,
-                Some(n),
-                &format!("{cont}+-- "),
-                &format!("{cont}{next}"),
-                depth + 1,
+                "<div class=\"row note\"><span class=\"c\">{}</span><span class=\"dim\">{}</span></div>",
+                esc(&format!("{cont}+-- ")),
+                esc(&more)
             )?;
         }
         Ok(())
@@ -392,8 +523,10 @@ fn grid_and_tree(
     title_all: bool,
 ) -> io::Result<()> {
     writeln!(w, "<div class=\"gridpane\">")?;
+    let hidden = hidden_ranges(msg, opts);
     for id in 0..=msg.buffers.len() as u32 {
-        grid(w, msg, id, &format!("{sid}-{id}"))?;
+        let h = hidden.get(id as usize).map_or(&[][..], Vec::as_slice);
+        grid_hiding(w, msg, id, &format!("{sid}-{id}"), h)?;
     }
     writeln!(w, "</div>")?;
     writeln!(w, "<div class=\"treepane\">")?;

@@ -352,8 +352,29 @@ pub fn node_line(n: &Node<'_>, parent: Option<&Node<'_>>, opts: &RenderOptions) 
     .line(n, parent)
 }
 
+/// The lines under `n` at `depth` as the text tree shows them: its children, with the
+/// elements past `opts.max_elements` as one [`Item::More`] and, at `opts.depth`, the
+/// whole subtree as one [`Item::Fold`]. The HTML pages show the same lines.
+pub fn tree_items<'n, 'a>(
+    n: &'n Node<'a>,
+    opts: &RenderOptions,
+    depth: usize,
+) -> Vec<Item<'n, 'a>> {
+    TreePrinter {
+        opts,
+        widths: Vec::new(),
+    }
+    .items(n, depth)
+}
+
+/// Whether [`tree_items`] would give `n`'s children as they are (nothing hidden).
+pub fn shows_all_children(n: &Node<'_>, opts: &RenderOptions, depth: usize) -> bool {
+    opts.depth.is_none_or(|d| depth < d) && n.children.len() <= opts.max_elements
+}
+
 /// What stands on one line under a parent.
-enum Item<'n, 'a> {
+pub enum Item<'n, 'a> {
+    /// A child node.
     Node(&'n Node<'a>),
     /// `... M more` elements hidden by `max_elements`.
     More(usize),

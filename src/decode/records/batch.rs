@@ -141,6 +141,25 @@ pub(super) fn batch_v2_fields<'a>(
         Ok(d) => {
             let dlen = d.data.len();
             let note = d.note.map(|n| format!(", {n}")).unwrap_or_default();
+            if let Some(w) = &d.warning {
+                comp.set_warning(r.s(w));
+            }
+            // Bytes after the data that decoded (after the last LZ4 frame): a leaf of
+            // their own, with the error at their offset.
+            let rest = d.trailing.as_ref().map(|(at, why)| {
+                comp.length = *at;
+                comp.value = Value::Bytes(&data[..*at]);
+                let mut l = leaf(
+                    r,
+                    "unread compressed bytes",
+                    "bytes",
+                    Value::Bytes(&data[*at..]),
+                    comp.offset + at,
+                    data.len() - at,
+                );
+                l.set_error(r.s(why));
+                l
+            });
             if dlen == 0 {
                 comp.annotation = Some(r.fmt(format_args!(
                     "{}, {} B -> 0 B{note}",
@@ -148,6 +167,7 @@ pub(super) fn batch_v2_fields<'a>(
                     data.len()
                 )));
                 out.push(comp);
+                out.extend(rest);
                 if count != 0 {
                     out[count_idx].set_error(r.fmt(format_args!(
                         "record count {count}, but the data decompresses to nothing"
@@ -162,6 +182,7 @@ pub(super) fn batch_v2_fields<'a>(
                 data.len()
             )));
             out.push(comp);
+            out.extend(rest);
             let bad = checked_count(count, dlen, MIN_RECORD, "record");
             let absurd = bad.is_some();
             out[count_idx].set_error_opt(bad.map(|b| r.s(&b)));

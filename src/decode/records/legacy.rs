@@ -90,6 +90,15 @@ pub(super) fn legacy_fields<'a>(
                 .note
                 .map(|n| r.fmt(format_args!(", {n}")))
                 .unwrap_or_default();
+            if let Some(w) = &d.warning {
+                out[value_idx].set_warning(r.s(w));
+            }
+            if let Some((at, why)) = &d.trailing {
+                // The value is one leaf (length prefix and bytes): the offset in words.
+                let (frame_at, buffer) = (out[value_idx].offset + 4 + at, out[value_idx].buffer);
+                let e = r.fmt(format_args!("{why} (byte {frame_at} of buffer {buffer})"));
+                out[value_idx].set_error(e);
+            }
             if dlen == 0 {
                 out[value_idx].annotation = Some(r.fmt(format_args!(
                     "int32 len={}, {}, {} B -> 0 B{note}",
