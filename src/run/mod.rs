@@ -118,7 +118,7 @@ pub fn load_keylogs(
     let mut lines = Vec::new();
     for (p, given) in files {
         let given = *given;
-        match std::fs::read(&p) {
+        match std::fs::read(p) {
             Ok(text) => {
                 let problems = keys.add_text(&text, &p.display().to_string());
                 let n = problems.len();
