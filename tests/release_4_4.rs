@@ -15,6 +15,7 @@ mod common;
 mod encode_common;
 
 use assert_cmd::Command;
+use common::kwire;
 use encode_common::decode_check;
 use encode_common::gen::{all_pairs, instance};
 use kwire::encode::{encode, minimal::minimal};
@@ -22,12 +23,6 @@ use kwire::schema::{MessageKind, Schema};
 use serde_json::{json, Value as J};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-fn kwire() -> Command {
-    let mut c = Command::cargo_bin("kwire").unwrap();
-    c.env_remove("KWIRE_SCHEMA").env("NO_COLOR", "1");
-    c
-}
 
 fn out(c: &mut Command) -> String {
     let o = c.output().unwrap();
