@@ -20,7 +20,7 @@ use etherparse::{IpNumber, LaxIpSlice, SlicedPacket, TcpSlice};
 use pcap_parser::{Block, PcapBlockOwned, PcapError};
 
 use super::order::Reorder;
-use super::stream::{Conn, Sink};
+use super::conn::{Conn, Sink};
 use super::tcp::Segment;
 use super::{
     CaptureError, CaptureOptions, CaptureStats, Event, FramePlausibility, Notice, NoticeKind,

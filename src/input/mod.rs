@@ -6,8 +6,9 @@
 //! 1. [`capture`]: a streaming pcap/pcapng record reader (`pcap_parser::create_reader`) and a
 //!    link/IP/TCP parser (etherparse; IPv4/IPv6 fragments are reassembled).
 //! 2. [`tcp`]: TCP reassembly per connection and direction by sequence number (RFC 793 / RFC 9293).
-//! 3. [`stream`]: Kafka framing (4-byte big-endian size prefix), resynchronisation, TLS and
-//!    SASL v0 raw-token detection.
+//! 3. [`framer`]: Kafka framing (4-byte big-endian size prefix) and resynchronisation;
+//!    [`conn`]: per connection, which side is the server, TLS and SASL v0 raw-token
+//!    detection.
 //! 4. [`pair`]: request/response pairing by correlation id (used by the decoder side).
 //!
 //! This layer only knows bytes: it never decodes a Kafka body. The decoder tells it what looks
@@ -17,12 +18,13 @@
 //! [`Extractor`] can be fed with link-layer records directly.
 
 pub mod capture;
+pub mod conn;
+pub mod framer;
 pub mod hex;
 mod order;
 pub mod pair;
 pub mod pcap_out;
 pub mod resync;
-pub mod stream;
 pub mod tcp;
 pub mod tls;
 
