@@ -10,7 +10,7 @@ use super::tcp::{Delivery, Reassembler, Segment};
 use super::tls::{KeyLog, TlsConn, TlsOut};
 use super::{
     CaptureOptions, CaptureStats, Direction, Event, Frame, FrameContext, FrameKind,
-    FramePlausibility, Notice, NoticeKind,
+    FramePlausibility, Notice, NoticeKind, Timestamp,
 };
 
 /// Correlation ids of recent requests remembered per connection, to check response
@@ -104,6 +104,9 @@ pub(crate) struct Conn {
     low_corr: Option<i32>,
     /// The TLS layer, for a connection that carries TLS.
     tls: Option<Box<TlsConn>>,
+    /// Capture time of the last segment (for the idle timeout,
+    /// [`CaptureOptions::idle_timeout`]).
+    pub last_time: Timestamp,
 }
 
 impl Conn {
@@ -134,6 +137,7 @@ impl Conn {
             recent_corrs: VecDeque::new(),
             low_corr: None,
             tls: None,
+            last_time: Timestamp::default(),
         }
     }
 
@@ -166,6 +170,57 @@ impl Conn {
         self.reasm[0].is_closed() && self.reasm[1].is_closed()
     }
 
+    /// Bytes this connection holds in flight: out-of-order segments, partial frames and
+    /// bytes held while resynchronising, bytes held while deciding what it carries, TLS
+    /// records and handshake messages not yet whole. What the in-flight budget of all
+    /// connections counts ([`CaptureOptions::max_in_flight`]).
+    pub fn held(&self) -> usize {
+        let mut n = self.pending_bytes[0] + self.pending_bytes[1];
+        for s in 0..2 {
+            n += self.reasm[s].held();
+            n += self.framers[s].as_ref().map_or(0, Framer::held);
+        }
+        n + self.tls.as_ref().map_or(0, |t| t.held())
+    }
+
+    /// The record that carried the oldest byte this connection holds (see [`Conn::held`]),
+    /// if it holds any: the order in which the budget sheds connections.
+    pub fn held_since(&self) -> Option<u64> {
+        let framers = (0..2).filter_map(|s| self.framers[s].as_ref().and_then(Framer::held_since));
+        [self.hold_floor()]
+            .into_iter()
+            .flatten()
+            .chain(framers)
+            .min()
+    }
+
+    /// Gives up what this connection holds, at record `frame`, for the in-flight budget
+    /// of all connections (`budget` bytes): missing segments are declared lost (a gap) and
+    /// the data after them delivered, an undecided connection is decided on what it has,
+    /// and each partial frame is emitted as incomplete with a notice (the rest of it is
+    /// skipped as it comes). Returns how many partial frames were cut.
+    pub fn shed(&mut self, frame: u64, budget: usize, sink: &mut Sink<'_>) -> u32 {
+        for s in 0..2 {
+            let mut dl = Vec::new();
+            self.reasm[s].give_up(frame, &mut dl);
+            for d in dl {
+                self.deliver(s, d, sink);
+            }
+        }
+        self.try_decide(true, sink);
+        let mut cut = 0;
+        for s in 0..2 {
+            let mut fo = Vec::new();
+            if let Some(fr) = self.framers[s].as_mut() {
+                if fr.shed(frame, budget, &mut fo) {
+                    cut += 1;
+                }
+            }
+            self.framer_out(s, fo, sink);
+        }
+        cut
+    }
+
     fn dir_of(&self, side: usize) -> Direction {
         if Some(side) == self.client {
             Direction::ToServer
@@ -185,6 +240,7 @@ impl Conn {
         sink: &mut Sink<'_>,
     ) {
         self.last_frame = seg.frame;
+        self.last_time = self.last_time.max(seg.time);
         if seg.syn && ack.is_none() && self.syn_sender.is_none() {
             self.syn_sender = Some(side);
         }
@@ -196,9 +252,24 @@ impl Conn {
             // number even when the capture missed the SYN itself.
             self.reasm[1 - side].anchor(a);
         }
+        if let (false, Some(a)) = (seg.syn, ack) {
+            // Bytes of the other side acknowledged but not in the capture are lost: the
+            // frame they cut comes out now, before what this segment carries.
+            let mut other = Vec::new();
+            self.reasm[1 - side].acked(a, seg.frame, &mut other);
+            for d in other {
+                self.deliver(1 - side, d, sink);
+            }
+        }
         let mut dl = Vec::new();
         self.reasm[side].push(seg, &mut dl);
-        if seg.rst {
+        let both_fin = self.reasm[0].saw_fin() && self.reasm[1].saw_fin();
+        if seg.rst || (both_fin && !self.is_closed()) {
+            // RST, or both sides have sent their FIN: the connection is over, and what
+            // it waits for will not come.
+            let mut own = Vec::new();
+            self.reasm[side].flush(seg.frame, &mut own);
+            dl.extend(own);
             let mut other = Vec::new();
             self.reasm[1 - side].flush(seg.frame, &mut other);
             for d in dl {
@@ -449,7 +520,9 @@ impl Conn {
                 let mut n = Notice::new(
                     NoticeKind::Gap,
                     format!(
-                        "{len} bytes missing from the TCP stream (lost segment or snaplen cut)"
+                        "{len} bytes missing from the TCP stream (lost segment or snaplen \
+                         cut): stream bytes {offset}..{}",
+                        offset + len
                     ),
                 );
                 n.frame = Some(frame);

@@ -16,6 +16,9 @@ pub const PEEK: usize = 64;
 
 pub use super::resync::VERIFY_LIMIT;
 
+/// A buffer whose capacity passes this (bytes) is shrunk once it is three-quarters empty.
+const SHRINK_ABOVE: usize = 64 << 10;
+
 /// Output of a [`Framer`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FramerOut {
@@ -158,7 +161,18 @@ impl Framer {
     fn consume(&mut self, n: usize) {
         let n = n.min(self.buf.len());
         self.buf.drain(..n);
+        self.advance(n);
+    }
+
+    /// The first `n` buffered bytes are gone (consumed or taken): moves the buffer's
+    /// offset on, forgets the spans behind it, and gives a large buffer's memory back once
+    /// little is left in it (a connection that once carried a large frame does not keep
+    /// its size).
+    fn advance(&mut self, n: usize) {
         self.buf_off += n as u64;
+        if self.buf.capacity() > SHRINK_ABOVE && self.buf.len() < self.buf.capacity() / 4 {
+            self.buf.shrink_to(self.buf.len().max(SHRINK_ABOVE / 4));
+        }
         while let Some((end, _, _)) = self.spans.front() {
             if *end <= self.buf_off && self.spans.len() > 1 {
                 self.spans.pop_front();
@@ -207,10 +221,21 @@ impl Framer {
         let n = n.min(self.buf.len());
         let (first, _) = self.frame_at(self.buf_off);
         let (last, time) = self.frame_at(self.buf_off + n.saturating_sub(1) as u64);
-        let bytes = self.buf[..n].to_vec();
         let key = self.completed_by(n, incomplete);
+        let offset = self.buf_off;
+        let bytes = if n == self.buf.len() {
+            // The usual case (the buffer holds this frame and nothing after it): hand the
+            // buffer on instead of copying it.
+            let b = std::mem::take(&mut self.buf);
+            self.advance(n);
+            b
+        } else {
+            let b = self.buf[..n].to_vec();
+            self.consume(n);
+            b
+        };
         out.push(FramerOut::Frame {
-            offset: self.buf_off,
+            offset,
             bytes,
             first,
             last,
@@ -218,7 +243,74 @@ impl Framer {
             incomplete,
             key,
         });
-        self.consume(n);
+    }
+
+    /// Bytes this framer holds: its buffer (a partial frame, or bytes held while
+    /// resynchronising) and the record spans that map them to records.
+    pub fn held(&self) -> usize {
+        self.buf.capacity() + self.spans.len() * std::mem::size_of::<(u64, u64, Timestamp)>()
+    }
+
+    /// The record that carried the oldest byte held, if any.
+    pub fn held_since(&self) -> Option<u64> {
+        (!self.buf.is_empty()).then(|| self.frame_at(self.buf_off).0)
+    }
+
+    /// Gives up what is held, for the in-flight budget of all connections (`budget`
+    /// bytes, for the notice), at record `frame`: a partial frame is emitted now as
+    /// incomplete with the bytes it has, with a [`NoticeKind::Dropped`] notice, and the
+    /// rest of it is skipped as it comes (framing resumes where its size prefix says the
+    /// next frame starts); bytes held while resynchronising are skipped (counted in the
+    /// resync notice). Returns true when a partial frame was cut.
+    pub fn shed(&mut self, frame: u64, budget: usize, out: &mut Vec<FramerOut>) -> bool {
+        self.last_frame = self.last_frame.max(frame);
+        match self.mode.clone() {
+            Mode::Sync if self.buf.len() >= 4 => {
+                let size = i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+                let total = size.max(0) as u64 + 4;
+                let have = self.buf.len() as u64;
+                out.push(FramerOut::Notice {
+                    kind: NoticeKind::Dropped,
+                    frame,
+                    offset: self.buf_off,
+                    bytes: total.saturating_sub(have),
+                    message: format!(
+                        "in-flight budget of {budget} bytes (all connections) passed: the \
+                         oldest partial frame, {total} bytes, is shown incomplete with the \
+                         {have} it has; its other {} are skipped",
+                        total.saturating_sub(have)
+                    ),
+                });
+                let end = self.buf_off + total;
+                self.emit(have as usize, true, out);
+                let remaining = end.saturating_sub(self.buf_off);
+                self.mode = if remaining == 0 {
+                    Mode::Sync
+                } else {
+                    Mode::Skip { remaining }
+                };
+                self.buf = Vec::new();
+                self.spans.clear();
+                true
+            }
+            Mode::Resync {
+                skipped,
+                from,
+                reason,
+            } if !self.buf.is_empty() => {
+                let n = self.buf.len();
+                self.mode = Mode::Resync {
+                    skipped: skipped + n as u64,
+                    from,
+                    reason,
+                };
+                self.buf = Vec::new();
+                self.advance(n);
+                self.spans.clear();
+                false
+            }
+            _ => false,
+        }
     }
 
     fn resync_notice(&self, skipped: u64, from: u64, reason: &str, out: &mut Vec<FramerOut>) {
@@ -426,7 +518,7 @@ impl Framer {
                 };
             }
         }
-        self.buf.clear();
+        self.buf = Vec::new();
         self.spans.clear();
         self.buf_off = gap_end;
     }
@@ -472,7 +564,7 @@ impl Framer {
             }
             Mode::Skip { .. } => {}
         }
-        self.buf.clear();
+        self.buf = Vec::new();
         self.spans.clear();
     }
 }

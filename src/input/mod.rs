@@ -300,6 +300,21 @@ pub struct CaptureOptions {
     /// Closed connections remembered (to ignore late retransmissions) before being dropped.
     /// Default 4096.
     pub max_closed: usize,
+    /// The in-flight budget, in bytes, of all connections together: out-of-order
+    /// segments, partial frames, bytes held while resynchronising or while deciding what a
+    /// connection carries, TLS records not yet whole, per-connection state, and frames
+    /// waiting for their turn in the output order. Past it, the connections holding the
+    /// oldest bytes give them up: missing segments are declared lost, partial frames are
+    /// emitted as incomplete with a [`NoticeKind::Dropped`] notice (the rest of each is
+    /// skipped as it comes), and a last notice counts them. One connection alone may
+    /// hold one frame of up to [`CaptureOptions::max_frame`]. Default 16 MiB.
+    pub max_in_flight: usize,
+    /// Seconds of capture time after which a connection that sent nothing gives up what
+    /// it holds, as the budget sheds it (missing segments lost, a partial frame emitted
+    /// as incomplete); the connection itself stays known. `0`: never. Default 600 (Kafka
+    /// brokers close connections idle for `connections.max.idle.ms`, 10 minutes by
+    /// default).
+    pub idle_timeout: u64,
     /// Initial capacity of the capture reader buffer in bytes; it grows up to 16 MiB for
     /// records larger than it. Default 256 KiB (minimum 64 KiB).
     pub read_buffer: usize,
@@ -316,6 +331,8 @@ impl Default for CaptureOptions {
             max_frame: 100 * 1024 * 1024,
             max_out_of_order: 4 * 1024 * 1024,
             max_closed: 4096,
+            max_in_flight: 16 << 20,
+            idle_timeout: 600,
             read_buffer: 256 << 10,
             tls_keys: Arc::default(),
         }
