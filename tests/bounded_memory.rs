@@ -573,7 +573,10 @@ fn api_versions_response(corr: i32) -> Vec<u8> {
 /// Connection `i`'s endpoints (client port 20000 + i on 10.1.x.y, the broker on 9092).
 fn flow_of(i: usize) -> TcpFlow {
     TcpFlow::new(
-        SocketAddrV4::new(Ipv4Addr::new(10, 1, (i >> 8) as u8, i as u8), 20000 + i as u16),
+        SocketAddrV4::new(
+            Ipv4Addr::new(10, 1, (i >> 8) as u8, i as u8),
+            20000 + i as u16,
+        ),
         SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9092),
         [1000 + i as u32 * 7919, 5000],
     )
@@ -587,8 +590,10 @@ fn flow_of(i: usize) -> TcpFlow {
 /// second segment) cover the lost bytes at once; without, only the response's ACK
 /// does, after every connection's Produce has gone by (what the budget must hold).
 fn lossy_produce(path: &Path, n: usize, acks: bool) {
-    let mut w = PcapWriter::new(std::io::BufWriter::new(std::fs::File::create(path).unwrap()))
-        .unwrap();
+    let mut w = PcapWriter::new(std::io::BufWriter::new(
+        std::fs::File::create(path).unwrap(),
+    ))
+    .unwrap();
     let req = produce_of(1, 100, 10_000);
     let mut flows: Vec<TcpFlow> = (0..n).map(flow_of).collect();
     let mut t = 1_000_000u64;
@@ -611,7 +616,8 @@ fn lossy_produce(path: &Path, n: usize, acks: bool) {
             t += 100;
         }
         for f in &mut flows {
-            f.send(&mut w, false, t, &api_versions_response(corr)).unwrap();
+            f.send(&mut w, false, t, &api_versions_response(corr))
+                .unwrap();
             t += 100;
         }
     }
@@ -629,7 +635,10 @@ fn lossy_produce(path: &Path, n: usize, acks: bool) {
 fn check_lossy_produce(n: usize, out: &str, err: &str) {
     let responses: Vec<&str> = out.lines().filter(|l| l.contains(" response ")).collect();
     assert_eq!(responses.len(), 3 * n, "every response shown:\n{err}");
-    let unpaired: Vec<&&str> = responses.iter().filter(|l| !l.contains("latency=")).collect();
+    let unpaired: Vec<&&str> = responses
+        .iter()
+        .filter(|l| !l.contains("latency="))
+        .collect();
     assert!(
         unpaired.is_empty(),
         "{} of {} responses unpaired, e.g. {:?}",
@@ -661,7 +670,15 @@ fn lossy_produce_case(n: usize, acks: bool) {
     lossy_produce(&p, n, acks);
     let f = p.to_str().unwrap();
     let Some((out, err, _)) = run_under(
-        &["read", f, "--format", "summary", "--threads", "1", "--all-notices"],
+        &[
+            "read",
+            f,
+            "--format",
+            "summary",
+            "--threads",
+            "1",
+            "--all-notices",
+        ],
         LOSSY_PEAK_KIB,
     ) else {
         return;
@@ -671,8 +688,78 @@ fn lossy_produce_case(n: usize, acks: bool) {
     // bytes: 499,320..516,840).
     let gaps = err
         .lines()
-        .filter(|l| l.contains("17520 bytes missing from the TCP stream") && l.contains("stream bytes 499320..516840"))
+        .filter(|l| {
+            l.contains("17520 bytes missing from the TCP stream")
+                && l.contains("stream bytes 499320..516840")
+        })
         .count();
-    assert_eq!(gaps, n, "a gap notice per connection, with its range:\n{}", &err[..err.len().min(4000)]);
+    assert_eq!(
+        gaps,
+        n,
+        "a gap notice per connection, with its range:\n{}",
+        &err[..err.len().min(4000)]
+    );
     std::fs::remove_file(&p).ok();
+}
+
+/// Part 6's case: 2,000 connections, each open and holding half of a 1 MB Produce (one
+/// record of 1 MB) at the end of the capture. Without a budget each held its half
+/// (1.07 GB); with it, the oldest partial frames are shown incomplete as the budget
+/// passes, the rest of each skipped, and the closing notice counts them.
+#[test]
+fn half_frames_on_2000_connections_share_one_budget() {
+    const N: usize = 2000;
+    let p = scratch("half-frames-2000.pcap");
+    let frame = produce_of(1, 1, 1_000_000);
+    let half = &frame[..frame.len() / 2];
+    {
+        let mut w =
+            PcapWriter::new(std::io::BufWriter::new(std::fs::File::create(&p).unwrap())).unwrap();
+        let mut t = 1_000_000u64;
+        for i in 0..N {
+            let mut f = flow_of(i);
+            f.open(&mut w, t).unwrap();
+            f.send(&mut w, true, t + 1000, half).unwrap();
+            t += 10_000;
+        }
+        use std::io::Write;
+        w.into_inner().flush().unwrap();
+    }
+    let f = p.to_str().unwrap();
+    let run = run_under(
+        &["read", f, "--format", "summary", "--threads", "1"],
+        LOSSY_PEAK_KIB,
+    );
+    std::fs::remove_file(&p).ok();
+    let Some((out, err, _)) = run else {
+        return;
+    };
+    // Every frame shown, incomplete.
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.contains("Produce v3 request"))
+            .count(),
+        N,
+        "{err}"
+    );
+    let summary = err.lines().last().unwrap_or("");
+    assert!(summary.contains(&format!("{N} incomplete")), "{summary}");
+    // The closing notice counts the partial frames the budget cut: all but the few that
+    // fit in it at the end (which the end of the capture cuts).
+    let budget = err
+        .lines()
+        .find(|l| l.contains("in-flight budget of 16777216 bytes (all connections) passed"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no budget notice:\n{}",
+                &err[err.len().saturating_sub(3000)..]
+            )
+        });
+    let cut: usize = budget
+        .split(": ")
+        .last()
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {budget:?}"));
+    assert!(cut > N - 40 && cut < N, "{cut} cut: {budget}");
 }

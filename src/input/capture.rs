@@ -19,8 +19,8 @@ use etherparse::defrag::IpDefragPool;
 use etherparse::{IpNumber, LaxIpSlice, SlicedPacket, TcpSlice};
 use pcap_parser::{Block, PcapBlockOwned, PcapError};
 
-use super::order::Reorder;
 use super::conn::{Conn, Sink};
+use super::order::Reorder;
 use super::tcp::Segment;
 use super::{
     CaptureError, CaptureOptions, CaptureStats, Event, FramePlausibility, Notice, NoticeKind,
@@ -490,19 +490,25 @@ impl<'p> Extractor<'p> {
             else {
                 break;
             };
-            let others = self.budget.oldest.len() - tried.len() - 1;
+            // `tried` holds only connections still holding something.
+            let others = (self.budget.oldest.len() - tried.len()).saturating_sub(1);
             if others == 0 && self.order.bytes() <= limit / 2 {
                 break;
             }
-            tried.insert(id);
             self.shed(id, frame);
+            if self.budget.held.get(&id).is_some_and(|(_, s)| s.is_some()) {
+                tried.insert(id);
+            }
         }
     }
 
     /// Connections that sent nothing for [`CaptureOptions::idle_timeout`] seconds of
     /// capture time give up what they hold.
     fn sweep_idle(&mut self, frame: u64) {
-        let limit = self.latest.secs.saturating_sub(self.opts.idle_timeout as i64);
+        let limit = self
+            .latest
+            .secs
+            .saturating_sub(self.opts.idle_timeout as i64);
         let idle: Vec<(u32, i64)> = self
             .budget
             .oldest

@@ -173,6 +173,9 @@ impl Framer {
         if self.buf.capacity() > SHRINK_ABOVE && self.buf.len() < self.buf.capacity() / 4 {
             self.buf.shrink_to(self.buf.len().max(SHRINK_ABOVE / 4));
         }
+        if self.spans.capacity() > 256 && self.spans.len() < self.spans.capacity() / 4 {
+            self.spans.shrink_to(self.spans.len().max(16));
+        }
         while let Some((end, _, _)) = self.spans.front() {
             if *end <= self.buf_off && self.spans.len() > 1 {
                 self.spans.pop_front();
@@ -290,7 +293,7 @@ impl Framer {
                     Mode::Skip { remaining }
                 };
                 self.buf = Vec::new();
-                self.spans.clear();
+                self.spans = VecDeque::new();
                 true
             }
             Mode::Resync {
@@ -306,7 +309,7 @@ impl Framer {
                 };
                 self.buf = Vec::new();
                 self.advance(n);
-                self.spans.clear();
+                self.spans = VecDeque::new();
                 false
             }
             _ => false,
@@ -519,7 +522,7 @@ impl Framer {
             }
         }
         self.buf = Vec::new();
-        self.spans.clear();
+        self.spans = VecDeque::new();
         self.buf_off = gap_end;
     }
 
@@ -565,6 +568,6 @@ impl Framer {
             Mode::Skip { .. } => {}
         }
         self.buf = Vec::new();
-        self.spans.clear();
+        self.spans = VecDeque::new();
     }
 }
