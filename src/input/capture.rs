@@ -552,7 +552,7 @@ impl<'p> Extractor<'p> {
         }
         if self.budget.passed > 0 {
             let mut n = Notice::new(
-                NoticeKind::Dropped,
+                NoticeKind::Budget,
                 format!(
                     "in-flight budget of {} bytes (all connections) passed {} times: {} partial frames shown incomplete and the rest of each skipped, {} times a connection gave up what it held",
                     self.opts.max_in_flight, self.budget.passed, self.budget.cut, self.budget.shed

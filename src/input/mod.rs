@@ -156,6 +156,10 @@ pub enum NoticeKind {
     Unfinished,
     /// A pending request was dropped by the [`Pairer`] or never got a response.
     Unanswered,
+    /// The in-flight budget of all connections ([`CaptureOptions::max_in_flight`]) was
+    /// passed: one notice at the end counts the partial frames it cut (each has a
+    /// [`NoticeKind::Dropped`] notice of its own).
+    Budget,
     /// Informational: e.g. SASL raw tokens start/end.
     Info,
 }

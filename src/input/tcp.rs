@@ -86,6 +86,9 @@ pub struct Reassembler {
     offset: u64,
     ooo: BTreeMap<u64, Piece>,
     ooo_bytes: usize,
+    /// How many of the `ooo` pieces each record carried (the lowest is the hold floor,
+    /// found without walking the pieces).
+    ooo_frames: BTreeMap<u64, u32>,
     cap: usize,
     fin: Option<u64>,
     /// The end (stream offset) of the furthest bytes seen, delivered or buffered.
@@ -106,6 +109,7 @@ impl Reassembler {
             offset: 0,
             ooo: BTreeMap::new(),
             ooo_bytes: 0,
+            ooo_frames: BTreeMap::new(),
             cap,
             fin: None,
             high: 0,
@@ -323,6 +327,7 @@ impl Reassembler {
             if let Some(ref v) = piece_data {
                 self.ooo_bytes += v.len();
             }
+            *self.ooo_frames.entry(frame).or_default() += 1;
             self.ooo.insert(
                 a,
                 Piece {
@@ -341,6 +346,12 @@ impl Reassembler {
                 break;
             }
             let p = entry.remove();
+            if let Some(n) = self.ooo_frames.get_mut(&p.frame) {
+                *n -= 1;
+                if *n == 0 {
+                    self.ooo_frames.remove(&p.frame);
+                }
+            }
             match p.data {
                 Some(d) => {
                     self.ooo_bytes -= d.len();
@@ -369,7 +380,7 @@ impl Reassembler {
     /// The lowest record number among the out-of-order pieces held, if any (see
     /// `Conn::hold_floor`).
     pub fn hold_floor(&self) -> Option<u64> {
-        self.ooo.values().map(|p| p.frame).min()
+        self.ooo_frames.keys().next().copied()
     }
 
     /// Declare the bytes up to the first buffered piece lost; false if nothing is buffered.

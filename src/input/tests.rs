@@ -1495,6 +1495,7 @@ fn input_budget_sheds_the_oldest_partial_frames() {
     sorted.sort_unstable();
     assert_eq!(conns, sorted);
     let last = o.notices.last().unwrap();
+    assert_eq!(last.kind, NoticeKind::Budget);
     assert!(
         last.message
             .contains(&format!("{cut} partial frames shown incomplete")),
