@@ -770,7 +770,6 @@ fn half_frames_on_2000_connections_share_one_budget() {
 }
 
 #[path = "common/cut.rs"]
-#[allow(dead_code)]
 mod cut;
 
 /// Where a record's TCP header and payload are (Ethernet, IPv4): (IP header offset, TCP
