@@ -44,6 +44,17 @@ pub struct CaptureArgs {
     /// socket.request.max.bytes); at least 8.
     #[arg(long, default_value_t = 100 << 20, value_parser = max_frame)]
     pub max_frame: usize,
+    /// Bytes all connections together may hold in flight (out-of-order segments,
+    /// partial frames, TLS records, frames waiting for their turn); past it, the oldest
+    /// partial frames are shown incomplete and the rest of each skipped, and a notice
+    /// counts them (see docs/robustness.md, "Lost segments and the in-flight budget").
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
+    pub max_in_flight: usize,
+    /// Seconds of capture time after which a silent connection gives up what it holds
+    /// (a missing segment is lost, a partial frame shown incomplete); 0: never. A FIN
+    /// from both sides or an RST frees a connection at once.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub idle_timeout: u64,
     /// Exit with status 3 when the capture was read but some message failed to decode.
     #[arg(long)]
     pub strict: bool,
@@ -247,6 +258,8 @@ impl CaptureArgs {
             ports: self.ports.clone(),
             detect: self.detect,
             max_frame: self.max_frame,
+            max_in_flight: self.max_in_flight,
+            idle_timeout: self.idle_timeout,
             all_notices: self.all_notices,
             keylogs,
             live: self.live.is_live().then(|| super::live::options(self)),

@@ -19,8 +19,8 @@ use etherparse::defrag::IpDefragPool;
 use etherparse::{IpNumber, LaxIpSlice, SlicedPacket, TcpSlice};
 use pcap_parser::{Block, PcapBlockOwned, PcapError};
 
+use super::conn::{Conn, Sink};
 use super::order::Reorder;
-use super::stream::{Conn, Sink};
 use super::tcp::Segment;
 use super::{
     CaptureError, CaptureOptions, CaptureStats, Event, FramePlausibility, Notice, NoticeKind,
@@ -116,6 +116,46 @@ pub struct Extractor<'p> {
     floors: BTreeSet<(u64, u32)>,
     keys: super::tls::KeyLog,
     secrets_blocks: u32,
+    /// The in-flight budget's accounts ([`CaptureOptions::max_in_flight`]).
+    budget: Budget,
+    /// Each open connection's key, by id.
+    key_of: HashMap<u32, ConnKey>,
+    /// The latest capture time seen, and when connections are next checked for the idle
+    /// timeout (seconds).
+    latest: Timestamp,
+    next_sweep: i64,
+}
+
+type ConnKey = (SocketAddr, SocketAddr);
+
+/// What each open connection holds ([`Conn::held`]), by id, with the record of its oldest
+/// held byte; the total; and what the budget has shed so far.
+#[derive(Default)]
+struct Budget {
+    held: HashMap<u32, (usize, Option<u64>)>,
+    /// Connections holding bytes, oldest held byte first.
+    oldest: BTreeSet<(u64, u32)>,
+    total: usize,
+    /// Partial frames cut, connections shed, times the budget was passed.
+    cut: u64,
+    shed: u64,
+    passed: u64,
+}
+
+impl Budget {
+    fn set(&mut self, id: u32, held: usize, since: Option<u64>) {
+        let (old, old_since) = self.held.remove(&id).unwrap_or((0, None));
+        if let Some(s) = old_since {
+            self.oldest.remove(&(s, id));
+        }
+        self.total = self.total - old + held;
+        if held > 0 || since.is_some() {
+            self.held.insert(id, (held, since));
+        }
+        if let Some(s) = since {
+            self.oldest.insert((s, id));
+        }
+    }
 }
 
 impl<'p> Extractor<'p> {
@@ -137,6 +177,10 @@ impl<'p> Extractor<'p> {
             floors: BTreeSet::new(),
             keys: (*opts.tls_keys).clone(),
             secrets_blocks: 0,
+            budget: Budget::default(),
+            key_of: HashMap::new(),
+            latest: Timestamp::default(),
+            next_sweep: i64::MIN,
         }
     }
 
@@ -371,6 +415,8 @@ impl<'p> Extractor<'p> {
         if conn.is_closed() {
             conn.finish(frame, &mut sink);
             self.conns.remove(&key);
+            self.key_of.remove(&id);
+            self.budget.set(id, 0, None);
             self.set_floor(id, None);
             self.closed.insert(key);
             self.closed_order.push_back(key);
@@ -381,7 +427,109 @@ impl<'p> Extractor<'p> {
             }
         } else {
             let floor = conn.hold_floor();
+            let (held, since) = (conn.held(), conn.held_since());
+            self.key_of.insert(id, key);
             self.set_floor(id, floor);
+            self.budget.set(id, held, since);
+        }
+        self.keep_budget(frame);
+        if time > self.latest {
+            self.latest = time;
+        }
+        if self.opts.idle_timeout > 0 && self.latest.secs >= self.next_sweep {
+            self.next_sweep = self.latest.secs.saturating_add(1);
+            self.sweep_idle(frame);
+        }
+    }
+
+    /// Sheds connection `id` (see [`Conn::shed`]) at record `frame` and updates its
+    /// accounts. Returns whether it held less after.
+    fn shed(&mut self, id: u32, frame: u64) -> bool {
+        let Some(key) = self.key_of.get(&id).copied() else {
+            self.budget.set(id, 0, None);
+            return true;
+        };
+        let Some(conn) = self.conns.get_mut(&key) else {
+            self.budget.set(id, 0, None);
+            return true;
+        };
+        let before = conn.held();
+        let mut sink = Sink {
+            opts: &self.opts,
+            plaus: self.plaus,
+            stats: &mut self.stats,
+            order: &mut self.order,
+            now: frame,
+            keys: &self.keys,
+        };
+        self.budget.cut += u64::from(conn.shed(frame, self.opts.max_in_flight, &mut sink));
+        self.budget.shed += 1;
+        let (floor, held, since) = (conn.hold_floor(), conn.held(), conn.held_since());
+        self.set_floor(id, floor);
+        self.budget.set(id, held, since);
+        held < before
+    }
+
+    /// Keeps what all connections hold, and the frames waiting in the output order,
+    /// under [`CaptureOptions::max_in_flight`]: the connections holding the oldest bytes
+    /// give them up first. One connection alone may go past it with one frame (up to
+    /// `max_frame`), unless frames of others wait behind it in the output order.
+    fn keep_budget(&mut self, frame: u64) {
+        let limit = self.opts.max_in_flight;
+        if self.budget.total + self.order.bytes() <= limit {
+            return;
+        }
+        self.budget.passed += 1;
+        let mut tried: HashSet<u32> = HashSet::new();
+        while self.budget.total + self.order.bytes() > limit {
+            let Some(&(_, id)) = self
+                .budget
+                .oldest
+                .iter()
+                .find(|(_, id)| !tried.contains(id))
+            else {
+                break;
+            };
+            // `tried` holds only connections still holding something.
+            let others = (self.budget.oldest.len() - tried.len()).saturating_sub(1);
+            if others == 0 && self.order.bytes() <= limit / 2 {
+                break;
+            }
+            self.shed(id, frame);
+            if self.budget.held.get(&id).is_some_and(|(_, s)| s.is_some()) {
+                tried.insert(id);
+            }
+        }
+    }
+
+    /// Connections that sent nothing for [`CaptureOptions::idle_timeout`] seconds of
+    /// capture time give up what they hold.
+    fn sweep_idle(&mut self, frame: u64) {
+        let limit = self
+            .latest
+            .secs
+            .saturating_sub(self.opts.idle_timeout as i64);
+        let idle: Vec<(u32, i64)> = self
+            .budget
+            .oldest
+            .iter()
+            .filter_map(|(_, id)| {
+                let c = self.conns.get(self.key_of.get(id)?)?;
+                (c.last_time.secs < limit).then_some((*id, c.last_time.secs))
+            })
+            .collect();
+        for (id, last) in idle {
+            let mut n = Notice::new(
+                NoticeKind::Dropped,
+                format!(
+                    "connection idle for more than {} s of capture time (last segment at {last} s): what it held is given up",
+                    self.opts.idle_timeout
+                ),
+            );
+            n.frame = Some(frame);
+            n.connection = Some(id);
+            self.notice(n);
+            self.shed(id, frame);
         }
     }
 
@@ -401,6 +549,18 @@ impl<'p> Extractor<'p> {
         };
         for mut c in conns {
             c.finish(frame, &mut sink);
+        }
+        if self.budget.passed > 0 {
+            let mut n = Notice::new(
+                NoticeKind::Budget,
+                format!(
+                    "in-flight budget of {} bytes (all connections) passed {} times: {} partial frames shown incomplete and the rest of each skipped, {} times a connection gave up what it held",
+                    self.opts.max_in_flight, self.budget.passed, self.budget.cut, self.budget.shed
+                ),
+            );
+            n.frame = Some(frame);
+            self.stats.notices += 1;
+            self.order.push(frame, Event::Notice(n));
         }
         self.order.drain(out);
         self.stats

@@ -6,8 +6,9 @@
 //! 1. [`capture`]: a streaming pcap/pcapng record reader (`pcap_parser::create_reader`) and a
 //!    link/IP/TCP parser (etherparse; IPv4/IPv6 fragments are reassembled).
 //! 2. [`tcp`]: TCP reassembly per connection and direction by sequence number (RFC 793 / RFC 9293).
-//! 3. [`stream`]: Kafka framing (4-byte big-endian size prefix), resynchronisation, TLS and
-//!    SASL v0 raw-token detection.
+//! 3. [`framer`]: Kafka framing (4-byte big-endian size prefix) and resynchronisation;
+//!    [`conn`]: per connection, which side is the server, TLS and SASL v0 raw-token
+//!    detection.
 //! 4. [`pair`]: request/response pairing by correlation id (used by the decoder side).
 //!
 //! This layer only knows bytes: it never decodes a Kafka body. The decoder tells it what looks
@@ -18,13 +19,14 @@
 //! [`Extractor`] can be fed with link-layer records directly.
 
 pub mod capture;
+pub mod conn;
+pub mod framer;
 pub mod hex;
 pub mod live;
 mod order;
 pub mod pair;
 pub mod pcap_out;
 pub mod resync;
-pub mod stream;
 pub mod tcp;
 pub mod tls;
 
@@ -156,6 +158,10 @@ pub enum NoticeKind {
     Unfinished,
     /// A pending request was dropped by the [`Pairer`] or never got a response.
     Unanswered,
+    /// The in-flight budget of all connections ([`CaptureOptions::max_in_flight`]) was
+    /// passed: one notice at the end counts the partial frames it cut (each has a
+    /// [`NoticeKind::Dropped`] notice of its own).
+    Budget,
     /// Informational: e.g. SASL raw tokens start/end.
     Info,
 }
@@ -300,6 +306,21 @@ pub struct CaptureOptions {
     /// Closed connections remembered (to ignore late retransmissions) before being dropped.
     /// Default 4096.
     pub max_closed: usize,
+    /// The in-flight budget, in bytes, of all connections together: out-of-order
+    /// segments, partial frames, bytes held while resynchronising or while deciding what a
+    /// connection carries, TLS records not yet whole, per-connection state, and frames
+    /// waiting for their turn in the output order. Past it, the connections holding the
+    /// oldest bytes give them up: missing segments are declared lost, partial frames are
+    /// emitted as incomplete with a [`NoticeKind::Dropped`] notice (the rest of each is
+    /// skipped as it comes), and a last notice counts them. One connection alone may
+    /// hold one frame of up to [`CaptureOptions::max_frame`]. Default 16 MiB.
+    pub max_in_flight: usize,
+    /// Seconds of capture time after which a connection that sent nothing gives up what
+    /// it holds, as the budget sheds it (missing segments lost, a partial frame emitted
+    /// as incomplete); the connection itself stays known. `0`: never. Default 600 (Kafka
+    /// brokers close connections idle for `connections.max.idle.ms`, 10 minutes by
+    /// default).
+    pub idle_timeout: u64,
     /// Initial capacity of the capture reader buffer in bytes; it grows up to 16 MiB for
     /// records larger than it. Default 256 KiB (minimum 64 KiB).
     pub read_buffer: usize,
@@ -316,6 +337,8 @@ impl Default for CaptureOptions {
             max_frame: 100 * 1024 * 1024,
             max_out_of_order: 4 * 1024 * 1024,
             max_closed: 4096,
+            max_in_flight: 16 << 20,
+            idle_timeout: 600,
             read_buffer: 256 << 10,
             tls_keys: Arc::default(),
         }

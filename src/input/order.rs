@@ -49,6 +49,16 @@ pub(crate) struct Reorder {
     seq: u64,
     /// Everything below this key has been released; later events are never put before it.
     released: u64,
+    /// Frame bytes waiting (charged to the in-flight budget,
+    /// [`super::CaptureOptions::max_in_flight`]).
+    bytes: usize,
+}
+
+fn size(e: &Event) -> usize {
+    match e {
+        Event::Frame(f) => f.bytes.capacity(),
+        Event::Notice(_) => 0,
+    }
 }
 
 impl Reorder {
@@ -56,6 +66,7 @@ impl Reorder {
     /// (which the floors rule out) is raised to it, so order never goes backwards.
     pub fn push(&mut self, key: u64, event: Event) {
         self.seq += 1;
+        self.bytes += size(&event);
         self.heap.push(Reverse(Slot {
             key: key.max(self.released),
             seq: self.seq,
@@ -68,9 +79,15 @@ impl Reorder {
         self.released = self.released.max(floor);
         while self.heap.peek().is_some_and(|s| s.0.key < floor) {
             if let Some(Reverse(s)) = self.heap.pop() {
+                self.bytes -= size(&s.event);
                 out(s.event);
             }
         }
+    }
+
+    /// Frame bytes waiting for their turn.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Hand everything to `out`, in order.

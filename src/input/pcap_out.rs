@@ -148,6 +148,56 @@ impl TcpFlow {
         Ok(())
     }
 
+    /// Sends `data` as [`TcpFlow::send`] does, as a capture that lost the segments
+    /// overlapping `lost` (byte offsets into `data`) records it: those segments are not
+    /// written, but the sequence numbers move on as if they had been (the receiver got
+    /// them; only the capture missed them). With `acks`, the receiver acknowledges every
+    /// second segment with a bare ACK, as a TCP stack with delayed ACKs does (RFC 9293
+    /// 3.8.6.3): its ACKs cover the lost bytes too.
+    ///
+    /// # Errors
+    /// The writer's errors.
+    pub fn send_losing<W: Write>(
+        &mut self,
+        w: &mut PcapWriter<W>,
+        to_server: bool,
+        micros: u64,
+        data: &[u8],
+        lost: std::ops::Range<usize>,
+        acks: bool,
+    ) -> io::Result<()> {
+        let s = if to_server { 0 } else { 1 };
+        for (i, chunk) in data.chunks(MSS).enumerate() {
+            let (a, b) = (i * MSS, i * MSS + chunk.len());
+            let t = micros + 10 * i as u64;
+            if b <= lost.start || a >= lost.end {
+                let p = self.build(to_server, (false, true, false), chunk);
+                w.packet(t, &p)?;
+            }
+            self.seq[s] = self.seq[s].wrapping_add(chunk.len() as u32);
+            if acks && i % 2 == 1 {
+                let p = self.build(!to_server, (false, true, false), &[]);
+                w.packet(t + 5, &p)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A bare ACK from the client (`from_client`) or the server at `micros`,
+    /// acknowledging everything the other side sent.
+    ///
+    /// # Errors
+    /// The writer's errors.
+    pub fn ack<W: Write>(
+        &mut self,
+        w: &mut PcapWriter<W>,
+        from_client: bool,
+        micros: u64,
+    ) -> io::Result<()> {
+        let p = self.build(from_client, (false, true, false), &[]);
+        w.packet(micros, &p)
+    }
+
     /// Closes the connection (FIN from the client, FIN from the server) at `micros`.
     ///
     /// # Errors
@@ -160,5 +210,40 @@ impl TcpFlow {
         w.packet(micros + 50, &p)?;
         self.seq[1] = self.seq[1].wrapping_add(1);
         Ok(())
+    }
+
+    /// Resets the connection: an RST from the client (`from_client`) or the server at
+    /// `micros`.
+    ///
+    /// # Errors
+    /// The writer's errors.
+    pub fn reset<W: Write>(
+        &mut self,
+        w: &mut PcapWriter<W>,
+        from_client: bool,
+        micros: u64,
+    ) -> io::Result<()> {
+        let p = self.build_rst(from_client);
+        w.packet(micros, &p)
+    }
+
+    fn build_rst(&self, to_server: bool) -> Vec<u8> {
+        let (src, dst) = if to_server {
+            (self.client, self.server)
+        } else {
+            (self.server, self.client)
+        };
+        let s = if to_server { 0 } else { 1 };
+        let mac = |a: &SocketAddrV4| {
+            let o = a.ip().octets();
+            [0x02, 0x00, o[0], o[1], o[2], o[3]]
+        };
+        let t = PacketBuilder::ethernet2(mac(&src), mac(&dst))
+            .ipv4(src.ip().octets(), dst.ip().octets(), 64)
+            .tcp(src.port(), dst.port(), self.seq[s], 0)
+            .rst();
+        let mut out = Vec::with_capacity(54);
+        let _ = t.write(&mut out, &[]);
+        out
     }
 }

@@ -14,7 +14,7 @@
 //!
 //! Anything weaker is left as skipped bytes (the framer's resync notice says why).
 
-use super::stream::PEEK;
+use super::framer::PEEK;
 use super::{Direction, FramePlausibility};
 
 /// Largest candidate frame (bytes after the size prefix) held whole to check where it

@@ -3,9 +3,15 @@
 //! Sequence numbers are 32-bit and wrap; the reassembler maps them to 64-bit stream offsets
 //! relative to the stream start (ISN + 1 after a SYN, or the first data byte seen when the
 //! capture starts mid-stream). Segments may arrive out of order, be retransmitted or overlap:
-//! the first-seen bytes win and duplicates are dropped. Out-of-order data is buffered up to a
-//! byte cap; when the cap is exceeded (or the stream ends) the missing bytes are declared lost
-//! and delivered as a [`Delivery::Gap`].
+//! the first-seen bytes win and duplicates are dropped. Out-of-order data is buffered until the
+//! missing bytes come, or until they are known lost and delivered as a [`Delivery::Gap`]:
+//!
+//! - the peer acknowledges bytes past them ([`Reassembler::acked`]): the receiver has them, so
+//!   no retransmission will come, and only the capture lost them;
+//! - the stream ends (RST, both FINs, the connection's idle timeout, the end of the capture;
+//!   [`Reassembler::flush`]);
+//! - the buffered bytes pass a byte cap, or the budget of all connections sheds them
+//!   ([`Reassembler::give_up`]).
 
 use std::collections::BTreeMap;
 
@@ -80,8 +86,13 @@ pub struct Reassembler {
     offset: u64,
     ooo: BTreeMap<u64, Piece>,
     ooo_bytes: usize,
+    /// How many of the `ooo` pieces each record carried (the lowest is the hold floor,
+    /// found without walking the pieces).
+    ooo_frames: BTreeMap<u64, u32>,
     cap: usize,
     fin: Option<u64>,
+    /// The end (stream offset) of the furthest bytes seen, delivered or buffered.
+    high: u64,
     closed: bool,
     /// Duplicate payload bytes dropped so far.
     pub duplicate_bytes: u64,
@@ -98,8 +109,10 @@ impl Reassembler {
             offset: 0,
             ooo: BTreeMap::new(),
             ooo_bytes: 0,
+            ooo_frames: BTreeMap::new(),
             cap,
             fin: None,
+            high: 0,
             closed: false,
             duplicate_bytes: 0,
             dropped_bytes: 0,
@@ -119,6 +132,67 @@ impl Reassembler {
     /// Next expected stream offset (bytes delivered or declared lost so far).
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// True once a FIN was seen in this direction.
+    pub fn saw_fin(&self) -> bool {
+        self.fin.is_some()
+    }
+
+    /// Out-of-order payload bytes buffered now.
+    pub fn held(&self) -> usize {
+        self.ooo_bytes
+    }
+
+    /// The peer acknowledged sequence number `ack` (RFC 9293 SEG.ACK: every byte before it
+    /// reached the receiver). Missing bytes before it and before buffered data will never
+    /// be sent again: they are delivered as a gap now, with the buffered data after them.
+    /// An ACK before the next expected byte, or more than 1 GiB ahead of it, is ignored.
+    pub fn acked(&mut self, ack: u32, frame: u64, out: &mut Vec<Delivery>) {
+        if self.closed {
+            return;
+        }
+        let Some(base) = self.base else {
+            return;
+        };
+        let rel = ack.wrapping_sub(base.wrapping_add(self.offset as u32)) as i32 as i64;
+        if rel <= 0 || rel > (1 << 30) {
+            return;
+        }
+        // Only bytes before data already seen: a hole the ACK proves lost. (Past
+        // everything seen, an ACK might count a FIN the capture missed, or be wrong in
+        // a capture that was not written by a TCP stack; the stream's end settles those.)
+        let to = (self.offset + rel as u64)
+            .min(self.high)
+            .min(self.fin.unwrap_or(u64::MAX));
+        if to <= self.offset {
+            return;
+        }
+        loop {
+            match self.ooo.first_key_value() {
+                Some((&k, _)) if k < to => {
+                    self.skip_to_first(frame, out);
+                }
+                _ => break,
+            }
+        }
+        if to > self.offset {
+            out.push(Delivery::Gap {
+                offset: self.offset,
+                len: to - self.offset,
+                frame,
+            });
+            self.offset = to;
+            self.high = self.high.max(to);
+            self.drain(out);
+        }
+    }
+
+    /// Declares every missing range before the buffered data lost and delivers that data
+    /// (the budget of all connections sheds this direction's out-of-order bytes). The
+    /// stream stays open.
+    pub fn give_up(&mut self, frame: u64, out: &mut Vec<Delivery>) {
+        while self.skip_to_first(frame, out) {}
     }
 
     /// Marks `seq` as the stream's first byte (the sequence number after the SYN, as the
@@ -195,6 +269,9 @@ impl Reassembler {
         let orig = start;
         let end = start + len as i64;
         let cur = self.offset as i64;
+        if end > 0 && start - cur <= (1 << 30) {
+            self.high = self.high.max(end as u64);
+        }
         if end <= cur {
             if data.is_some() {
                 self.duplicate_bytes += len;
@@ -250,6 +327,7 @@ impl Reassembler {
             if let Some(ref v) = piece_data {
                 self.ooo_bytes += v.len();
             }
+            *self.ooo_frames.entry(frame).or_default() += 1;
             self.ooo.insert(
                 a,
                 Piece {
@@ -268,6 +346,12 @@ impl Reassembler {
                 break;
             }
             let p = entry.remove();
+            if let Some(n) = self.ooo_frames.get_mut(&p.frame) {
+                *n -= 1;
+                if *n == 0 {
+                    self.ooo_frames.remove(&p.frame);
+                }
+            }
             match p.data {
                 Some(d) => {
                     self.ooo_bytes -= d.len();
@@ -296,7 +380,7 @@ impl Reassembler {
     /// The lowest record number among the out-of-order pieces held, if any (see
     /// `Conn::hold_floor`).
     pub fn hold_floor(&self) -> Option<u64> {
-        self.ooo.values().map(|p| p.frame).min()
+        self.ooo_frames.keys().next().copied()
     }
 
     /// Declare the bytes up to the first buffered piece lost; false if nothing is buffered.

@@ -1313,3 +1313,193 @@ fn tls13_records_split_and_joined_frames_across_records_and_a_key_update() {
         o.notices
     );
 }
+
+// Lost segments and the in-flight budget (issue 25): captures written with
+// `pcap_out::TcpFlow`, whose segments carry real ACK numbers.
+
+use super::pcap_out::{PcapWriter, TcpFlow, MSS};
+use std::net::SocketAddrV4;
+
+fn lossy_flow(i: u16) -> TcpFlow {
+    TcpFlow::new(
+        SocketAddrV4::new(Ipv4Addr::new(10, 9, 0, 1), 30000 + i),
+        SocketAddrV4::new(Ipv4Addr::new(10, 9, 0, 2), 9092),
+        [7000 * u32::from(i) + 11, 900_000],
+    )
+}
+
+/// Where each of connection 1's frames comes out among all frames (by correlation_id).
+fn order_of(o: &Out) -> Vec<(u32, Direction, Option<i32>, bool)> {
+    o.frames
+        .iter()
+        .map(|f| {
+            let corr = match f.ctx.direction {
+                Direction::ToServer => f.bytes.get(8..12),
+                Direction::ToClient => f.bytes.get(4..8),
+            }
+            .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+            (f.ctx.connection, f.ctx.direction, corr, f.ctx.incomplete)
+        })
+        .collect()
+}
+
+/// A request that lost two segments in its middle, answered (the response ACKs the
+/// whole request), then two more exchanges: the request comes out incomplete at the
+/// response, before it; framing resumes at the next request; every frame comes out in
+/// order, and the gap notice names the lost range.
+#[test]
+fn input_lost_segment_ends_the_frame_not_the_connection() {
+    let mut w = PcapWriter::new(Vec::new()).unwrap();
+    let mut f = lossy_flow(1);
+    f.open(&mut w, 0).unwrap();
+    let big = req(0, 3, 1, 40 * MSS);
+    f.send_losing(&mut w, true, 1000, &big, 10 * MSS..12 * MSS, false)
+        .unwrap();
+    f.send(&mut w, false, 5000, &resp(1, b"produced")).unwrap();
+    for corr in [2, 3] {
+        f.send(&mut w, true, 6000 + corr as u64 * 100, &req(18, 0, corr, 4))
+            .unwrap();
+        f.send(&mut w, false, 6050 + corr as u64 * 100, &resp(corr, b"ok"))
+            .unwrap();
+    }
+    let o = run(&w.into_inner());
+    let d = (Direction::ToServer, Direction::ToClient);
+    assert_eq!(
+        order_of(&o),
+        vec![
+            (1, d.0, Some(1), true),
+            (1, d.1, Some(1), false),
+            (1, d.0, Some(2), false),
+            (1, d.1, Some(2), false),
+            (1, d.0, Some(3), false),
+            (1, d.1, Some(3), false),
+        ]
+    );
+    assert_eq!(o.frames[0].bytes, big[..10 * MSS]);
+    let gap = o
+        .notices
+        .iter()
+        .find(|n| n.kind == NoticeKind::Gap)
+        .expect("a gap notice");
+    assert_eq!(
+        (gap.offset, gap.bytes),
+        (Some(10 * MSS as u64), Some(2 * MSS as u64))
+    );
+    assert!(
+        gap.message
+            .contains(&format!("stream bytes {}..{}", 10 * MSS, 12 * MSS)),
+        "{}",
+        gap.message
+    );
+}
+
+/// A connection that lost a segment and is closed (both FINs, or an RST) gives up what
+/// it held at once: its incomplete frame comes out before the next connection's frames,
+/// not at the end of the capture. So does one that stays silent past the idle timeout.
+#[test]
+fn input_fin_rst_and_idle_timeout_free_a_lossy_connection() {
+    for how in ["fin", "rst", "idle"] {
+        let mut w = PcapWriter::new(Vec::new()).unwrap();
+        let mut a = lossy_flow(1);
+        a.open(&mut w, 0).unwrap();
+        // No ACK covers the lost bytes: only the end of the connection gives them up.
+        a.send_losing(
+            &mut w,
+            true,
+            1000,
+            &req(0, 3, 1, 20 * MSS),
+            5 * MSS..6 * MSS,
+            false,
+        )
+        .unwrap();
+        let later = match how {
+            "fin" => {
+                a.close(&mut w, 2000).unwrap();
+                3000
+            }
+            "rst" => {
+                a.reset(&mut w, true, 2000).unwrap();
+                3000
+            }
+            _ => 700_000_000, // 700 s later
+        };
+        let mut b = lossy_flow(2);
+        b.open(&mut w, later).unwrap();
+        b.send(&mut w, true, later + 1000, &req(18, 0, 1, 4))
+            .unwrap();
+        b.send(&mut w, false, later + 2000, &resp(1, b"ok"))
+            .unwrap();
+        b.send(&mut w, true, later + 3000, &req(18, 0, 2, 4))
+            .unwrap();
+        let o = run(&w.into_inner());
+        let conns: Vec<(u32, bool)> = o
+            .frames
+            .iter()
+            .map(|f| (f.ctx.connection, f.ctx.incomplete))
+            .collect();
+        assert_eq!(
+            conns,
+            vec![(1, true), (2, false), (2, false), (2, false)],
+            "{how}: {:?}",
+            o.notices
+        );
+        if how == "idle" {
+            assert!(
+                o.notices.iter().any(|n| n.kind == NoticeKind::Dropped
+                    && n.message.contains("idle for more than 600 s")),
+                "{:?}",
+                o.notices
+            );
+        }
+    }
+}
+
+/// Many connections each holding half of a large frame: past the in-flight budget the
+/// oldest partial frames are emitted incomplete (with the bytes they have) and the rest
+/// of each skipped; a notice per frame and a closing notice count them, and what is
+/// held never passes the budget by more than one frame.
+#[test]
+fn input_budget_sheds_the_oldest_partial_frames() {
+    let mut w = PcapWriter::new(Vec::new()).unwrap();
+    let frame = req(0, 3, 1, 200 * MSS);
+    let half = &frame[..100 * MSS];
+    let n = 40u16;
+    let mut t = 0;
+    for i in 0..n {
+        let mut f = lossy_flow(i + 1);
+        f.open(&mut w, t).unwrap();
+        f.send(&mut w, true, t + 1000, half).unwrap();
+        t += 10_000;
+    }
+    let opts = CaptureOptions {
+        max_in_flight: 1 << 20,
+        ..CaptureOptions::default()
+    };
+    let o = run_opts(&w.into_inner(), &opts);
+    // Every connection's frame comes out incomplete with its first bytes.
+    assert_eq!(o.frames.len(), n as usize);
+    assert!(o
+        .frames
+        .iter()
+        .all(|f| f.ctx.incomplete && half.starts_with(&f.bytes)));
+    let cut = o
+        .notices
+        .iter()
+        .filter(|n| n.kind == NoticeKind::Dropped && n.message.contains("oldest partial frame"))
+        .count();
+    // 146 KB a frame (capacity 256 KiB): four fit in 1 MiB, the others are cut in turn.
+    assert!(cut >= n as usize - 5 && cut < n as usize, "{cut} cut");
+    // They come out oldest first.
+    let conns: Vec<u32> = o.frames.iter().map(|f| f.ctx.connection).collect();
+    let mut sorted = conns.clone();
+    sorted.sort_unstable();
+    assert_eq!(conns, sorted);
+    let last = o.notices.last().unwrap();
+    assert_eq!(last.kind, NoticeKind::Budget);
+    assert!(
+        last.message
+            .contains(&format!("{cut} partial frames shown incomplete")),
+        "{}",
+        last.message
+    );
+}

@@ -37,6 +37,12 @@ pub struct Settings {
     pub detect: bool,
     /// Largest frame accepted, in bytes, size prefix included.
     pub max_frame: usize,
+    /// Bytes all connections together may hold in flight
+    /// ([`CaptureOptions::max_in_flight`]).
+    pub max_in_flight: usize,
+    /// Seconds of capture time after which a silent connection gives up what it holds;
+    /// 0: never ([`CaptureOptions::idle_timeout`]).
+    pub idle_timeout: u64,
     /// Every notice and every unanswered request as a line (else the first 50 notices
     /// of each kind and the first 5 unanswered requests; the closing line counts all).
     pub all_notices: bool,
@@ -55,6 +61,8 @@ impl Default for Settings {
             ports: Vec::new(),
             detect: false,
             max_frame: 100 << 20,
+            max_in_flight: CaptureOptions::default().max_in_flight,
+            idle_timeout: CaptureOptions::default().idle_timeout,
             all_notices: false,
             keylogs: Vec::new(),
             live: None,
@@ -469,6 +477,8 @@ pub fn run_capture<O: Send>(
         },
         detect: a.detect,
         max_frame: a.max_frame,
+        max_in_flight: a.max_in_flight,
+        idle_timeout: a.idle_timeout,
         tls_keys: std::sync::Arc::new(keys),
         ..CaptureOptions::default()
     };

@@ -262,6 +262,17 @@ impl TlsConn {
         self.client
     }
 
+    /// Bytes held now, in both directions: an unfinished record, an unfinished handshake
+    /// message, early data waiting for the ServerHello. Charged to the in-flight budget of
+    /// all connections ([`super::CaptureOptions::max_in_flight`]).
+    pub fn held(&self) -> usize {
+        self.sides
+            .iter()
+            .map(|s| s.split.held() + s.hs.capacity())
+            .sum::<usize>()
+            + self.early_bytes
+    }
+
     fn dir(&self, side: usize) -> Option<Direction> {
         self.client.map(|c| {
             if c == side {

@@ -24,11 +24,16 @@
 //! - `dense-zstd`, `dense-fetch`, `dense-threads`: the hostile inputs of issue 12 at full
 //!   size, small captures of millions of tiny records (see `hostile.rs`):
 //!   `kwire-gen --kind dense-zstd -o dense.pcap --frames-out dense.bin`.
+//! - `lossy-produce`, `half-frames`: the lossy inputs of issue 25, many connections that
+//!   lose segments at a chosen place (`--lose START:LEN`, `--delayed-acks`) or hold half
+//!   a large frame at the end (see `lossy.rs`):
+//!   `kwire-gen --kind lossy-produce --connections 300 -o lossy.pcap`.
 //!
 //! API versions are those of a Kafka 2.x/3.x Java client that tshark 4.0 also dissects
 //! (Produce v8, Fetch v11, Metadata v9, ...), so that both tools do their full work.
 
 mod hostile;
+mod lossy;
 
 use clap::{Parser, ValueEnum};
 use kwire::encode::records::encode_records;
@@ -58,13 +63,28 @@ enum Kind {
     /// Hostile: `--batches` (default 8) `dense-zstd` batches, each in a worker job of
     /// its own.
     DenseThreads,
+    /// Lossy: `--connections` (default 100) connections, each losing the segments over
+    /// `--lose` inside a Produce of `--size` (default 1M), then two more exchanges.
+    LossyProduce,
+    /// Lossy: `--connections` (default 2000) connections each holding half a Produce of
+    /// `--size` (default 1M) at the end of the capture.
+    HalfFrames,
 }
 
 impl Kind {
+    /// The lossy input this kind names, if it is one.
+    fn lossy(self) -> Option<lossy::Lossy> {
+        match self {
+            Kind::LossyProduce => Some(lossy::Lossy::Produce),
+            Kind::HalfFrames => Some(lossy::Lossy::HalfFrames),
+            _ => None,
+        }
+    }
+
     /// The hostile input this kind names, if it is one.
     fn hostile(self) -> Option<hostile::Hostile> {
         match self {
-            Kind::Chatter | Kind::Bulk => None,
+            Kind::Chatter | Kind::Bulk | Kind::LossyProduce | Kind::HalfFrames => None,
             Kind::DenseZstd => Some(hostile::Hostile::ZstdBatch),
             Kind::DenseFetch => Some(hostile::Hostile::FetchResponse),
             Kind::DenseThreads => Some(hostile::Hostile::ManyJobs),
@@ -99,6 +119,14 @@ struct Args {
     /// decode --raw`).
     #[arg(long)]
     frames_out: Option<PathBuf>,
+    /// lossy-produce: the bytes of each Produce frame the capture loses (the segments
+    /// overlapping them), START:LEN.
+    #[arg(long, value_parser = lossy::parse_range, default_value = "500000:16384")]
+    lose: std::ops::Range<usize>,
+    /// lossy-produce: the broker acknowledges every second segment (its ACKs cover the
+    /// lost bytes); without, only the response's ACK does.
+    #[arg(long)]
+    delayed_acks: bool,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -1261,7 +1289,11 @@ fn send(
 fn run(a: &Args) -> io::Result<(PathBuf, u64, u64)> {
     let size = a
         .size
-        .unwrap_or_else(|| a.kind.hostile().map_or(100 << 20, |h| h.default_size()));
+        .unwrap_or_else(|| match (a.kind.hostile(), a.kind.lossy()) {
+            (Some(h), _) => h.default_size(),
+            (_, Some(_)) => 1 << 20,
+            _ => 100 << 20,
+        });
     let path = a.out.clone().unwrap_or_else(|| {
         let kind = a
             .kind
@@ -1271,6 +1303,11 @@ fn run(a: &Args) -> io::Result<(PathBuf, u64, u64)> {
     });
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
+    }
+    if let Some(l) = a.kind.lossy() {
+        let conns = a.connections.unwrap_or(l.default_connections());
+        let (bytes, packets) = lossy::write(l, size, conns, a.lose.clone(), a.delayed_acks, &path)?;
+        return Ok((path, bytes, packets));
     }
     if let Some(h) = a.kind.hostile() {
         let (bytes, packets) = hostile::write(h, size, a.batches, &path, a.frames_out.as_deref())?;

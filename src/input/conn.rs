@@ -1,28 +1,17 @@
-//! Kafka framing of reassembled TCP byte streams, and per-connection logic: which side is the
-//! server, TLS detection, SASL v0 raw tokens.
-//!
-//! Kafka frames are `int32 size` (big-endian) followed by `size` bytes (Kafka protocol guide,
-//! "Common Request and Response Structure"). A stream whose start is unknown (capture started
-//! mid-stream, or after a gap) is resynchronised on the first offset where the evidence of
-//! [`super::resync`] holds (a sane size, a plausible header by [`FramePlausibility`], and the
-//! next boundary on another plausible frame).
+//! One TCP connection: its two reassemblers and framers, and the logic above them: which
+//! side is the server, TLS detection, SASL v0 raw tokens (KIP-43).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
+use super::framer::{find_frame_start, Framer, FramerOut, Scan, PEEK};
 use super::order::Reorder;
-use super::resync::{self, sane_size, Verdict};
 use super::tcp::{Delivery, Reassembler, Segment};
 use super::tls::{KeyLog, TlsConn, TlsOut};
 use super::{
     CaptureOptions, CaptureStats, Direction, Event, Frame, FrameContext, FrameKind,
     FramePlausibility, Notice, NoticeKind, Timestamp,
 };
-
-/// Bytes of header handed to the plausibility check (when the frame is at least that long).
-pub const PEEK: usize = 64;
-
-pub use super::resync::VERIFY_LIMIT;
 
 /// Correlation ids of recent requests remembered per connection, to check response
 /// candidates while resynchronising.
@@ -56,467 +45,6 @@ impl FramePlausibility for KnownCorr<'_> {
             && self
                 .corrs
                 .contains(&i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-}
-
-/// Output of a [`Framer`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FramerOut {
-    /// A whole (or, if `incomplete`, gap-cut) frame including its size prefix.
-    Frame {
-        /// Stream offset of the size prefix.
-        offset: u64,
-        /// Frame bytes.
-        bytes: Vec<u8>,
-        /// Record carrying the first byte.
-        first: u64,
-        /// Record carrying the last byte.
-        last: u64,
-        /// Time of `last`.
-        time: Timestamp,
-        /// Cut by a gap or by the end of the stream.
-        incomplete: bool,
-        /// The record that completes it: the highest record number among those that carried
-        /// its bytes or those of the frames before it in this direction (and, when cut, the
-        /// record that revealed the gap); its place in the output order ([`super::order`]).
-        key: u64,
-    },
-    /// Something skipped.
-    Notice {
-        /// Category.
-        kind: NoticeKind,
-        /// Record involved.
-        frame: u64,
-        /// Stream offset.
-        offset: u64,
-        /// Bytes skipped.
-        bytes: u64,
-        /// Explanation.
-        message: String,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Mode {
-    Sync,
-    Resync {
-        skipped: u64,
-        from: u64,
-        reason: &'static str,
-    },
-    Skip {
-        remaining: u64,
-    },
-}
-
-/// Splits one direction's byte stream into size-prefixed frames.
-#[derive(Debug)]
-pub struct Framer {
-    dir: Direction,
-    max_frame: usize,
-    buf: Vec<u8>,
-    buf_off: u64,
-    spans: VecDeque<(u64, u64, Timestamp)>,
-    mode: Mode,
-    last_frame: u64,
-    /// Key of the last frame emitted: keys never go down within a direction, as a frame
-    /// cannot be cut before the ones ahead of it in the stream.
-    last_key: u64,
-}
-
-fn plausible(plaus: &dyn FramePlausibility, dir: Direction, body: &[u8]) -> bool {
-    match dir {
-        Direction::ToServer => plaus.plausible_request(body),
-        Direction::ToClient => plaus.plausible_response(body),
-    }
-}
-
-/// Result of scanning for a frame start.
-pub enum Scan {
-    /// A plausible frame starts at this index.
-    Found(usize),
-    /// Nothing before this index can start a frame; more bytes are needed to judge the rest.
-    NeedMore(usize),
-}
-
-/// Look for the first frame start in `buf` that the evidence of [`resync::confirm`]
-/// holds for. With `at_end`, candidates are judged on the bytes present.
-pub fn find_frame_start(
-    buf: &[u8],
-    dir: Direction,
-    max_frame: usize,
-    plaus: &dyn FramePlausibility,
-    at_end: bool,
-) -> Scan {
-    let mut p = 0usize;
-    while p + 4 <= buf.len() {
-        let size = i32::from_be_bytes([buf[p], buf[p + 1], buf[p + 2], buf[p + 3]]);
-        if sane_size(size, dir, max_frame) {
-            match resync::confirm(buf, p, dir, max_frame, plaus, at_end) {
-                Verdict::Accept => return Scan::Found(p),
-                Verdict::NeedMore => return Scan::NeedMore(p),
-                Verdict::Reject => {}
-            }
-        }
-        p += 1;
-    }
-    Scan::NeedMore(p)
-}
-
-impl Framer {
-    /// New framer. `synced`: the stream is known to start at a frame boundary (SYN seen).
-    pub fn new(dir: Direction, max_frame: usize, synced: bool) -> Framer {
-        Framer {
-            dir,
-            max_frame: max_frame.max(8),
-            buf: Vec::new(),
-            buf_off: 0,
-            spans: VecDeque::new(),
-            mode: if synced {
-                Mode::Sync
-            } else {
-                Mode::Resync {
-                    skipped: 0,
-                    from: 0,
-                    reason: "capture starts mid-stream",
-                }
-            },
-            last_frame: 0,
-            last_key: 0,
-        }
-    }
-
-    fn frame_at(&self, off: u64) -> (u64, Timestamp) {
-        for (end, f, t) in &self.spans {
-            if *end > off {
-                return (*f, *t);
-            }
-        }
-        self.spans
-            .back()
-            .map(|(_, f, t)| (*f, *t))
-            .unwrap_or((self.last_frame, Timestamp::default()))
-    }
-
-    fn consume(&mut self, n: usize) {
-        let n = n.min(self.buf.len());
-        self.buf.drain(..n);
-        self.buf_off += n as u64;
-        while let Some((end, _, _)) = self.spans.front() {
-            if *end <= self.buf_off && self.spans.len() > 1 {
-                self.spans.pop_front();
-            } else {
-                break;
-            }
-        }
-    }
-
-    /// The record that completes the first `n` buffered bytes (see [`FramerOut::Frame`]).
-    fn completed_by(&mut self, n: usize, incomplete: bool) -> u64 {
-        let end = self.buf_off + n as u64;
-        let mut start = self.buf_off;
-        // A frame cut by a gap is complete (as far as it goes) once the gap is known.
-        let mut key = if incomplete {
-            self.last_key.max(self.last_frame)
-        } else {
-            self.last_key
-        };
-        for (span_end, f, _) in &self.spans {
-            if *span_end > start {
-                key = key.max(*f);
-                start = *span_end;
-            }
-            if start >= end {
-                break;
-            }
-        }
-        self.last_key = key;
-        key
-    }
-
-    /// The lowest record number among the bytes held while looking for a frame start: a
-    /// frame found in them can be completed by a record that far back. `None` when the
-    /// framer is in step (a frame it still waits for ends in a record not yet read).
-    pub fn hold_floor(&self) -> Option<u64> {
-        match self.mode {
-            Mode::Resync { .. } if !self.buf.is_empty() => {
-                self.spans.iter().map(|(_, f, _)| *f).min()
-            }
-            _ => None,
-        }
-    }
-
-    fn emit(&mut self, n: usize, incomplete: bool, out: &mut Vec<FramerOut>) {
-        let n = n.min(self.buf.len());
-        let (first, _) = self.frame_at(self.buf_off);
-        let (last, time) = self.frame_at(self.buf_off + n.saturating_sub(1) as u64);
-        let bytes = self.buf[..n].to_vec();
-        let key = self.completed_by(n, incomplete);
-        out.push(FramerOut::Frame {
-            offset: self.buf_off,
-            bytes,
-            first,
-            last,
-            time,
-            incomplete,
-            key,
-        });
-        self.consume(n);
-    }
-
-    fn resync_notice(&self, skipped: u64, from: u64, reason: &str, out: &mut Vec<FramerOut>) {
-        if skipped > 0 {
-            out.push(FramerOut::Notice {
-                kind: NoticeKind::Resync,
-                frame: self.frame_at(from).0,
-                offset: from,
-                bytes: skipped,
-                message: format!(
-                    "skipped {skipped} bytes ({reason}) before the next plausible frame start"
-                ),
-            });
-        }
-    }
-
-    /// Append in-order bytes at stream offset `offset` carried by record `frame`.
-    pub fn data(
-        &mut self,
-        offset: u64,
-        mut bytes: &[u8],
-        frame: u64,
-        time: Timestamp,
-        plaus: &dyn FramePlausibility,
-        out: &mut Vec<FramerOut>,
-    ) {
-        self.last_frame = frame;
-        let end = self.buf_off + self.buf.len() as u64;
-        if offset != end {
-            // not contiguous (should not happen): treat as a gap
-            if offset > end {
-                self.gap(end, offset - end, frame, out);
-            } else {
-                return;
-            }
-        }
-        if let Mode::Skip { remaining } = self.mode {
-            let n = (remaining.min(bytes.len() as u64)) as usize;
-            bytes = &bytes[n..];
-            self.buf_off += n as u64;
-            let remaining = remaining - n as u64;
-            self.mode = if remaining == 0 {
-                Mode::Sync
-            } else {
-                Mode::Skip { remaining }
-            };
-        }
-        if bytes.is_empty() {
-            return;
-        }
-        self.buf.extend_from_slice(bytes);
-        self.spans
-            .push_back((self.buf_off + self.buf.len() as u64, frame, time));
-        self.process(plaus, false, out);
-    }
-
-    fn process(&mut self, plaus: &dyn FramePlausibility, at_end: bool, out: &mut Vec<FramerOut>) {
-        loop {
-            match self.mode.clone() {
-                Mode::Skip { .. } => return,
-                Mode::Sync => {
-                    if self.buf.len() < 4 {
-                        return;
-                    }
-                    let size =
-                        i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
-                    if size < 0 {
-                        self.mode = Mode::Resync {
-                            skipped: 0,
-                            from: self.buf_off,
-                            reason: "negative frame size",
-                        };
-                        continue;
-                    }
-                    let total = size as u64 + 4;
-                    if total > self.max_frame as u64 {
-                        let need = (size as usize).min(PEEK);
-                        if self.buf.len() < 4 + need && !at_end {
-                            return;
-                        }
-                        let body = &self.buf[4..self.buf.len().min(4 + size as usize)];
-                        if plausible(plaus, self.dir, body) {
-                            out.push(FramerOut::Notice {
-                                kind: NoticeKind::Oversize,
-                                frame: self.frame_at(self.buf_off).0,
-                                offset: self.buf_off,
-                                bytes: total,
-                                message: format!(
-                                    "frame of {total} bytes exceeds the cap of {} bytes; skipped",
-                                    self.max_frame
-                                ),
-                            });
-                            let have = self.buf.len() as u64;
-                            if have >= total {
-                                self.consume(total as usize);
-                            } else {
-                                self.consume(have as usize);
-                                self.mode = Mode::Skip {
-                                    remaining: total - have,
-                                };
-                            }
-                        } else {
-                            self.mode = Mode::Resync {
-                                skipped: 0,
-                                from: self.buf_off,
-                                reason: "implausible frame size",
-                            };
-                        }
-                        continue;
-                    }
-                    if self.buf.len() as u64 >= total {
-                        self.emit(total as usize, false, out);
-                        continue;
-                    }
-                    return;
-                }
-                Mode::Resync {
-                    skipped,
-                    from,
-                    reason,
-                } => match find_frame_start(&self.buf, self.dir, self.max_frame, plaus, at_end) {
-                    Scan::Found(p) => {
-                        self.consume(p);
-                        self.resync_notice(skipped + p as u64, from, reason, out);
-                        self.mode = Mode::Sync;
-                    }
-                    Scan::NeedMore(p) => {
-                        self.consume(p);
-                        self.mode = Mode::Resync {
-                            skipped: skipped + p as u64,
-                            from,
-                            reason,
-                        };
-                        return;
-                    }
-                },
-            }
-        }
-    }
-
-    /// `len` bytes at `offset` are lost. The frame they hit is emitted as incomplete; framing
-    /// continues after that frame if the gap ends inside it, else resynchronises.
-    pub fn gap(&mut self, offset: u64, len: u64, frame: u64, out: &mut Vec<FramerOut>) {
-        self.last_frame = frame;
-        let gap_end = offset + len;
-        match self.mode.clone() {
-            Mode::Sync => {
-                if self.buf.len() >= 4 {
-                    let size =
-                        i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
-                    let frame_end = self.buf_off + 4 + size.max(0) as u64;
-                    let n = self.buf.len();
-                    self.emit(n, true, out);
-                    self.mode = if gap_end <= frame_end {
-                        Mode::Skip {
-                            remaining: frame_end - gap_end,
-                        }
-                    } else {
-                        Mode::Resync {
-                            skipped: 0,
-                            from: gap_end,
-                            reason: "after a gap",
-                        }
-                    };
-                    if self.mode == (Mode::Skip { remaining: 0 }) {
-                        self.mode = Mode::Sync;
-                    }
-                } else {
-                    let skipped = self.buf.len() as u64;
-                    self.mode = Mode::Resync {
-                        skipped,
-                        from: self.buf_off,
-                        reason: "a gap hit a size prefix",
-                    };
-                }
-            }
-            Mode::Skip { remaining } => {
-                // the skipped frame region absorbs the gap if it fits
-                let end = offset + remaining;
-                self.mode = if gap_end <= end {
-                    if end == gap_end {
-                        Mode::Sync
-                    } else {
-                        Mode::Skip {
-                            remaining: end - gap_end,
-                        }
-                    }
-                } else {
-                    Mode::Resync {
-                        skipped: 0,
-                        from: gap_end,
-                        reason: "after a gap",
-                    }
-                };
-            }
-            Mode::Resync {
-                skipped,
-                from,
-                reason,
-            } => {
-                self.mode = Mode::Resync {
-                    skipped: skipped + self.buf.len() as u64,
-                    from,
-                    reason,
-                };
-            }
-        }
-        self.buf.clear();
-        self.spans.clear();
-        self.buf_off = gap_end;
-    }
-
-    /// End of stream: judge what is left; a partial frame is emitted as incomplete.
-    pub fn finish(&mut self, plaus: &dyn FramePlausibility, out: &mut Vec<FramerOut>) {
-        self.process(plaus, true, out);
-        match self.mode.clone() {
-            Mode::Sync => {
-                if self.buf.len() >= 4 {
-                    let size =
-                        i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
-                    let have = self.buf.len();
-                    out.push(FramerOut::Notice {
-                        kind: NoticeKind::Unfinished,
-                        frame: self.frame_at(self.buf_off).0,
-                        offset: self.buf_off,
-                        bytes: (size.max(0) as u64 + 4).saturating_sub(have as u64),
-                        message: format!(
-                            "stream ended inside a frame of {} bytes ({have} present)",
-                            size as i64 + 4
-                        ),
-                    });
-                    self.emit(have, true, out);
-                } else if !self.buf.is_empty() {
-                    out.push(FramerOut::Notice {
-                        kind: NoticeKind::Unfinished,
-                        frame: self.frame_at(self.buf_off).0,
-                        offset: self.buf_off,
-                        bytes: self.buf.len() as u64,
-                        message: format!("{} trailing bytes at stream end", self.buf.len()),
-                    });
-                }
-            }
-            Mode::Resync { skipped, from, .. } => {
-                let total = skipped + self.buf.len() as u64;
-                self.resync_notice(
-                    total,
-                    from,
-                    "no plausible frame start before stream end",
-                    out,
-                );
-            }
-            Mode::Skip { .. } => {}
-        }
-        self.buf.clear();
-        self.spans.clear();
     }
 }
 
@@ -576,6 +104,9 @@ pub(crate) struct Conn {
     low_corr: Option<i32>,
     /// The TLS layer, for a connection that carries TLS.
     tls: Option<Box<TlsConn>>,
+    /// Capture time of the last segment (for the idle timeout,
+    /// [`CaptureOptions::idle_timeout`]).
+    pub last_time: Timestamp,
 }
 
 impl Conn {
@@ -606,6 +137,7 @@ impl Conn {
             recent_corrs: VecDeque::new(),
             low_corr: None,
             tls: None,
+            last_time: Timestamp::default(),
         }
     }
 
@@ -638,6 +170,57 @@ impl Conn {
         self.reasm[0].is_closed() && self.reasm[1].is_closed()
     }
 
+    /// Bytes this connection holds in flight: out-of-order segments, partial frames and
+    /// bytes held while resynchronising, bytes held while deciding what it carries, TLS
+    /// records and handshake messages not yet whole. What the in-flight budget of all
+    /// connections counts ([`CaptureOptions::max_in_flight`]).
+    pub fn held(&self) -> usize {
+        let mut n = self.pending_bytes[0] + self.pending_bytes[1];
+        for s in 0..2 {
+            n += self.reasm[s].held();
+            n += self.framers[s].as_ref().map_or(0, Framer::held);
+        }
+        n + self.tls.as_ref().map_or(0, |t| t.held())
+    }
+
+    /// The record that carried the oldest byte this connection holds (see [`Conn::held`]),
+    /// if it holds any: the order in which the budget sheds connections.
+    pub fn held_since(&self) -> Option<u64> {
+        let framers = (0..2).filter_map(|s| self.framers[s].as_ref().and_then(Framer::held_since));
+        [self.hold_floor()]
+            .into_iter()
+            .flatten()
+            .chain(framers)
+            .min()
+    }
+
+    /// Gives up what this connection holds, at record `frame`, for the in-flight budget
+    /// of all connections (`budget` bytes): missing segments are declared lost (a gap) and
+    /// the data after them delivered, an undecided connection is decided on what it has,
+    /// and each partial frame is emitted as incomplete with a notice (the rest of it is
+    /// skipped as it comes). Returns how many partial frames were cut.
+    pub fn shed(&mut self, frame: u64, budget: usize, sink: &mut Sink<'_>) -> u32 {
+        for s in 0..2 {
+            let mut dl = Vec::new();
+            self.reasm[s].give_up(frame, &mut dl);
+            for d in dl {
+                self.deliver(s, d, sink);
+            }
+        }
+        self.try_decide(true, sink);
+        let mut cut = 0;
+        for s in 0..2 {
+            let mut fo = Vec::new();
+            if let Some(fr) = self.framers[s].as_mut() {
+                if fr.shed(frame, budget, &mut fo) {
+                    cut += 1;
+                }
+            }
+            self.framer_out(s, fo, sink);
+        }
+        cut
+    }
+
     fn dir_of(&self, side: usize) -> Direction {
         if Some(side) == self.client {
             Direction::ToServer
@@ -657,6 +240,7 @@ impl Conn {
         sink: &mut Sink<'_>,
     ) {
         self.last_frame = seg.frame;
+        self.last_time = self.last_time.max(seg.time);
         if seg.syn && ack.is_none() && self.syn_sender.is_none() {
             self.syn_sender = Some(side);
         }
@@ -668,9 +252,24 @@ impl Conn {
             // number even when the capture missed the SYN itself.
             self.reasm[1 - side].anchor(a);
         }
+        if let (false, Some(a)) = (seg.syn, ack) {
+            // Bytes of the other side acknowledged but not in the capture are lost: the
+            // frame they cut comes out now, before what this segment carries.
+            let mut other = Vec::new();
+            self.reasm[1 - side].acked(a, seg.frame, &mut other);
+            for d in other {
+                self.deliver(1 - side, d, sink);
+            }
+        }
         let mut dl = Vec::new();
         self.reasm[side].push(seg, &mut dl);
-        if seg.rst {
+        let both_fin = self.reasm[0].saw_fin() && self.reasm[1].saw_fin();
+        if seg.rst || (both_fin && !self.is_closed()) {
+            // RST, or both sides have sent their FIN: the connection is over, and what
+            // it waits for will not come.
+            let mut own = Vec::new();
+            self.reasm[side].flush(seg.frame, &mut own);
+            dl.extend(own);
             let mut other = Vec::new();
             self.reasm[1 - side].flush(seg.frame, &mut other);
             for d in dl {
@@ -921,7 +520,9 @@ impl Conn {
                 let mut n = Notice::new(
                     NoticeKind::Gap,
                     format!(
-                        "{len} bytes missing from the TCP stream (lost segment or snaplen cut)"
+                        "{len} bytes missing from the TCP stream (lost segment or snaplen \
+                         cut): stream bytes {offset}..{}",
+                        offset + len
                     ),
                 );
                 n.frame = Some(frame);
