@@ -378,7 +378,7 @@ pub fn log_command(
     let filter = a
         .display_filter
         .as_deref()
-        .map(Filter::parse)
+        .map(|e| Filter::parse_known(e, &crate::filter::Known::of(schema)))
         .transpose()
         .map_err(|e| CliError::Usage(format!("-Y: {e}\n{}", e.pointer())))?;
     let opts = LogOptions {

@@ -184,7 +184,8 @@ impl FilterArgs {
     pub fn filter(&self, schema: &Schema) -> Result<Option<Filter>, CliError> {
         let mut parts = Vec::new();
         if let Some(e) = &self.display_filter {
-            Filter::parse(e).map_err(|e| CliError::Usage(format!("-Y: {e}\n{}", e.pointer())))?;
+            Filter::parse_known(e, &filter::Known::of(schema))
+                .map_err(|e| CliError::Usage(format!("-Y: {e}\n{}", e.pointer())))?;
             parts.push(format!("({e})"));
         }
         if !self.apis.is_empty() {
@@ -199,8 +200,15 @@ impl FilterArgs {
                     }),
                 };
                 if !known {
+                    let names: Vec<&str> = schema
+                        .api_keys()
+                        .into_iter()
+                        .filter_map(|k| schema.api_name(k))
+                        .collect();
+                    let near = filter::nearest(x, names);
                     return Err(CliError::Usage(format!(
-                        "--api {x}: no such API (see `kwire apis`)"
+                        "--api {x}: no such API (see `kwire apis`){}",
+                        filter::did_you_mean(&near)
                     )));
                 }
                 items.push(match x.parse::<i16>() {
@@ -932,7 +940,7 @@ pub fn read_command(
         say(line);
     }
     let fields = match &v.view {
-        View::Fields => Some(view::Fields::new(&a.view)?),
+        View::Fields => Some(view::Fields::new(&a.view)?.checked(schema)?),
         _ => None,
     };
     // The summary line needs a fraction of the tree: decode only that much, unless the
