@@ -29,6 +29,10 @@ pub struct LogArgs {
     /// footers, and print what was found.
     #[arg(long)]
     pub verify: bool,
+    /// Exit with status 3 when the files were read but some batch or entry failed to
+    /// decode (an error finding).
+    #[arg(long)]
+    pub strict: bool,
     /// A display filter (docs/filter.md): print only the batches and entries for which
     /// it holds, e.g. `-Y 'TopicRecord.Name == "foo"'`, `-Y 'record_type == GroupMetadataValue'`,
     /// `-Y 'offset == 1234'`. Findings are all printed.
@@ -70,6 +74,9 @@ pub struct RecordArgs {
     /// The record's value, as hex; absent: a null value (a tombstone).
     #[arg(long, value_name = "HEX")]
     pub value: Option<String>,
+    /// Exit with status 3 when the record failed to decode.
+    #[arg(long)]
+    pub strict: bool,
     /// Output options.
     #[command(flatten)]
     pub out: OutputArgs,
@@ -358,7 +365,7 @@ pub fn log_command(
     ropts: RenderOptions,
     a: &LogArgs,
     out: &mut dyn Write,
-) -> Result<(), CliError> {
+) -> Result<i32, CliError> {
     let format = a.out.format.unwrap_or(Format::Text);
     for l in super::output::ignored_options(&a.out, format) {
         super::say(&l);
@@ -440,15 +447,29 @@ pub fn log_command(
         }
         p.out.flush()?;
         if errors > 0 {
-            return Err(CliError::Msg(format!(
-                "--verify found {errors} error{}",
+            super::say(&format!(
+                "kwire: --verify found {errors} error{}",
                 if errors == 1 { "" } else { "s" }
-            )));
+            ));
         }
     } else {
         super::say(&line);
     }
-    Ok(())
+    // A file that could not be read or followed to its end is input unreadable or cut
+    // (2), as in `kwire read`; errors inside what was read are decode errors (3 with
+    // --strict or --verify).
+    Ok(if t.unreadable > 0 {
+        super::say(&format!(
+            "kwire: {} finding{} say a file could not be read to its end (missing, cut or not a Kafka log)",
+            t.unreadable,
+            if t.unreadable == 1 { "" } else { "s" }
+        ));
+        super::EXIT_INPUT
+    } else if errors > 0 && (a.strict || a.verify) {
+        super::EXIT_STRICT
+    } else {
+        super::EXIT_OK
+    })
 }
 
 /// Decodes one record of an internal topic from its key and value bytes: a message
@@ -556,9 +577,9 @@ pub fn record_command(
     ropts: &RenderOptions,
     a: &RecordArgs,
     out: &mut dyn Write,
-) -> Result<(), CliError> {
+) -> Result<i32, CliError> {
     let topic = InternalTopic::from_name(&a.topic).ok_or_else(|| {
-        CliError::Msg(format!(
+        CliError::Usage(format!(
             "{} is not one of Kafka's internal topics whose records kwire decodes (__consumer_offsets, __transaction_state, __share_group_state, __cluster_metadata)",
             a.topic
         ))
@@ -570,7 +591,7 @@ pub fn record_command(
             .collect();
         let compact = compact.strip_prefix("0x").unwrap_or(&compact);
         if !compact.len().is_multiple_of(2) || !compact.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(CliError::Msg(format!("--{what}: not hex")));
+            return Err(CliError::Usage(format!("--{what}: not hex")));
         }
         Ok((0..compact.len())
             .step_by(2)
@@ -593,5 +614,9 @@ pub fn record_command(
         value.is_none(),
     );
     super::output::print_message(&m, None, ropts, a.out.format.unwrap_or(Format::Text), out)?;
-    Ok(())
+    Ok(if a.strict && m.error_count() > 0 {
+        super::EXIT_STRICT
+    } else {
+        super::EXIT_OK
+    })
 }
