@@ -27,8 +27,13 @@ Examples:
   kwire decode --hex 000000230014000600000000000000020100000000000000000000000000000000000000000000
   kwire page DeleteTopics                        the reference page of an API
 
-Exit status: 0 input read to its end; 1 bad arguments or -Y; 2 input unreadable or cut
-short, or output not written; 3 with --strict, a message failed to decode.")]
+Exit status (every command):
+  0  the input was read to its end, whatever the messages held (also when output
+     stopped at a closed pipe or -c)
+  1  bad arguments: an unknown option, command, name, version, field, value or unit
+  2  an input unreadable, not what it should be, or cut short; or an output not written
+  3  --strict (read, stats, export, decode, log, record; log --verify too): the input
+     was read, but something in it failed to decode")]
 pub struct Cli {
     /// Kafka message definitions to decode with first: a folder of JSON definitions, a
     /// kafka-clients-*.jar, or a Kafka installation folder.

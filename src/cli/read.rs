@@ -269,10 +269,10 @@ What it prints (as tshark):
   -T json|values|summary|hexdump|fields   as --format of that name
   -c N stops after N messages printed, across the captures (tshark counts packets read).
 
-Exit status: 0 the captures were read to their end (also when a pipe closed or -c was
-reached); 1 bad arguments or a bad -Y expression; 2 input that cannot be read or is cut
-short (of several captures, any one), or output that cannot be written; 3 with --strict,
-some message failed to decode.
+Exit status (as every command, `kwire --help`): 0 the captures were read to their end
+(also when a pipe closed or -c was reached); 1 bad arguments, a bad -Y expression or a
+name no schema knows; 2 input that cannot be read or is cut short (of several captures,
+any one), or output that cannot be written; 3 with --strict, some message failed to decode.
 
 Examples:
   kwire read captures/demo.pcap
