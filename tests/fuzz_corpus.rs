@@ -14,13 +14,14 @@ use std::path::{Path, PathBuf};
 /// A target's name and body.
 type Target = (&'static str, fn(&[u8]));
 
-const TARGETS: [Target; 6] = [
+const TARGETS: [Target; 7] = [
     ("frame", fuzz::frame),
     ("capture", fuzz::capture),
     ("hex", fuzz::hex),
     ("records", fuzz::records),
     ("logfile", fuzz::log_file),
     ("tls", fuzz::tls),
+    ("filter", fuzz::filter),
 ];
 
 fn corpus_dir(target: &str) -> PathBuf {
@@ -73,6 +74,11 @@ fn records_corpus() {
 #[test]
 fn logfile_corpus() {
     replay("logfile", fuzz::log_file);
+}
+
+#[test]
+fn filter_corpus() {
+    replay("filter", fuzz::filter);
 }
 
 /// The crashes the fuzzers found, kept as inputs (`fuzz/regressions/<target>/`); each
