@@ -783,7 +783,10 @@ pub fn filter(data: &[u8]) {
     let chars = text.chars().count();
     let plain = Filter::parse(&text);
     let checked = Filter::parse_known(&text, known);
-    for e in [plain.as_ref().err(), checked.as_ref().err()].into_iter().flatten() {
+    for e in [plain.as_ref().err(), checked.as_ref().err()]
+        .into_iter()
+        .flatten()
+    {
         assert!(
             (1..=chars + 1).contains(&e.column),
             "column {} of {chars} chars: {e}",
@@ -832,7 +835,11 @@ pub fn filter(data: &[u8]) {
     };
     let v = f.matches_log(&msgs[0].tree, &facts);
     if let Some(n) = &neg {
-        assert_eq!(n.matches_log(&msgs[0].tree, &facts), !v, "not ({text}) on a log item");
+        assert_eq!(
+            n.matches_log(&msgs[0].tree, &facts),
+            !v,
+            "not ({text}) on a log item"
+        );
     }
     let _ = (f.needs_full_tree(), f.needs_log_tree(), f.uses_unanswered());
 }
