@@ -112,6 +112,7 @@ fn code(args: &[&str]) -> (i32, String) {
 fn table(i: &Inputs) -> Vec<(&'static str, &'static str, Vec<String>, i32)> {
     let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let export_out = format!("{}/export", i.out_dir);
+    let log_out = format!("{}/export-log", i.out_dir);
     vec![
         ("read", "good", v(&["read", DEMO]), 0),
         (
@@ -137,6 +138,30 @@ fn table(i: &Inputs) -> Vec<(&'static str, &'static str, Vec<String>, i32)> {
             "stats",
             "--strict",
             v(&["stats", &i.bad_pcap, "--strict"]),
+            3,
+        ),
+        ("stats", "log good", v(&["stats", "captures/logdirs"]), 0),
+        ("stats", "log missing", v(&["stats", "no/such.log"]), 2),
+        ("stats", "log cut", v(&["stats", &i.cut_log]), 2),
+        ("stats", "log errors", v(&["stats", &i.crc_log]), 0),
+        (
+            "stats",
+            "log --strict",
+            v(&["stats", &i.crc_log, "--strict"]),
+            3,
+        ),
+        (
+            "export",
+            "log cut",
+            v(&["export", &i.cut_log, "--force", "--out", &log_out]),
+            2,
+        ),
+        (
+            "export",
+            "log --strict",
+            v(&[
+                "export", &i.crc_log, "--force", "--out", &log_out, "--strict",
+            ]),
             3,
         ),
         (
@@ -434,6 +459,7 @@ fn closed_and_full_stdout_never_panic() {
             ("closed", ">&-"),
             ("full", ">/dev/full"),
             ("stderr closed", "2>&-"),
+            ("stderr full", "2>/dev/full"),
         ] {
             let o = Command::new("bash")
                 .arg("-c")

@@ -455,21 +455,26 @@ pub fn log_command(
     } else {
         super::say(&line);
     }
-    // A file that could not be read or followed to its end is input unreadable or cut
-    // (2), as in `kwire read`; errors inside what was read are decode errors (3 with
-    // --strict or --verify).
-    Ok(if t.unreadable > 0 {
+    Ok(log_status(&t, a.strict || a.verify))
+}
+
+/// The exit status of reading log files (`kwire log`, and `stats` and `export` of log
+/// directories): a file that could not be read or followed to its end is input
+/// unreadable or cut (2, said), as in `kwire read`; errors inside what was read are
+/// decode errors (3 with `strict`); else 0.
+pub fn log_status(t: &log::Totals, strict: bool) -> i32 {
+    if t.unreadable > 0 {
         super::say(&format!(
             "kwire: {} finding{} say a file could not be read to its end (missing, cut or not a Kafka log)",
             t.unreadable,
             if t.unreadable == 1 { "" } else { "s" }
         ));
         super::EXIT_INPUT
-    } else if errors > 0 && (a.strict || a.verify) {
+    } else if strict && t.findings[2] > 0 {
         super::EXIT_STRICT
     } else {
         super::EXIT_OK
-    })
+    }
 }
 
 /// Decodes one record of an internal topic from its key and value bytes: a message

@@ -1169,7 +1169,8 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         .all(|f| f.is_dir() || crate::log::FileKind::of(f).is_some())
     {
         let flt = a.filter.filter(schema)?;
-        return log_stats(schema, &paths, flt.as_ref(), a.format, out).map(|()| EXIT_OK);
+        return log_stats(schema, &paths, flt.as_ref(), a.format, out)
+            .map(|t| super::log_cmd::log_status(&t, a.capture.strict));
     }
     let flt = a.filter.filter(schema)?;
     let mut st = crate::stats::Stats::default();
@@ -1234,14 +1235,14 @@ fn log_stats(
     flt: Option<&Filter>,
     format: super::ListFormat,
     out: &mut dyn Write,
-) -> Result<(), CliError> {
+) -> Result<crate::log::Totals, CliError> {
     let mut st = crate::log::stats::LogStats::default();
     let opts = crate::log::LogOptions {
         verify: true,
         ..Default::default()
     };
     let paths: Vec<PathBuf> = paths.iter().map(|p| p.to_path_buf()).collect();
-    match flt {
+    let t = match flt {
         None => crate::log::read_paths(schema, &paths, &opts, &mut st)?,
         Some(filter) => {
             let mut fs = crate::log::Filtered {
@@ -1254,7 +1255,7 @@ fn log_stats(
         }
     };
     write_stats(out, format, || st.to_json(), |w| st.write_text(w))?;
-    Ok(())
+    Ok(t)
 }
 
 /// Prints counts as pretty JSON or as text, as `--format` asks.
@@ -1282,7 +1283,7 @@ mod text_tests {
         assert!(is_text(b"00000000  00 00 00 23 00 14  |...#|\n"));
         assert!(is_text("caf\u{e9} na\u{ef}ve\n".as_bytes()));
         assert!(
-            is_text(&"\u{e9}".as_bytes()[..1]),
+            is_text(&"ab\u{e9}".as_bytes()[..3]),
             "a character cut by the end"
         );
         assert!(!is_text(&[0xd4, 0xc3, 0xb2, 0xa1, 0x02, 0x00]));
