@@ -619,6 +619,21 @@ pub struct Candidate {
 pub struct Guess {
     /// Best first.
     pub candidates: Vec<Candidate>,
+    /// The request reading this guess beat, when it had problems (`kwire decode` of a
+    /// frame with no direction given): its errors and warnings, counted; the message's
+    /// root carries them at their offsets as a warning.
+    pub beaten: Option<Beaten>,
+}
+
+/// A reading of the frame that failed and lost to the guess shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Beaten {
+    /// The direction of that reading (a request).
+    pub direction: Direction,
+    /// Errors it had.
+    pub errors: usize,
+    /// Warnings it had.
+    pub warnings: usize,
 }
 
 /// The type name of one `Record[i]` node (a v2 record, as `decode::records` builds it): the value's definition

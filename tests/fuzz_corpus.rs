@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 /// A target's name and body.
 type Target = (&'static str, fn(&[u8]));
 
-const TARGETS: [Target; 7] = [
+const TARGETS: [Target; 8] = [
     ("frame", fuzz::frame),
     ("capture", fuzz::capture),
     ("hex", fuzz::hex),
@@ -25,6 +25,7 @@ const TARGETS: [Target; 7] = [
     ("logfile", fuzz::log_file),
     ("tls", fuzz::tls),
     ("pages", fuzz::pages),
+    ("filter", fuzz::filter),
 ];
 
 fn corpus_dir(target: &str) -> PathBuf {
@@ -82,6 +83,11 @@ fn pages_corpus() {
 #[test]
 fn logfile_corpus() {
     replay("logfile", fuzz::log_file);
+}
+
+#[test]
+fn filter_corpus() {
+    replay("filter", fuzz::filter);
 }
 
 /// The crashes the fuzzers found, kept as inputs (`fuzz/regressions/<target>/`); each

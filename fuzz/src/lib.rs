@@ -883,3 +883,85 @@ pub fn log_file(data: &[u8]) {
     }
     assert_eq!(seen[0], seen[1], "both detail levels see the same batches");
 }
+
+/// Target `filter`: the input (as UTF-8, lossily) is a `-Y` expression. It is parsed
+/// with and without the schema's names, and, when it parses, evaluated over the seed
+/// page's DeleteTopics v6 request and response and over a log batch's facts. Nothing
+/// panics or overflows the stack (chains of any length, nesting past the cap); an error
+/// names a column inside the expression (or just past its end); what parses with the
+/// schema's names parses without them; `not (E)` is the negation of `E` and `(E) && (E)`
+/// and `(E) || (E)` are `E`, on every message.
+pub fn filter(data: &[u8]) {
+    use kwire::filter::{Filter, LogFacts, MessageFacts};
+    static NAMES: OnceLock<kwire::filter::Known> = OnceLock::new();
+    let known = NAMES.get_or_init(|| kwire::filter::Known::of(schema()));
+    let text = String::from_utf8_lossy(data);
+    let chars = text.chars().count();
+    let plain = Filter::parse(&text);
+    let checked = Filter::parse_known(&text, known);
+    for e in [plain.as_ref().err(), checked.as_ref().err()]
+        .into_iter()
+        .flatten()
+    {
+        assert!(
+            (1..=chars + 1).contains(&e.column),
+            "column {} of {chars} chars: {e}",
+            e.column
+        );
+        let _ = e.pointer();
+    }
+    if checked.is_ok() {
+        assert!(plain.is_ok(), "parses with the schema's names, not without");
+    }
+    let Ok(f) = plain else {
+        return;
+    };
+    let arena = Buffers::new();
+    let frames = [
+        (SEED_REQUEST, Known::request()),
+        (SEED_RESPONSE, Known::response(20, 6)),
+    ];
+    let msgs: Vec<Message<'_>> = frames
+        .iter()
+        .map(|(h, k)| {
+            let bytes: &[u8] = arena.alloc(parse_hex(h).unwrap().remove(0).bytes);
+            decode(schema(), options(), &arena, bytes, k)
+        })
+        .collect();
+    let ctx = MessageFacts::default();
+    let derived = |wrap: &str| Filter::parse(&wrap.replace('E', &format!("({text})"))).ok();
+    let (neg, both, either) = (derived("not E"), derived("E && E"), derived("E || E"));
+    for m in &msgs {
+        let v = f.matches(m, &ctx);
+        if let Some(n) = &neg {
+            assert_eq!(n.matches(m, &ctx), !v, "not ({text})");
+        }
+        for d in [&both, &either].into_iter().flatten() {
+            assert_eq!(d.matches(m, &ctx), v, "{}", d.text());
+        }
+    }
+    let facts = LogFacts {
+        kind: "batch",
+        file: "d/foo-0/00000000000000000000.log",
+        file_kind: "segment",
+        position: 0,
+        topic: Some("foo"),
+        offsets: Some((10, 19)),
+        bad_crc: false,
+    };
+    let v = f.matches_log(&msgs[0].tree, &facts);
+    if let Some(n) = &neg {
+        assert_eq!(
+            n.matches_log(&msgs[0].tree, &facts),
+            !v,
+            "not ({text}) on a log item"
+        );
+    }
+    let _ = (f.needs_full_tree(), f.needs_log_tree(), f.uses_unanswered());
+}
+
+/// The seed page's DeleteTopics v6 request and response (size prefix included).
+const SEED_REQUEST: &str =
+    "000000230014000600000000000000020100000000000000000000000000000000000000000000";
+const SEED_RESPONSE: &str =
+    "000000200000000000000000000201000000000000000000000000000000000000010000";

@@ -277,16 +277,19 @@ fn stream_frames(
     }
 }
 
-/// Runs `kwire decode`.
+/// Runs `kwire decode`; returns the exit status: 2 when a frame was cut short (its size
+/// prefix says more bytes than the input holds), else 3 with `--strict` when a frame has
+/// decode errors, else 0.
 ///
 /// # Errors
-/// Unreadable or empty input, conflicting options, output errors.
+/// Unreadable or empty input, conflicting options or an `--api-key`/`--api-version` the
+/// schema does not hold (usage), output errors.
 pub fn decode_command(
     schema: &Schema,
     cli: &Cli,
     a: &DecodeArgs,
     out: &mut dyn Write,
-) -> Result<(), CliError> {
+) -> Result<i32, CliError> {
     if a.body_only && (a.api_key.is_none() || a.api_version.is_none() || a.kind.is_none()) {
         return Err(CliError::Usage(
             "--body-only needs --api-key, --api-version and --kind".into(),
@@ -296,6 +299,9 @@ pub fn decode_command(
         return Err(CliError::Usage(
             "--api-key and --api-version go together".into(),
         ));
+    }
+    if let (Some(k), Some(v)) = (a.api_key, a.api_version) {
+        check_api(schema, k, v, a.kind)?;
     }
     let layout = Layout {
         size_prefix: !(a.no_size_prefix || a.body_only),
@@ -315,7 +321,7 @@ pub fn decode_command(
     let mut pending: Pending = HashMap::new();
     let mut order: VecDeque<(u64, i32)> = VecDeque::new();
     let mut forgot = false;
-    let (mut frames, mut errors) = (0usize, 0usize);
+    let (mut frames, mut errors, mut cut) = (0usize, 0usize, false);
     let guesser = Guesser::new(schema);
     // One arena for every frame: emptied before each, so its memory is reused.
     let mut arena = Buffers::new();
@@ -413,6 +419,14 @@ pub fn decode_command(
         }
         frames += 1;
         errors += m.errors().len();
+        cut |= layout.size_prefix
+            && match f.bytes.get(..4) {
+                Some(s) => {
+                    let size = i32::from_be_bytes([s[0], s[1], s[2], s[3]]);
+                    size < 0 || f.bytes.len() - 4 < size as usize
+                }
+                None => true,
+            };
         match format {
             OutputFormat::MD => {
                 crate::page::frames::markdown(out, schema, frames, &m, None, &ropts)
@@ -503,5 +517,54 @@ pub fn decode_command(
             "kwire: {frames} frame(s), {errors} error(s) (shown in the tree at their offsets)"
         ));
     }
-    Ok(())
+    Ok(if cut {
+        super::EXIT_INPUT
+    } else if a.strict && errors > 0 {
+        super::EXIT_STRICT
+    } else {
+        super::EXIT_OK
+    })
+}
+
+/// Refuses an `--api-key` no API of the schema has, and an `--api-version` the API
+/// does not have (in the direction `--kind` gives, or either), naming what there is.
+fn check_api(schema: &Schema, k: i16, v: i16, kind: Option<KindArg>) -> Result<(), CliError> {
+    use crate::schema::MessageKind;
+    let Some(name) = schema.api_name(k) else {
+        let mut keys = schema.api_keys();
+        keys.sort_unstable();
+        let near: Vec<String> = keys
+            .iter()
+            .filter(|x| (i32::from(**x) - i32::from(k)).abs() <= 1)
+            .map(|x| format!("{x} ({})", schema.api_name(*x).unwrap_or("?")))
+            .collect();
+        return Err(CliError::Usage(format!(
+            "--api-key {k}: no API of the schema has this key (keys {}..{}; see `kwire apis`){}",
+            keys.first().copied().unwrap_or(0),
+            keys.last().copied().unwrap_or(0),
+            if near.is_empty() {
+                String::new()
+            } else {
+                format!("; near it: {}", near.join(", "))
+            }
+        )));
+    };
+    let kinds: &[MessageKind] = match kind {
+        Some(KindArg::Request) => &[MessageKind::Request],
+        Some(KindArg::Response) => &[MessageKind::Response],
+        None => &[MessageKind::Request, MessageKind::Response],
+    };
+    if kinds.iter().any(|d| schema.versions(*d, k).contains(&v)) {
+        return Ok(());
+    }
+    let mut vs: Vec<i16> = kinds.iter().flat_map(|d| schema.versions(*d, k)).collect();
+    vs.sort_unstable();
+    vs.dedup();
+    Err(CliError::Usage(format!(
+        "--api-version {v}: {name} (api_key {k}) has no version {v} in the schema (versions {})",
+        match (vs.first(), vs.last()) {
+            (Some(lo), Some(hi)) => format!("{lo}-{hi}"),
+            _ => "none".into(),
+        }
+    )))
 }

@@ -251,7 +251,7 @@ fn export_logs(
         t.findings[2],
         t.findings[1],
     ));
-    Ok(EXIT_OK)
+    Ok(super::log_cmd::log_status(&t, a.capture.strict))
 }
 
 /// One capture's export: its summary and exit status, or what went wrong.

@@ -29,6 +29,10 @@ pub struct LogArgs {
     /// footers, and print what was found.
     #[arg(long)]
     pub verify: bool,
+    /// Exit with status 3 when the files were read but some batch or entry failed to
+    /// decode (an error finding).
+    #[arg(long)]
+    pub strict: bool,
     /// A display filter (docs/filter.md): print only the batches and entries for which
     /// it holds, e.g. `-Y 'TopicRecord.Name == "foo"'`, `-Y 'record_type == GroupMetadataValue'`,
     /// `-Y 'offset == 1234'`. Findings are all printed.
@@ -70,6 +74,9 @@ pub struct RecordArgs {
     /// The record's value, as hex; absent: a null value (a tombstone).
     #[arg(long, value_name = "HEX")]
     pub value: Option<String>,
+    /// Exit with status 3 when the record failed to decode.
+    #[arg(long)]
+    pub strict: bool,
     /// Output options.
     #[command(flatten)]
     pub out: OutputArgs,
@@ -361,7 +368,7 @@ pub fn log_command(
     ropts: RenderOptions,
     a: &LogArgs,
     out: &mut dyn Write,
-) -> Result<(), CliError> {
+) -> Result<i32, CliError> {
     let format = a.out.format.unwrap_or(OutputFormat::TEXT);
     for l in super::output::ignored_options(&a.out, format) {
         super::say(&l);
@@ -381,7 +388,7 @@ pub fn log_command(
     let filter = a
         .display_filter
         .as_deref()
-        .map(Filter::parse)
+        .map(|e| Filter::parse_known(e, &crate::filter::Known::of(schema)))
         .transpose()
         .map_err(|e| CliError::Usage(format!("-Y: {e}\n{}", e.pointer())))?;
     let opts = LogOptions {
@@ -445,15 +452,34 @@ pub fn log_command(
         }
         p.out.flush()?;
         if errors > 0 {
-            return Err(CliError::Msg(format!(
-                "--verify found {errors} error{}",
+            super::say(&format!(
+                "kwire: --verify found {errors} error{}",
                 if errors == 1 { "" } else { "s" }
-            )));
+            ));
         }
     } else {
         super::say(&line);
     }
-    Ok(())
+    Ok(log_status(&t, a.strict || a.verify))
+}
+
+/// The exit status of reading log files (`kwire log`, and `stats` and `export` of log
+/// directories): a file that could not be read or followed to its end is input
+/// unreadable or cut (2, said), as in `kwire read`; errors inside what was read are
+/// decode errors (3 with `strict`); else 0.
+pub fn log_status(t: &log::Totals, strict: bool) -> i32 {
+    if t.unreadable > 0 {
+        super::say(&format!(
+            "kwire: {} finding{} say a file could not be read to its end (missing, cut or not a Kafka log)",
+            t.unreadable,
+            if t.unreadable == 1 { "" } else { "s" }
+        ));
+        super::EXIT_INPUT
+    } else if strict && t.findings[2] > 0 {
+        super::EXIT_STRICT
+    } else {
+        super::EXIT_OK
+    }
 }
 
 /// Decodes one record of an internal topic from its key and value bytes: a message
@@ -561,9 +587,9 @@ pub fn record_command(
     ropts: &RenderOptions,
     a: &RecordArgs,
     out: &mut dyn Write,
-) -> Result<(), CliError> {
+) -> Result<i32, CliError> {
     let topic = InternalTopic::from_name(&a.topic).ok_or_else(|| {
-        CliError::Msg(format!(
+        CliError::Usage(format!(
             "{} is not one of Kafka's internal topics whose records kwire decodes (__consumer_offsets, __transaction_state, __share_group_state, __cluster_metadata)",
             a.topic
         ))
@@ -575,7 +601,7 @@ pub fn record_command(
             .collect();
         let compact = compact.strip_prefix("0x").unwrap_or(&compact);
         if !compact.len().is_multiple_of(2) || !compact.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(CliError::Msg(format!("--{what}: not hex")));
+            return Err(CliError::Usage(format!("--{what}: not hex")));
         }
         Ok((0..compact.len())
             .step_by(2)
@@ -604,5 +630,9 @@ pub fn record_command(
         .into());
     };
     super::output::print_message(&m, None, ropts, format, out)?;
-    Ok(())
+    Ok(if a.strict && m.error_count() > 0 {
+        super::EXIT_STRICT
+    } else {
+        super::EXIT_OK
+    })
 }

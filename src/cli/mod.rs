@@ -35,8 +35,13 @@ Examples:
   kwire decode --hex 000000230014000600000000000000020100000000000000000000000000000000000000000000
   kwire page DeleteTopics                        the reference page of an API
 
-Exit status: 0 input read to its end; 1 bad arguments or -Y; 2 input unreadable or cut
-short, or output not written; 3 with --strict, a message failed to decode.")]
+Exit status (every command):
+  0  the input was read to its end, whatever the messages held (also when output
+     stopped at a closed pipe or -c)
+  1  bad arguments: an unknown option, command, name, version, field, value or unit
+  2  an input unreadable, not what it should be, or cut short; or an output not written
+  3  --strict (read, stats, export, decode, log, record; log --verify too): the input
+     was read, but something in it failed to decode")]
 pub struct Cli {
     /// Kafka message definitions to decode with first: a folder of JSON definitions, a
     /// kafka-clients-*.jar, or a Kafka installation folder.
@@ -209,6 +214,9 @@ pub struct DecodeArgs {
     /// The bytes are a bare body: no size prefix, no header (needs --api-key, --api-version, --kind).
     #[arg(long)]
     pub body_only: bool,
+    /// Exit with status 3 when the input was read but some frame failed to decode.
+    #[arg(long)]
+    pub strict: bool,
     /// Output options.
     #[command(flatten)]
     pub out: OutputArgs,
@@ -420,49 +428,22 @@ pub fn say(line: &str) {
     let _ = e.write_all(b"\n");
 }
 
-/// Whether stdout was closed when kwire started (`kwire ... >&-`). Rust's runtime puts
-/// `/dev/null` (opened read-write) on a closed standard descriptor before `main`, so a
-/// closed stdout shows as descriptor 1 being `/dev/null` open for reading and writing,
-/// which no shell redirection of stdout gives (`>/dev/null` opens it write-only).
-fn stdout_closed() -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        // SAFETY: F_GETFL only reads the descriptor's flags; any number is safe to ask about.
-        let flags = unsafe { libc::fcntl(1, libc::F_GETFL) };
-        if flags == -1 {
-            return true;
-        }
-        if flags & libc::O_ACCMODE != libc::O_RDWR {
-            return false;
-        }
-        let (Ok(out), Ok(null)) = (
-            std::fs::metadata("/proc/self/fd/1").or_else(|_| std::fs::metadata("/dev/fd/1")),
-            std::fs::metadata("/dev/null"),
-        ) else {
-            return false;
-        };
-        out.rdev() == null.rdev() && out.dev() == null.dev() && out.ino() == null.ino()
-    }
-    #[cfg(not(unix))]
-    {
-        false
-    }
-}
-
 /// stdout, buffered, remembering the first write that failed so that the exit status
 /// can tell a closed pipe (quiet, 0) from output that could not be written (2).
+///
+/// An output is closed only when a write to it fails: stdout that is `/dev/null` opened
+/// for reading and writing (Python's `subprocess.DEVNULL`, and what Rust's runtime puts
+/// on a descriptor closed with `>&-`) takes every write, so kwire runs as with
+/// `>/dev/null`.
 pub struct Out {
     inner: io::BufWriter<io::Stdout>,
-    closed: bool,
     failed: Option<io::Error>,
 }
 
 impl Out {
-    fn new(closed: bool) -> Out {
+    fn new() -> Out {
         Out {
             inner: io::BufWriter::with_capacity(64 << 10, io::stdout()),
-            closed,
             failed: None,
         }
     }
@@ -477,21 +458,12 @@ impl Out {
 
 impl Write for Out {
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        if self.closed {
-            return Err(self.fail(io::Error::other("stdout is closed")));
-        }
         self.inner.write(b).map_err(|e| self.fail(e))
     }
     fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
-        if self.closed {
-            return Err(self.fail(io::Error::other("stdout is closed")));
-        }
         self.inner.write_all(b).map_err(|e| self.fail(e))
     }
     fn flush(&mut self) -> io::Result<()> {
-        if self.closed {
-            return Ok(());
-        }
         self.inner.flush().map_err(|e| self.fail(e))
     }
 }
@@ -500,7 +472,6 @@ impl Write for Out {
 /// [`EXIT_INPUT`], [`EXIT_STRICT`]).
 pub fn main() -> i32 {
     crate::memory::return_large_buffers();
-    let closed = stdout_closed();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -509,7 +480,7 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    let mut out = Out::new(closed);
+    let mut out = Out::new();
     let res = run(&cli, &mut out).and_then(|code| {
         out.flush()?;
         Ok(code)
@@ -566,6 +537,15 @@ impl From<String> for CliError {
     }
 }
 
+/// A command whose input is its arguments alone (`page`, `diff`): what it refuses is a
+/// bad argument (exit 1), not unreadable input; write failures stay what they are.
+fn arguments(e: CliError) -> CliError {
+    match e {
+        CliError::Msg(m) => CliError::Usage(m),
+        e => e,
+    }
+}
+
 /// The embedded schema with the user's `--schema` on top.
 pub fn load_schema(path: Option<&std::path::Path>) -> Result<Schema, CliError> {
     let mut s = Schema::embedded();
@@ -600,13 +580,29 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<i32, CliError> {
             let schema = load_schema(cli.schema.as_deref())?;
             export_cmd::export_command(&schema, a)
         }
+        Command::Decode(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            decode_cmd::decode_command(&schema, cli, a, out)
+        }
+        Command::Log(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            log_cmd::log_command(&schema, render_options(cli, &a.out), a, out)
+        }
+        Command::Record(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            log_cmd::record_command(&schema, &render_options(cli, &a.out), a, out)
+        }
         Command::Man => {
             clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(out)?;
             Ok(EXIT_OK)
         }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(*shell, &mut cmd, "kwire", out);
+            // The generator panics on a failed write: it writes into memory, and the
+            // script goes out through `out`, whose failures are told (exit 2).
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut cmd, "kwire", &mut script);
+            out.write_all(&script)?;
             Ok(EXIT_OK)
         }
         _ => run_other(cli, out).map(|()| EXIT_OK),
@@ -664,7 +660,9 @@ fn run_other(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             ..
         } => {
             let schema = load_schema(cli.schema.as_deref())?;
-            schema_cmd::schema_command(&schema, name, *version, *json, out).map_err(CliError::Msg)
+            // Its only failures besides writing (told apart by `Out`) are a name or a
+            // version the schema does not hold: bad arguments.
+            schema_cmd::schema_command(&schema, name, *version, *json, out).map_err(CliError::Usage)
         }
         Command::Apis { format } => {
             let schema = load_schema(cli.schema.as_deref())?;
@@ -680,23 +678,14 @@ fn run_other(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             }
             Ok(())
         }
-        Command::Log(a) => {
-            let schema = load_schema(cli.schema.as_deref())?;
-            log_cmd::log_command(&schema, render_options(cli, &a.out), a, out)
-        }
-        Command::Record(a) => {
-            let schema = load_schema(cli.schema.as_deref())?;
-            log_cmd::record_command(&schema, &render_options(cli, &a.out), a, out)
-        }
         Command::Read(_)
         | Command::Stats(_)
         | Command::Export(_)
+        | Command::Decode(_)
+        | Command::Log(_)
+        | Command::Record(_)
         | Command::Man
         | Command::Completions { .. } => Ok(()),
-        Command::Decode(a) => {
-            let schema = load_schema(cli.schema.as_deref())?;
-            decode_cmd::decode_command(&schema, cli, a, out)
-        }
         Command::Page {
             name,
             version,
@@ -705,7 +694,7 @@ fn run_other(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
         } => {
             let schema = load_schema(cli.schema.as_deref())?;
             let ropts = page_cmd::page_render_options(output::color(cli), *wide);
-            page_cmd::page_command(&schema, name, *version, *format, &ropts, out)
+            page_cmd::page_command(&schema, name, *version, *format, &ropts, out).map_err(arguments)
         }
         Command::Pages {
             out: dir,
@@ -736,7 +725,7 @@ fn run_other(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
                 format: *format,
                 color: output::color(cli),
             };
-            diff_cmd::diff_command(&schema, &req, out)
+            diff_cmd::diff_command(&schema, &req, out).map_err(arguments)
         }
         Command::Wireshark { out: dest } => {
             let schema = load_schema(cli.schema.as_deref())?;

@@ -143,7 +143,8 @@ impl FilterArgs {
     pub fn filter(&self, schema: &Schema) -> Result<Option<Filter>, CliError> {
         let mut parts = Vec::new();
         if let Some(e) = &self.display_filter {
-            Filter::parse(e).map_err(|e| CliError::Usage(format!("-Y: {e}\n{}", e.pointer())))?;
+            Filter::parse_known(e, &filter::Known::of(schema))
+                .map_err(|e| CliError::Usage(format!("-Y: {e}\n{}", e.pointer())))?;
             parts.push(format!("({e})"));
         }
         if !self.apis.is_empty() {
@@ -158,8 +159,15 @@ impl FilterArgs {
                     }),
                 };
                 if !known {
+                    let names: Vec<&str> = schema
+                        .api_keys()
+                        .into_iter()
+                        .filter_map(|k| schema.api_name(k))
+                        .collect();
+                    let near = filter::nearest(x, names);
                     return Err(CliError::Usage(format!(
-                        "--api {x}: no such API (see `kwire apis`)"
+                        "--api {x}: no such API (see `kwire apis`){}",
+                        filter::did_you_mean(&near)
                     )));
                 }
                 items.push(match x.parse::<i16>() {
@@ -220,10 +228,10 @@ What it prints (as tshark):
   -T json|values|summary|hexdump|fields   as --format of that name
   -c N stops after N messages printed, across the captures (tshark counts packets read).
 
-Exit status: 0 the captures were read to their end (also when a pipe closed or -c was
-reached); 1 bad arguments or a bad -Y expression; 2 input that cannot be read or is cut
-short (of several captures, any one), or output that cannot be written; 3 with --strict,
-some message failed to decode.
+Exit status (as every command, `kwire --help`): 0 the captures were read to their end
+(also when a pipe closed or -c was reached); 1 bad arguments, a bad -Y expression or a
+name no schema knows; 2 input that cannot be read or is cut short (of several captures,
+any one), or output that cannot be written; 3 with --strict, some message failed to decode.
 
 Examples:
   kwire read captures/demo.pcap
@@ -430,7 +438,7 @@ pub fn read_command(
         say(line);
     }
     let fields = match &v.view {
-        View::Fields => Some(view::Fields::new(&a.view)?),
+        View::Fields => Some(view::Fields::new(&a.view)?.checked(schema)?),
         _ => None,
     };
     // The summary line needs a fraction of the tree: decode only that much, unless the
@@ -650,7 +658,8 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         .all(|f| f.is_dir() || crate::log::FileKind::of(f).is_some())
     {
         let flt = a.filter.filter(schema)?;
-        return log_stats(schema, &paths, flt.as_ref(), a.format, out).map(|()| EXIT_OK);
+        return log_stats(schema, &paths, flt.as_ref(), a.format, out)
+            .map(|t| super::log_cmd::log_status(&t, a.capture.strict));
     }
     let flt = a.filter.filter(schema)?;
     let mut st = crate::traffic::Stats::default();
@@ -715,7 +724,7 @@ fn log_stats(
     flt: Option<&Filter>,
     format: super::ListFormat,
     out: &mut dyn Write,
-) -> Result<(), CliError> {
+) -> Result<crate::log::Totals, CliError> {
     let mut st = crate::log::census::LogStats::default();
     let opts = crate::log::LogOptions {
         verify: true,
@@ -726,7 +735,7 @@ fn log_stats(
         inner: &mut st,
         tell: |l: String| say(&l),
     };
-    match flt {
+    let t = match flt {
         None => crate::log::read_paths(schema, &paths, &opts, &mut said)?,
         Some(filter) => {
             let mut fs = crate::filter::log::Filtered {
@@ -739,7 +748,7 @@ fn log_stats(
         }
     };
     write_stats(out, format, || st.to_json(), |w| st.write_text(w))?;
-    Ok(())
+    Ok(t)
 }
 
 /// Prints counts as pretty JSON or as text, as `--format` asks.

@@ -351,6 +351,20 @@ impl Fields {
         Ok(f)
     }
 
+    /// These fields, once every `-e` name is known to `schema` (a property, a predicate,
+    /// or a field of some definition, as `-Y` takes them).
+    ///
+    /// # Errors
+    /// The first unknown name, with the nearest known names.
+    pub fn checked(self, schema: &crate::schema::Schema) -> Result<Fields, CliError> {
+        let known = filter::Known::of(schema);
+        for n in &self.names {
+            filter::check_name(n, &known)
+                .map_err(|(_, m)| CliError::Usage(format!("-e {n}: {m}")))?;
+        }
+        Ok(self)
+    }
+
     /// Whether a field is a schema field (so messages must be decoded whole).
     pub fn needs_full_tree(&self) -> bool {
         self.names.iter().any(|n| !filter::is_property(n))

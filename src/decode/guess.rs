@@ -28,7 +28,7 @@ pub const MAX_TRIAL_BYTES: usize = 64 << 20;
 /// Runners-up kept besides the decode shown.
 pub const MAX_CANDIDATES: usize = 5;
 
-pub use crate::tree::{Candidate, Guess};
+pub use crate::tree::{Beaten, Candidate, Guess};
 
 /// What the input says around a frame: the (api_key, api_version) of requests seen on
 /// the same connection, oldest first.
@@ -142,7 +142,10 @@ impl Guesser {
             frame,
             &known(best.api_key, best.api_version, layout),
         );
-        m.guess = Some(Box::new(Guess { candidates: ranked }));
+        m.guess = Some(Box::new(Guess {
+            candidates: ranked,
+            beaten: None,
+        }));
         Some(m)
     }
 }
@@ -178,6 +181,10 @@ impl Guesser {
         let Some(mut resp) = self.response(schema, opts, arena, frame, layout, cx) else {
             return req;
         };
+        // The guess shown beat a reading that failed: it says so, with that reading's
+        // errors and warnings at their offsets, so a request that fails as a request is
+        // never shown as a clean response.
+        let beaten = beaten_reading(arena, &req, errors, warnings);
         if errors == 0 {
             if let Some(g) = resp.guess.as_mut() {
                 let score = -10.0 * oddities(schema, &req) - 5.0 * warnings as f64;
@@ -202,8 +209,62 @@ impl Guesser {
                 }
             }
         }
+        let w = match resp.tree.warning() {
+            Some(old) => arena.fmt(format_args!("{beaten}; {old}")),
+            None => beaten,
+        };
+        resp.tree.set_warning(w);
+        if let Some(g) = resp.guess.as_mut() {
+            g.beaten = Some(Beaten {
+                direction: Direction::Request,
+                errors,
+                warnings,
+            });
+        }
         resp
     }
+}
+
+/// Most problems of the beaten reading listed in its warning (the count says the rest).
+const MAX_BEATEN: usize = 4;
+
+/// The warning a guess carries about the request reading it beat: the API and version
+/// that reading gave, and its problems at their offsets (`0x0021`), at most
+/// [`MAX_BEATEN`] of them.
+fn beaten_reading<'a>(
+    arena: &'a Buffers,
+    req: &Message<'_>,
+    errors: usize,
+    warnings: usize,
+) -> &'a str {
+    let mut items: Vec<String> = req
+        .errors()
+        .into_iter()
+        .map(|e| format!("error at 0x{:04x}: {}", e.offset, e.message))
+        .chain(
+            req.warnings()
+                .into_iter()
+                .map(|w| format!("warning at 0x{:04x}: {}", w.offset, w.message)),
+        )
+        .collect();
+    let total = items.len();
+    items.truncate(MAX_BEATEN);
+    if items.is_empty() {
+        items.push("its version has a body and the frame ends with the header".into());
+    }
+    let more = if total > MAX_BEATEN {
+        format!(" (and {} more)", total - MAX_BEATEN)
+    } else {
+        String::new()
+    };
+    let api = req.api_name.unwrap_or("an unknown API");
+    arena.fmt(format_args!(
+        "read as a request ({api} v{}), this frame has {errors} error(s) and {warnings} \
+         warning(s): {}{more}; the response layout shown is a guess (--kind request \
+         shows the request reading)",
+        req.api_version,
+        items.join("; ")
+    ))
 }
 
 /// Whether request decode `m` is clean: no error, no warning, and a body where its

@@ -32,8 +32,10 @@
 //! differ on messages without `x`, as in Wireshark.
 
 pub mod log;
+mod names;
 mod parse;
 
+pub use names::{did_you_mean, nearest, Known, DECODER_NAMES};
 pub use parse::column;
 use parse::{RawExpr, RawItem, RawLit, RelOp, Rhs};
 
@@ -351,10 +353,12 @@ enum Rel {
     In(Vec<(Lit, Option<Lit>)>),
 }
 
+/// The lowered expression: chains flat (a chain of any length is one level deep), so
+/// the only recursion is per `(` and `not`, which the parser caps.
 #[derive(Debug)]
 enum Expr {
-    And(Box<Expr>, Box<Expr>),
-    Or(Box<Expr>, Box<Expr>),
+    And(Vec<Expr>),
+    Or(Vec<Expr>),
     Not(Box<Expr>),
     Test(Name, Option<Rel>),
 }
@@ -375,6 +379,23 @@ impl Filter {
     /// parenthesis, an unclosed string or set, a value given to a predicate, a unit on
     /// anything but `latency`, a regular expression that does not compile.
     pub fn parse(expr: &str) -> Result<Filter, FilterError> {
+        Filter::parse_with(expr, None)
+    }
+
+    /// Parses `expr` as [`Filter::parse`] does, and refuses what cannot mean anything
+    /// with `known`'s schema: a field no definition has (each part of a dotted name), an
+    /// API name no API has (`api == Fetchh`), besides what [`Filter::parse`] refuses
+    /// (a `kind` that is neither request, response, batch nor entry, an error name no
+    /// error has, a latency without a known unit, a word where a number must be). Each
+    /// error names the column and the nearest known names (`did you mean `Topic`?`).
+    ///
+    /// # Errors
+    /// A [`FilterError`], as [`Filter::parse`].
+    pub fn parse_known(expr: &str, known: &Known) -> Result<Filter, FilterError> {
+        Filter::parse_with(expr, Some(known))
+    }
+
+    fn parse_with(expr: &str, known: Option<&Known>) -> Result<Filter, FilterError> {
         let err = |at: usize, message: String| FilterError {
             column: column(expr, at),
             message,
@@ -389,7 +410,7 @@ impl Filter {
                 e.msg.unwrap_or_else(|| "cannot parse here".into()),
             )
         })?;
-        let expr_tree = lower(raw, &|at, m| err(at, m))?;
+        let expr_tree = lower(raw, &|at, m| err(at, m), known)?;
         Ok(Filter {
             expr: expr_tree,
             text: expr.to_string(),
@@ -407,7 +428,7 @@ impl Filter {
     pub fn needs_full_tree(&self) -> bool {
         fn go(e: &Expr) -> bool {
             match e {
-                Expr::And(a, b) | Expr::Or(a, b) => go(a) || go(b),
+                Expr::And(v) | Expr::Or(v) => v.iter().any(go),
                 Expr::Not(a) => go(a),
                 Expr::Test(Name::Field(_) | Name::Prop(Prop::RecordType), _) => true,
                 Expr::Test(..) => false,
@@ -423,7 +444,7 @@ impl Filter {
     pub fn needs_log_tree(&self) -> bool {
         fn go(e: &Expr) -> bool {
             match e {
-                Expr::And(a, b) | Expr::Or(a, b) => go(a) || go(b),
+                Expr::And(v) | Expr::Or(v) => v.iter().any(go),
                 Expr::Not(a) => go(a),
                 Expr::Test(
                     Name::Prop(
@@ -447,7 +468,7 @@ impl Filter {
     pub fn uses_unanswered(&self) -> bool {
         fn go(e: &Expr) -> bool {
             match e {
-                Expr::And(a, b) | Expr::Or(a, b) => go(a) || go(b),
+                Expr::And(v) | Expr::Or(v) => v.iter().any(go),
                 Expr::Not(a) => go(a),
                 Expr::Test(Name::Pred(Pred::Unanswered), _) => true,
                 Expr::Test(..) => false,
@@ -508,18 +529,158 @@ fn lit_for(name: &Name, r: &RawLit, err: &Fault<'_>) -> Result<Lit, FilterError>
                 ));
             }
             l.num = Some(Num::Float(ms));
+        } else if *name == Name::Prop(Prop::Latency) {
+            return Err(err(
+                r.at,
+                format!(
+                    "'{}' is not a duration: a number, in ms, or with a unit (ns, us, ms, s)",
+                    r.text
+                ),
+            ));
         }
     }
     Ok(l)
 }
 
-fn lower(e: RawExpr, err: &Fault<'_>) -> Result<Expr, FilterError> {
+/// Refuses a field name `known` does not hold: the first unknown part of a dotted name,
+/// at its column, with the nearest known names.
+pub fn check_name(name: &str, known: &Known) -> Result<(), (usize, String)> {
+    if is_property(name) || known.is_field(name) {
+        return Ok(());
+    }
+    let mut at = 0;
+    for part in name.split('.') {
+        if !known.is_field(part) {
+            let near = nearest(part, known.names());
+            let what = if part.len() == name.len() {
+                format!("`{name}`")
+            } else {
+                format!("`{part}` (in `{name}`)")
+            };
+            return Err((
+                at,
+                format!(
+                    "{what} is neither a property nor a field of any message the schema holds{}",
+                    did_you_mean(&near)
+                ),
+            ));
+        }
+        at += part.len() + 1;
+    }
+    Ok(())
+}
+
+/// Whether a property only ever holds numbers.
+fn numeric(p: Prop) -> bool {
+    matches!(
+        p,
+        Prop::ApiKey
+            | Prop::ApiVersion
+            | Prop::HeaderVersion
+            | Prop::CorrelationId
+            | Prop::Connection
+            | Prop::Size
+            | Prop::Frame
+            | Prop::Offset
+            | Prop::LastOffset
+            | Prop::Position
+    )
+}
+
+/// Refuses a value that name `n` can never hold: a word for a number-only property,
+/// a `kind` that is none of the four, an error name no error has, an API name the
+/// schema does not hold (with `known`).
+fn check_value(
+    name: &str,
+    n: &Name,
+    l: &RawLit,
+    known: Option<&Known>,
+    err: &Fault<'_>,
+) -> Result<(), FilterError> {
+    let number = !l.quoted && parse_num(&l.text).is_some();
+    let refuse =
+        |what: String, near: Vec<&str>| Err(err(l.at, format!("{what}{}", did_you_mean(&near))));
+    match n {
+        Name::Prop(Prop::Kind) => {
+            const KINDS: [&str; 4] = ["request", "response", "batch", "entry"];
+            if !KINDS.iter().any(|k| k.eq_ignore_ascii_case(&l.text)) {
+                return refuse(
+                    format!(
+                        "kind is request or response (batch or entry in kwire log), not '{}'",
+                        l.text
+                    ),
+                    nearest(&l.text, KINDS),
+                );
+            }
+        }
+        Name::Prop(p @ (Prop::Api | Prop::ApiName)) if !number || *p == Prop::ApiName => {
+            if let Some(k) = known {
+                if !k.is_api(&l.text) {
+                    return refuse(
+                        format!("'{}' is not the name of an API the schema holds", l.text),
+                        nearest(&l.text, k.apis()),
+                    );
+                }
+            }
+        }
+        Name::Prop(p) if numeric(*p) && !number => {
+            return refuse(
+                format!("{name} holds numbers; '{}' is not one", l.text),
+                vec![],
+            );
+        }
+        Name::Prop(Prop::ErrorCode) | Name::Field(_)
+            if !number
+                && !l.quoted
+                && (matches!(n, Name::Prop(Prop::ErrorCode)) || name.ends_with("ErrorCode")) =>
+        {
+            let names = crate::errors::ERROR_CODES.iter().map(|(_, e)| *e);
+            if !names.clone().any(|e| e.eq_ignore_ascii_case(&l.text)) {
+                return refuse(
+                    format!(
+                        "'{}' is neither a number nor the name of a Kafka error",
+                        l.text
+                    ),
+                    nearest(&l.text, names),
+                );
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn lower(e: RawExpr, err: &Fault<'_>, known: Option<&Known>) -> Result<Expr, FilterError> {
     Ok(match e {
-        RawExpr::And(a, b) => Expr::And(Box::new(lower(*a, err)?), Box::new(lower(*b, err)?)),
-        RawExpr::Or(a, b) => Expr::Or(Box::new(lower(*a, err)?), Box::new(lower(*b, err)?)),
-        RawExpr::Not(a) => Expr::Not(Box::new(lower(*a, err)?)),
+        RawExpr::And(v) => Expr::And(
+            v.into_iter()
+                .map(|e| lower(e, err, known))
+                .collect::<Result<_, _>>()?,
+        ),
+        RawExpr::Or(v) => Expr::Or(
+            v.into_iter()
+                .map(|e| lower(e, err, known))
+                .collect::<Result<_, _>>()?,
+        ),
+        RawExpr::Not(a) => Expr::Not(Box::new(lower(*a, err, known)?)),
         RawExpr::Test { name, at, rhs } => {
             let n = resolve(&name);
+            if let Some(k) = known {
+                check_name(&name, k).map_err(|(off, m)| err(at + off, m))?;
+            }
+            match &rhs {
+                Some(Rhs::Rel(op, l)) if !matches!(op, RelOp::Contains | RelOp::Matches) => {
+                    check_value(&name, &n, l, known, err)?;
+                }
+                Some(Rhs::In(items)) => {
+                    for it in items {
+                        if let RawItem::One(l) = it {
+                            check_value(&name, &n, l, known, err)?;
+                        }
+                    }
+                }
+                _ => {}
+            }
             let rel = match rhs {
                 None => None,
                 Some(_) if matches!(n, Name::Pred(_)) => {
@@ -1010,8 +1171,8 @@ fn pred(p: Pred, s: &Subject<'_, '_>) -> bool {
 
 fn eval(e: &Expr, s: &Subject<'_, '_>) -> bool {
     match e {
-        Expr::And(a, b) => eval(a, s) && eval(b, s),
-        Expr::Or(a, b) => eval(a, s) || eval(b, s),
+        Expr::And(v) => v.iter().all(|e| eval(e, s)),
+        Expr::Or(v) => v.iter().any(|e| eval(e, s)),
         Expr::Not(a) => !eval(a, s),
         Expr::Test(Name::Pred(p), _) => pred(*p, s),
         Expr::Test(n, rel) => {

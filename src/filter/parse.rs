@@ -116,10 +116,11 @@ pub enum Rhs {
 /// The expression tree as parsed (names not resolved yet).
 #[derive(Clone, Debug, PartialEq)]
 pub enum RawExpr {
-    /// `a && b`
-    And(Box<RawExpr>, Box<RawExpr>),
-    /// `a || b`
-    Or(Box<RawExpr>, Box<RawExpr>),
+    /// `a && b && ...`: a chain of two or more terms, held flat (a chain of any length
+    /// costs no depth of recursion to lower, evaluate or drop).
+    And(Vec<RawExpr>),
+    /// `a || b || ...`, flat as [`RawExpr::And`].
+    Or(Vec<RawExpr>),
     /// `!a`
     Not(Box<RawExpr>),
     /// `NAME [rhs]`, with the name's byte offset.
@@ -195,27 +196,35 @@ fn and_expr<'a>(full: &'a str, i: &'a str) -> R<'a, RawExpr> {
     binary(full, i, ("&&", "and"), unary, RawExpr::And)
 }
 
-/// `next ( (sym | word) next )*`, folded to the left with `join`.
+/// `next ( (sym | word) next )*`, read in a loop (no recursion per term) into one flat
+/// chain made by `join`; a lone term stays itself.
 fn binary<'a>(
     full: &'a str,
     i: &'a str,
     (sym, word): (&'static str, &'static str),
     next: fn(&'a str, &'a str) -> R<'a, RawExpr>,
-    join: fn(Box<RawExpr>, Box<RawExpr>) -> RawExpr,
+    join: fn(Vec<RawExpr>) -> RawExpr,
 ) -> R<'a, RawExpr> {
-    let (mut i, mut left) = next(full, i)?;
+    let (mut i, first) = next(full, i)?;
+    let mut terms = vec![first];
     loop {
         let (j, _) = multispace0(i)?;
         let op: R<'a, &str> = alt((tag(sym), keyword(word))).parse(j);
         match op {
             Ok((k, _)) => {
                 let (k, right) = operand(full, k, &format!("'{word}'"), next)?;
-                left = join(Box::new(left), Box::new(right));
+                terms.push(right);
                 i = k;
             }
-            Err(_) => return Ok((i, left)),
+            Err(_) => break,
         }
     }
+    let e = if terms.len() == 1 {
+        terms.pop().expect("one term")
+    } else {
+        join(terms)
+    };
+    Ok((i, e))
 }
 
 /// The operand after a binary operator: a missing one is a failure that says so.
@@ -551,13 +560,21 @@ mod tests {
         let e = expression("a || b && !c").unwrap();
         assert_eq!(
             e,
-            RawExpr::Or(
-                Box::new(t("a", None, 0)),
-                Box::new(RawExpr::And(
-                    Box::new(t("b", None, 5)),
-                    Box::new(RawExpr::Not(Box::new(t("c", None, 11))))
-                ))
-            )
+            RawExpr::Or(vec![
+                t("a", None, 0),
+                RawExpr::And(vec![
+                    t("b", None, 5),
+                    RawExpr::Not(Box::new(t("c", None, 11)))
+                ])
+            ])
+        );
+        let e = expression("a && b && c || d").unwrap();
+        assert_eq!(
+            e,
+            RawExpr::Or(vec![
+                RawExpr::And(vec![t("a", None, 0), t("b", None, 5), t("c", None, 10)]),
+                t("d", None, 15)
+            ])
         );
         let e = expression("frame in {10..20, 30 40}").unwrap();
         let RawExpr::Test {
@@ -584,6 +601,20 @@ mod tests {
         assert!(expression(&nots).is_err());
         // The count goes back down: a later expression parses.
         assert!(expression(&deep(200)).is_ok());
+    }
+
+    #[test]
+    fn filter_long_chains_are_flat() {
+        // 6,000 terms (and 60,000) parse in a loop: no stack overflow, one flat chain.
+        for n in [6_000, 60_000] {
+            for op in [" && ", " || ", " and "] {
+                let src = vec!["api == 1"; n].join(op);
+                match expression(&src).unwrap() {
+                    RawExpr::And(v) | RawExpr::Or(v) => assert_eq!(v.len(), n),
+                    e => panic!("{e:?}"),
+                }
+            }
+        }
     }
 
     #[test]

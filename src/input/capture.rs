@@ -107,6 +107,8 @@ pub struct Extractor<'p> {
     stats: CaptureStats,
     defrag: IpDefragPool<u64, ()>,
     reported_links: HashSet<i32>,
+    /// pcapng interface ids whose packets came with no Interface Description Block.
+    reported_ifaces: HashSet<u32>,
     frame_no: u64,
     /// Events waiting for their turn in the output order ([`super::order`]).
     order: Reorder,
@@ -171,6 +173,7 @@ impl<'p> Extractor<'p> {
             stats: CaptureStats::default(),
             defrag: IpDefragPool::new(),
             reported_links: HashSet::new(),
+            reported_ifaces: HashSet::new(),
             frame_no: 0,
             order: Reorder::default(),
             floor_of: HashMap::new(),
@@ -242,6 +245,35 @@ impl<'p> Extractor<'p> {
         out: &mut dyn FnMut(Event),
     ) -> u64 {
         let frame = self.packet_events(linktype, data, origlen, time);
+        self.release(out);
+        frame
+    }
+
+    /// A pcapng packet block of interface `if_id` that no Interface Description Block
+    /// describes (so its link type is unknown): counted as a record, skipped, and said
+    /// once per interface id. Returns its record number.
+    pub fn packet_without_interface(
+        &mut self,
+        if_id: u32,
+        captured: usize,
+        out: &mut dyn FnMut(Event),
+    ) -> u64 {
+        self.frame_no += 1;
+        let frame = self.frame_no;
+        self.stats.packets += 1;
+        self.stats.bytes += captured as u64;
+        if self.reported_ifaces.insert(if_id) {
+            let mut n = Notice::new(
+                NoticeKind::UnsupportedLinkType,
+                format!(
+                    "a packet block of interface {if_id}, but no Interface Description Block \
+                     before it describes interface {if_id} (pcapng needs one to give the link \
+                     type): its records are skipped"
+                ),
+            );
+            n.frame = Some(frame);
+            self.notice(n);
+        }
         self.release(out);
         frame
     }
@@ -678,8 +710,10 @@ pub fn read_capture<R: Read + Send>(
         Err(PcapError::HeaderNotRecognized) | Err(PcapError::Incomplete(_)) => {
             return Err(CaptureError::NotACapture)
         }
-        Err(e) => return Err(CaptureError::Parse(format!("{e:?}"))),
+        Err(e) => return Err(CaptureError::Parse(parse_words(&e, 0, None))),
     };
+    // The file offset of the next block or record (what was consumed so far).
+    let mut at: u64 = 0;
     let mut ex = Extractor::new(opts, plaus);
     let mut legacy_link = 1i32;
     let mut legacy_nanos = false;
@@ -721,17 +755,25 @@ pub fn read_capture<R: Read + Send>(
                         });
                     }
                     PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
-                        let (lt, resol, off) = match ifaces.get(epb.if_id as usize) {
-                            Some(i) => (i.linktype, i.resol, i.offset),
-                            None => (-1, 1_000_000, 0),
+                        let Some(i) = ifaces.get(epb.if_id as usize) else {
+                            ex.packet_without_interface(epb.if_id, epb.data.len(), out);
+                            at += offset as u64;
+                            reader.consume(offset);
+                            continue;
                         };
+                        let (lt, resol, off) = (i.linktype, i.resol, i.offset);
                         let units = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
                         let ts = ts_from_units(units, resol, off);
                         let data = &epb.data[..(epb.caplen as usize).min(epb.data.len())];
                         ex.packet(lt, data, epb.origlen, ts, out);
                     }
                     PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
-                        let lt = ifaces.first().map(|i| i.linktype).unwrap_or(-1);
+                        let Some(lt) = ifaces.first().map(|i| i.linktype) else {
+                            ex.packet_without_interface(0, spb.data.len(), out);
+                            at += offset as u64;
+                            reader.consume(offset);
+                            continue;
+                        };
                         let data = &spb.data[..(spb.origlen as usize).min(spb.data.len())];
                         ex.packet(lt, data, spb.origlen, Timestamp::default(), out);
                     }
@@ -743,6 +785,7 @@ pub fn read_capture<R: Read + Send>(
                     }
                     PcapBlockOwned::NG(_) => {}
                 }
+                at += offset as u64;
                 reader.consume(offset);
             }
             Err(PcapError::Eof) => break,
@@ -801,13 +844,49 @@ pub fn read_capture<R: Read + Send>(
             }
             Err(PcapError::ReadError) => return Err(CaptureError::Read),
             Err(e) => {
-                let msg = format!("unparsable data after the last good record: {e:?}");
+                let ng = !legacy_seen;
+                let msg = parse_words(&e, at, Some(ng));
                 truncated(&mut ex, &msg);
                 break;
             }
         }
     }
     Ok(ex.finish(out))
+}
+
+/// A parse failure of pcap-parser as a sentence with its byte offset in the file (`at`,
+/// where the block or record that failed starts), never the parser's debug dump.
+/// `ng`: the file is pcapng (`Some(true)`), legacy pcap (`Some(false)`), or its header
+/// is what failed (`None`).
+fn parse_words<I: AsRef<[u8]>>(e: &PcapError<I>, at: u64, ng: Option<bool>) -> String {
+    let what = match ng {
+        None => "the file header".to_string(),
+        Some(true) => format!("the pcapng block at byte {at}"),
+        Some(false) => format!("the pcap record at byte {at}"),
+    };
+    let why = match e {
+        PcapError::NomError(_, kind) | PcapError::OwnedNomError(_, kind)
+            if !matches!(kind, nom::error::ErrorKind::Eof) =>
+        {
+            match ng {
+                Some(true) => "is not a valid block: its type, length or closing length is wrong",
+                Some(false) => "is not a valid record header",
+                None => "is not a valid pcap or pcapng header",
+            }
+        }
+        PcapError::NomError(..) | PcapError::OwnedNomError(..) => {
+            "ends before its length says it does"
+        }
+        PcapError::Incomplete(_) | PcapError::UnexpectedEof => "is cut by the end of the file",
+        PcapError::BufferTooSmall => "is larger than the reader's buffer",
+        PcapError::HeaderNotRecognized => "is neither pcap nor pcapng",
+        PcapError::ReadError => "could not be read",
+        PcapError::Eof => "is missing: the file ends",
+    };
+    match ng {
+        None => format!("{what} {why}"),
+        Some(_) => format!("{what} {why}; reading stopped there"),
+    }
 }
 
 fn truncated(ex: &mut Extractor<'_>, why: &str) {

@@ -101,6 +101,7 @@ pub fn read_small(
         kind,
         data,
         sink,
+        cut: false,
     };
     match kind {
         FileKind::OffsetIndex | FileKind::TimeIndex | FileKind::TxnIndex => r.index(opts),
@@ -117,6 +118,8 @@ struct FileReader<'p, 'd, 's> {
     kind: FileKind,
     data: &'d [u8],
     sink: &'s mut dyn Sink,
+    /// The next findings say the file is cut ([`super::Finding::unreadable`]).
+    cut: bool,
 }
 
 /// The segment (`.log`) a `.index`/`.timeindex`/`.txnindex` belongs to.
@@ -175,6 +178,7 @@ impl FileReader<'_, '_, '_> {
             offset: offset as u64,
             level,
             message,
+            unreadable: self.cut && level == Level::Error,
         })
     }
 
@@ -338,6 +342,7 @@ impl FileReader<'_, '_, '_> {
         }
         if whole < data.len() {
             let k = data.len() - whole;
+            self.cut = true;
             self.raw(
                 whole,
                 format!("{k} bytes at the end, too few for a {width}-byte entry (a cut index?)"),

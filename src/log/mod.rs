@@ -127,6 +127,11 @@ pub struct Finding {
     pub level: Level,
     /// What it is.
     pub message: String,
+    /// The file could not be read or followed past here: it cannot be opened, listed or
+    /// read, it ends inside an entry (a cut file), or an entry's length or magic cannot
+    /// be (bytes that are not a log). `kwire log` exits 2 on such a finding, as `kwire
+    /// read` does on a capture that is cut or not a capture.
+    pub unreadable: bool,
 }
 
 impl Finding {
@@ -256,6 +261,8 @@ pub struct Totals {
     pub entries: u64,
     /// Findings at each level: info, warning, error.
     pub findings: [u64; 3],
+    /// Findings that say a file could not be read or followed ([`Finding::unreadable`]).
+    pub unreadable: u64,
 }
 
 /// The topic of a partition folder's name (`__consumer_offsets-31` ->
@@ -343,6 +350,7 @@ impl OffsetTrack {
             offset: pos,
             level,
             message,
+            unreadable: false,
         };
         let out = match self.last {
             Some(l) if b.base_offset <= l => Some(f(
@@ -404,6 +412,7 @@ pub fn read_paths(
                         offset: 0,
                         level: Level::Error,
                         message: format!("cannot list the folder: {e}"),
+                        unreadable: true,
                     })?;
                     continue;
                 }
@@ -435,6 +444,7 @@ impl Sink for Counting<'_, '_> {
     }
     fn finding(&mut self, f: &Finding) -> io::Result<()> {
         self.totals.findings[f.level as usize] += 1;
+        self.totals.unreadable += u64::from(f.unreadable);
         self.inner.finding(f)
     }
 }
@@ -454,6 +464,7 @@ fn read_file(
         offset: 0,
         level: Level::Error,
         message: format!("cannot read the file: {e}"),
+        unreadable: true,
     };
     match kind {
         FileKind::Segment | FileKind::KraftSnapshot => {

@@ -141,6 +141,12 @@ pub fn read_batches(
         offset,
         level,
         message,
+        unreadable: false,
+    };
+    // The file cannot be read or followed past here (see `Finding::unreadable`).
+    let stuck = |offset: u64, message: String| Finding {
+        unreadable: true,
+        ..finding(offset, Level::Error, message)
     };
     let mut pos = 0u64;
     let mut buf: Vec<u8> = Vec::new();
@@ -155,12 +161,11 @@ pub fn read_batches(
         let mut head = [0u8; 12];
         let n = left.min(12) as usize;
         if let Err(e) = r.read_exact(&mut head[..n]) {
-            return sink.finding(&finding(pos, Level::Error, format!("read error: {e}")));
+            return sink.finding(&stuck(pos, format!("read error: {e}")));
         }
         if n < 12 {
-            sink.finding(&finding(
+            sink.finding(&stuck(
                 pos,
-                Level::Error,
                 format!(
                     "{n} bytes at the end, too few for an entry's offset and length (a cut file?)"
                 ),
@@ -184,7 +189,7 @@ pub fn read_batches(
             } else {
                 format!("batch of {total} bytes, but the file ends {left} bytes after its start (a cut segment?)")
             };
-            sink.finding(&finding(pos, Level::Error, what))?;
+            sink.finding(&stuck(pos, what))?;
             // Show what there is of it, within the cap.
             buf.clear();
             buf.extend_from_slice(&head);
@@ -199,7 +204,12 @@ pub fn read_batches(
             } else {
                 format!("an entry of {total} bytes, more than the {MAX_ENTRY} kwire reads: skipped")
             };
-            sink.finding(&finding(pos, Level::Error, why))?;
+            let f = if total < 17 {
+                stuck(pos, why)
+            } else {
+                finding(pos, Level::Error, why)
+            };
+            sink.finding(&f)?;
             io::copy(&mut r.take(total - 12), &mut io::sink())?;
             pos += total;
             continue;
@@ -208,13 +218,12 @@ pub fn read_batches(
         buf.extend_from_slice(&head);
         buf.resize(total as usize, 0);
         if let Err(e) = r.read_exact(&mut buf[12..]) {
-            return sink.finding(&finding(pos, Level::Error, format!("read error: {e}")));
+            return sink.finding(&stuck(pos, format!("read error: {e}")));
         }
         let info = batch_info(&buf);
         match &info {
-            None => sink.finding(&finding(
+            None => sink.finding(&stuck(
                 pos,
-                Level::Error,
                 format!("unknown magic {} at byte 16 of the entry", buf[16] as i8),
             ))?,
             Some(b) => {
@@ -314,6 +323,7 @@ fn tree_findings(path: &Path, pos: u64, n: &Node<'_>, sink: &mut dyn Sink) -> io
                     offset,
                     level,
                     message,
+                    unreadable: false,
                 });
             }
         }

@@ -373,6 +373,15 @@ pub fn guess_note(msg: &Message<'_>) -> Option<String> {
         s.push_str(&rest.join(", "));
         s.push(')');
     }
+    if let Some(b) = &g.beaten {
+        let n = |k: usize, w: &str| format!("{k} {w}{}", if k == 1 { "" } else { "s" });
+        s.push_str(&format!(
+            " over a {} reading with {} and {}",
+            b.direction.as_str(),
+            n(b.errors, "error"),
+            n(b.warnings, "warning")
+        ));
+    }
     Some(s)
 }
 

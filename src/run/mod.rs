@@ -304,13 +304,25 @@ impl<R: Read> Read for Input<R> {
     }
 }
 
+/// Whether `head` (the first bytes of a file) is text: UTF-8 (a character cut by the end
+/// of `head` allowed) without control characters other than whitespace. Random bytes
+/// are not: bytes of 0x80 and over must form UTF-8 sequences.
+fn is_text(head: &[u8]) -> bool {
+    let valid = match std::str::from_utf8(head) {
+        Ok(s) => s,
+        // Only a sequence cut by the end of `head` may be incomplete.
+        Err(e) if e.error_len().is_none() => {
+            std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default()
+        }
+        Err(_) => return false,
+    };
+    !valid.is_empty() && !valid.chars().any(|c| c.is_control() && !c.is_whitespace())
+}
+
 /// A hint for input that is not a capture, from its first bytes.
 fn not_a_capture_hint(head: &[u8], path: &Path) -> Option<String> {
     let p = path.display();
-    let text = head
-        .iter()
-        .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace() || *b >= 0x80);
-    if text && !head.is_empty() {
+    if is_text(head) {
         let hexish = head.iter().filter(|b| b.is_ascii_hexdigit()).count() * 2 >= head.len();
         return Some(if hexish {
             format!("it looks like a hex dump: try `kwire decode --hex-file {p}`")
@@ -797,4 +809,22 @@ pub fn unanswered_first_pass(
         &mut Quiet,
     )?;
     Ok(Some(first.unanswered))
+}
+
+#[cfg(test)]
+mod text_tests {
+    #[test]
+    fn random_bytes_are_not_text() {
+        use super::is_text;
+        assert!(is_text(b"00000000  00 00 00 23 00 14  |...#|\n"));
+        assert!(is_text("caf\u{e9} na\u{ef}ve\n".as_bytes()));
+        assert!(
+            is_text(&"ab\u{e9}".as_bytes()[..3]),
+            "a character cut by the end"
+        );
+        assert!(!is_text(&[0xd4, 0xc3, 0xb2, 0xa1, 0x02, 0x00]));
+        assert!(!is_text(&[0x9f, 0x80, 0xc1, 0xff, 0xfe, 0x41, 0x42]));
+        assert!(!is_text(b"abc\x01def"));
+        assert!(!is_text(b""));
+    }
 }
