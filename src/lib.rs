@@ -13,6 +13,7 @@ pub mod encode;
 pub mod errors;
 pub mod export;
 pub mod filter;
+pub mod index;
 pub mod input;
 pub mod log;
 pub mod memory;
