@@ -144,25 +144,56 @@ fn tls_messages() {
     }
 }
 
-/// The records of a classic pcap file: its 24-byte header, then each record's bytes.
-fn pcap_records(path: &Path) -> (Vec<u8>, Vec<Vec<u8>>) {
+/// A capture file cut into its header blocks and its packet records: a classic pcap's
+/// 24-byte header and records, or a pcapng file's blocks (every block but Enhanced Packet
+/// Blocks kept in front, in order, but the closing statistics; these files have one
+/// section and interface).
+fn split(path: &Path) -> (Vec<u8>, Vec<Vec<u8>>) {
     let b = std::fs::read(path).unwrap();
+    let le32 = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+    let mut recs = Vec::new();
+    if b[..4] == [0x4d, 0x3c, 0xb2, 0xa1] {
+        let mut at = 24;
+        while at + 16 <= b.len() {
+            let n = 16 + le32(at + 8);
+            recs.push(b[at..at + n].to_vec());
+            at += n;
+        }
+        return (b[..24].to_vec(), recs);
+    }
     assert_eq!(
         &b[..4],
-        &[0x4d, 0x3c, 0xb2, 0xa1],
-        "a little-endian nanosecond pcap"
+        &[0x0a, 0x0d, 0x0d, 0x0a],
+        "pcap (LE, ns) or pcapng"
     );
-    let mut at = 24;
-    let mut recs = Vec::new();
-    while at + 16 <= b.len() {
-        let incl = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
-        recs.push(b[at..at + 16 + incl].to_vec());
-        at += 16 + incl;
+    let (mut head, mut at) = (Vec::new(), 0);
+    while at + 12 <= b.len() {
+        let n = le32(at + 4);
+        if le32(at) == 6 {
+            recs.push(b[at..at + n].to_vec());
+        } else if recs.is_empty() {
+            head.extend_from_slice(&b[at..at + n]);
+        } else {
+            // An Interface Statistics Block at the end: left out.
+            assert_eq!(le32(at), 5, "header blocks come first");
+        }
+        at += n;
     }
-    (b[..24].to_vec(), recs)
+    (head, recs)
 }
 
-fn write_pcap(name: &str, head: &[u8], recs: &[Vec<u8>]) -> PathBuf {
+/// The TCP source port and payload length of an Ethernet/IPv4 record (of a pcap record
+/// or an EPB: `skip` bytes before the link layer).
+fn tcp_of(rec: &[u8], skip: usize) -> (u16, usize) {
+    let ip = &rec[skip + 14..];
+    let ihl = (ip[0] & 15) as usize * 4;
+    let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+    let tcp = &ip[ihl..];
+    let off = (tcp[12] >> 4) as usize * 4;
+    (u16::from_be_bytes([tcp[0], tcp[1]]), total - ihl - off)
+}
+
+fn write_capture(name: &str, head: &[u8], recs: &[Vec<u8>]) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let mut b = head.to_vec();
     for r in recs {
@@ -172,33 +203,65 @@ fn write_pcap(name: &str, head: &[u8], recs: &[Vec<u8>]) -> PathBuf {
     p
 }
 
-/// A capture that starts in the middle of its connections (the first 31 records cut
-/// off, as `editcap -r` does), and one that lost a segment in the middle: every message
-/// through the index equals `read`'s, the responses without their request (decoded by a
-/// guess) and the frames cut by the gap included.
+/// Captures that start in the middle of their connections (records cut off at the front,
+/// as `editcap -r` does: the first one a response, or inside a 200 kB frame) and ones that
+/// lost a segment (inside a multi-segment Produce request; a whole small frame): every
+/// message through the index equals `read`'s, the responses without their request
+/// (decoded by a guess) and the frames cut by the gap included.
 #[test]
 fn mid_stream_and_gapped() {
-    for src in [
-        "captures/lab/ck_consumer_group.pcap",
-        "captures/lab/kp_admin.pcap",
-    ] {
-        let (head, recs) = pcap_records(&repo(src));
-        let stem = Path::new(src).file_stem().unwrap().to_str().unwrap();
-        let mid = write_pcap(&format!("index-mid-{stem}.pcap"), &head, &recs[31..]);
-        let mut lost = recs.clone();
-        // A record with data: a data segment of the middle of the capture.
-        let k = (recs.len() / 2..recs.len())
-            .find(|&k| recs[k].len() > 16 + 14 + 20 + 32 + 8)
-            .unwrap();
-        lost.remove(k);
-        let gap = write_pcap(&format!("index-gap-{stem}.pcap"), &head, &lost);
-        for p in [mid, gap] {
-            let cap = Capture::open(&p).unwrap();
-            let lines = read_json(&p, &[]);
-            same(p.to_str().unwrap(), &cap, &lines, &[]);
-            std::fs::remove_file(&p).unwrap();
-        }
+    let mut cuts: Vec<(String, Vec<u8>, Vec<Vec<u8>>)> = Vec::new();
+    let (head, recs) = split(&repo("captures/lab/ck_consumer_group.pcap"));
+    // From the first response of the middle third: its request is not in the capture.
+    let k = (recs.len() / 3..recs.len())
+        .find(|&k| {
+            tcp_of(&recs[k], 16) == (9092, tcp_of(&recs[k], 16).1) && tcp_of(&recs[k], 16).1 > 0
+        })
+        .unwrap();
+    cuts.push(("mid-response".into(), head.clone(), recs[k..].to_vec()));
+    let mut lost = recs.clone();
+    let k = (recs.len() / 2..recs.len())
+        .find(|&k| tcp_of(&recs[k], 16).1 > 0)
+        .unwrap();
+    lost.remove(k);
+    cuts.push(("gap-small".into(), head, lost));
+    // mixed_large: message 10 is a Produce request in records 27 to 33.
+    let (head, recs) = split(&repo("captures/lab/mixed_large.pcapng"));
+    cuts.push(("mid-frame".into(), head.clone(), recs[28..].to_vec()));
+    let mut lost = recs.clone();
+    lost.remove(30);
+    cuts.push(("gap-in-frame".into(), head, lost));
+    let mut seen = (0, 0);
+    for (name, head, recs) in cuts {
+        let p = write_capture(&format!("index-{name}.pcap"), &head, &recs);
+        let cap = Capture::open(&p).unwrap();
+        let lines = read_json(&p, &[]);
+        same(&name, &cap, &lines, &[]);
+        seen.0 += lines
+            .iter()
+            .filter(|l| l["incomplete"] == J::Bool(true))
+            .count();
+        seen.1 += lines
+            .iter()
+            .filter(|l| l["kind"] == "response" && l["latency_ms"].is_null())
+            .count();
+        std::fs::remove_file(&p).unwrap();
     }
+    assert!(
+        seen.0 > 0 && seen.1 > 0,
+        "cut frames and unpaired responses: {seen:?}"
+    );
+}
+
+/// A capture cut by its snap length (200 bytes): the messages the snaplen cut are
+/// incomplete, and read alone equal `read`'s.
+#[test]
+fn snaplen_cut() {
+    let path = repo("captures/lab/var_snaplen200.pcap");
+    let cap = Capture::open(&path).unwrap();
+    let lines = read_json(&path, &[]);
+    assert!((0..cap.len()).any(|i| cap.info(i).unwrap().incomplete));
+    same("var_snaplen200", &cap, &lines, &[]);
 }
 
 /// Past its memory limit the index keeps its entries in a temporary file, and every
