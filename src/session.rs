@@ -642,7 +642,7 @@ impl<'s> Session<'s> {
     /// returns what [`Prepared::decode`] needs to decode the frame anywhere. Only the
     /// messages whose definitions can teach topic names or carry a protocol type are
     /// decoded here in full (small: Metadata, CreateTopics, JoinGroup...); a Produce
-    /// request decodes its first [`ACKS_PREFIX`] bytes; any other frame is not decoded.
+    /// request decodes its first `ACKS_PREFIX` (4096) bytes; any other frame is not decoded.
     pub fn prepare(&mut self, f: &Frame) -> Prepared {
         let (ctx, dir, known) = self.begin(f);
         let mut p = Prepared {

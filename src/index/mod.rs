@@ -28,7 +28,7 @@
 //! temporary file and are read back 64 bytes at a time: a larger capture degrades to a
 //! disk read per entry, not to more memory.
 //!
-//! ```no_run
+//! ```
 //! use kwire::index::Capture;
 //! use kwire::tree::Buffers;
 //!
