@@ -1,13 +1,14 @@
 //! The message index (`kwire::index`): a capture opened through the index decodes any
-//! message, alone, into the same JSON line `kwire read --format json` prints for it — on
-//! plain captures, a TLS capture with its key log, a capture that starts mid-stream and
-//! one with a lost segment — and the index's own facts (pairs, api keys, counts) agree
-//! with `read`'s.
+//! message, alone, into the same JSON line `kwire read --format json` prints for it and
+//! the same text (title, byte grid, tree) — on plain captures, TLS captures with their key
+//! logs, captures that start mid-stream, lost a segment or were cut by a snap length — and
+//! the index's own facts (pairs, api keys, frames, connections) agree with `read`'s.
 
 use assert_cmd::Command;
 use kwire::index::{Capture, IndexOptions};
 use kwire::input::tls::KeyLog;
 use kwire::input::Direction;
+use kwire::render::RenderOptions;
 use kwire::tree::Buffers;
 use serde_json::Value as J;
 use std::path::{Path, PathBuf};
@@ -38,6 +39,39 @@ fn read_json(file: &Path, extra: &[&str]) -> Vec<J> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// `kwire read --format text -t ud --color never FILE EXTRA...`: the whole text.
+fn read_text(file: &Path, extra: &[&str]) -> String {
+    let out = Command::cargo_bin("kwire")
+        .unwrap()
+        .env_remove("SSLKEYLOGFILE")
+        .arg("read")
+        .arg(file)
+        .args(["--format", "text", "-t", "ud", "--color", "never"])
+        .args(extra)
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Messages `which` of `cap` printed as text (title, byte grid, tree) through the index
+/// are, each, a whole piece of `read`'s text.
+fn same_text(name: &str, cap: &Capture, whole: &str, which: &[usize]) {
+    let whole = format!("\n{whole}");
+    for &i in which {
+        let mut out = Vec::new();
+        cap.with_message(i, |m, ctx| {
+            kwire::render::text::render(&mut out, m, Some(ctx), &RenderOptions::default())
+        })
+        .unwrap()
+        .unwrap();
+        let one = format!("\n{}", String::from_utf8(out).unwrap());
+        assert!(
+            one.len() > 100 && whole.contains(&one),
+            "{name}: message {i}'s text differs:{one}"
+        );
+    }
 }
 
 /// Message `i` decoded through the index, as the JSON line `read` prints.
@@ -118,6 +152,7 @@ fn lab_last_middle_first() {
         let lines = read_json(&path, &[]);
         let n = cap.len();
         same(f, &cap, &lines, &[n - 1, n / 2, 0]);
+        same_text(f, &cap, &read_text(&path, &[]), &[n - 1, n / 2, 0]);
     }
 }
 
@@ -141,6 +176,12 @@ fn tls_messages() {
         );
         assert!(cap.info(cap.len() / 2).unwrap().tls);
         same(name, &cap, &lines, &[]);
+        let text = read_text(
+            &path,
+            &["--port", "9093", "--tls-keylog", keys.to_str().unwrap()],
+        );
+        let n = cap.len();
+        same_text(name, &cap, &text, &[n - 1, n / 2, 0]);
     }
 }
 
@@ -237,6 +278,8 @@ fn mid_stream_and_gapped() {
         let cap = Capture::open(&p).unwrap();
         let lines = read_json(&p, &[]);
         same(&name, &cap, &lines, &[]);
+        let n = cap.len();
+        same_text(&name, &cap, &read_text(&p, &[]), &[n - 1, n / 2, 0]);
         seen.0 += lines
             .iter()
             .filter(|l| l["incomplete"] == J::Bool(true))
