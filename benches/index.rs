@@ -35,7 +35,93 @@ fn rss() -> (u64, u64) {
     (field("VmHWM:"), field("RssFile:"))
 }
 
+/// The repository's captures (plain, TLS, snaplen-cut) and mid-stream and gapped cuts of
+/// `mixed_large.pcapng`: every message decoded alone, the slowest reported.
+fn repo_captures() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let tmp = root.join("target/bench");
+    let _ = std::fs::create_dir_all(&tmp);
+    // mixed_large's blocks: the header blocks, then the packets (EPB, type 6).
+    let big = std::fs::read(root.join("captures/lab/mixed_large.pcapng")).unwrap_or_default();
+    let le32 = |at: usize| u32::from_le_bytes(big[at..at + 4].try_into().unwrap()) as usize;
+    let (mut head, mut recs, mut at) = (Vec::new(), Vec::new(), 0);
+    while at + 12 <= big.len() {
+        let n = le32(at + 4);
+        match (le32(at), recs.is_empty()) {
+            (6, _) => recs.push(&big[at..at + n]),
+            (_, true) => head.extend_from_slice(&big[at..at + n]),
+            _ => {}
+        }
+        at += n;
+    }
+    let write = |name: &str, recs: &[&[u8]]| {
+        let p = tmp.join(name);
+        let mut b = head.clone();
+        recs.iter().for_each(|r| b.extend_from_slice(r));
+        std::fs::write(&p, b).unwrap();
+        p
+    };
+    let mid = write("index-bench-mid.pcapng", &recs[28..]);
+    let mut lost = recs.clone();
+    lost.remove(30);
+    let gap = write("index-bench-gap.pcapng", &lost);
+    let tls = |name: &str| {
+        let mut log = kwire::input::tls::KeyLog::default();
+        let keys = std::fs::read(root.join(format!("captures/lab/tls/{name}.keys"))).unwrap();
+        log.add_text(&keys, name);
+        let mut o = IndexOptions::default();
+        o.capture.ports = vec![9093];
+        o.capture.tls_keys = std::sync::Arc::new(log);
+        (root.join(format!("captures/lab/tls/{name}.pcapng")), o)
+    };
+    let runs = [
+        (root.join("captures/demo.pcap"), IndexOptions::default()),
+        (
+            root.join("captures/lab/mixed_large.pcapng"),
+            IndexOptions::default(),
+        ),
+        (
+            root.join("captures/lab/var_snaplen200.pcap"),
+            IndexOptions::default(),
+        ),
+        (mid.clone(), IndexOptions::default()),
+        (gap.clone(), IndexOptions::default()),
+        tls("tls13_kp_aes256gcm"),
+        tls("tls12_ck_cbc_sha256_rsa"),
+    ];
+    for (path, opts) in runs {
+        let cap = Capture::open_with(&path, opts, &mut |_| {}).unwrap();
+        let mut worst = (Duration::ZERO, 0usize, 0usize);
+        let mut total = Duration::ZERO;
+        for i in 0..cap.len() {
+            let t = Instant::now();
+            let frame = cap.frame(i).unwrap();
+            let arena = Buffers::new();
+            let (m, _) = cap.decode(i, &frame, &arena).unwrap();
+            let size = m.size;
+            drop(m);
+            let e = t.elapsed();
+            total += e;
+            if e > worst.0 {
+                worst = (e, i, size);
+            }
+        }
+        println!(
+            "{:<40} {:>4} messages: mean {:?}, slowest {:?} (message {}, {} bytes)",
+            path.file_name().unwrap().to_string_lossy(),
+            cap.len(),
+            total / cap.len().max(1) as u32,
+            worst.0,
+            worst.1,
+            worst.2
+        );
+    }
+    let _ = std::fs::remove_file(mid);
+    let _ = std::fs::remove_file(gap);
+}
+
 fn main() {
+    repo_captures();
     let Ok(path) = std::env::var("KWIRE_INDEX_BENCH") else {
         eprintln!("index bench: set KWIRE_INDEX_BENCH to a capture (scripts/bench-index.sh makes one); skipped");
         return;

@@ -312,8 +312,10 @@ fn snaplen_cut() {
 #[test]
 fn spilled_entries_and_progress() {
     let path = repo("captures/lab/ck_admin.pcap");
-    let mut opts = IndexOptions::default();
-    opts.memory_limit = 10 * kwire::index::ENTRY_BYTES;
+    let opts = IndexOptions {
+        memory_limit: 10 * kwire::index::ENTRY_BYTES,
+        ..IndexOptions::default()
+    };
     let mut calls = Vec::new();
     let cap = Capture::open_with(&path, opts, &mut |p| calls.push(*p)).unwrap();
     assert_eq!(cap.spilled_entries(), cap.len() as u64 - 10);

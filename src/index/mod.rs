@@ -541,9 +541,17 @@ impl Capture {
             tls,
             api_key: unknown16(e.api_key),
             api_version: unknown16(e.api_version),
-            correlation_id: (e.correlation_id != i32::MIN || e.api_version != i16::MIN)
-                .then_some(e.correlation_id)
-                .filter(|_| e.len_flags & SASL == 0 && (e.len_flags & LEN_MASK) >= 8),
+            correlation_id: {
+                // What `Pairer::request_header` and `response_correlation` read: 12 and
+                // 8 bytes (size prefix included).
+                let need = if direction == Direction::ToServer {
+                    12
+                } else {
+                    8
+                };
+                (e.len_flags & SASL == 0 && (e.len_flags & LEN_MASK) >= need)
+                    .then_some(e.correlation_id)
+            },
             pair,
         }
     }
