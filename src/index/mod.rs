@@ -128,9 +128,8 @@ pub enum IndexError {
         /// The number of messages.
         len: usize,
     },
-    /// Message `index`'s bytes could not be read again as the index pass read them (the
-    /// file changed since, or its segments came in IP fragments, which are reassembled only
-    /// in a whole pass): what was found.
+    /// Message `index`'s bytes could not be read again as the index pass read them, from
+    /// its records nor from a whole pass (the file changed since): what was found.
     Reread {
         /// The message.
         index: usize,
@@ -212,6 +211,9 @@ pub struct Capture {
     map: memmap2::Mmap,
     schema: Schema,
     dopts: DecodeOptions,
+    /// The capture options of the index pass (for a whole pass again: see
+    /// [`Capture::frame`]).
+    copts: CaptureOptions,
     max_out_of_order: usize,
     entries: Entries,
     /// File offset of record `RECORD_STEP * k + 1`.
@@ -323,6 +325,7 @@ impl Capture {
             map,
             schema: Schema::default(),
             dopts: decode.clone(),
+            copts: capture.clone(),
             max_out_of_order: capture.max_out_of_order,
             entries: Entries::new(memory_limit / ENTRY_BYTES),
             records: Vec::new(),
@@ -561,7 +564,9 @@ impl Capture {
     /// decrypted stream for TLS), as the index pass saw it.
     ///
     /// Reads only the records that carried the frame (plus at most 15 before them), or
-    /// for a TLS frame the spill file.
+    /// for a TLS frame the spill file. When those records do not give the bytes the index
+    /// pass framed (segments that came in IP fragments), the frame is taken from a whole
+    /// pass over the capture instead: right, but as slow as [`Capture::open`].
     ///
     /// # Errors
     /// [`IndexError::OutOfRange`]; [`IndexError::Reread`] when the records no longer give
@@ -578,8 +583,15 @@ impl Capture {
             let tls = session.map(|session| TlsFrameInfo { session, records });
             (bytes, offset, tls)
         } else {
-            let bytes = reread::bytes(self, &info, low, high, e.seq, len)
-                .map_err(|why| IndexError::Reread { index, why })?;
+            let bytes = match reread::bytes(self, &info, low, high, e.seq, len) {
+                Ok(b) => b,
+                Err(why) => self
+                    .frame_by_pass(index, len)
+                    .map_err(|again| IndexError::Reread {
+                        index,
+                        why: format!("{why}; {again}"),
+                    })?,
+            };
             (bytes, e.place, None)
         };
         let ctx = FrameContext {
@@ -604,6 +616,29 @@ impl Capture {
             kind: info.kind,
             bytes,
         })
+    }
+
+    /// Message `index`'s bytes from a whole pass over the capture, for the rare frame its
+    /// records alone do not give (segments that came in IP fragments, which are
+    /// reassembled across records before the frame's): the time of a whole pass.
+    fn frame_by_pass(&self, index: usize, len: usize) -> Result<Vec<u8>, String> {
+        let plaus = SchemaPlausibility(&self.schema);
+        let mut k = 0usize;
+        let mut found = None;
+        let res = input::read_capture(io::Cursor::new(&self.map[..]), &self.copts, &plaus, |ev| {
+            if let Event::Frame(f) = ev {
+                if k == index {
+                    found = Some(f.bytes);
+                }
+                k += 1;
+            }
+        });
+        match (res, found) {
+            (Ok(_), Some(b)) if b.len() == len => Ok(b),
+            (Ok(_), Some(b)) => Err(format!("a whole pass gives {} bytes, not {len}", b.len())),
+            (Ok(_), None) => Err(format!("a whole pass gives {k} messages")),
+            (Err(e), _) => Err(format!("a whole pass fails: {e}")),
+        }
     }
 
     fn read_spill(&self, at: u64, len: usize) -> Result<(Vec<u8>, u64, Vec<u64>), IndexError> {
