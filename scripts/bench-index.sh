@@ -15,4 +15,6 @@ if [ ! -f "$CAP" ]; then
 fi
 trap '[ "${KEEP:-0}" = 1 ] || rm -f "$CAP"' EXIT
 ls -l "$CAP"
-KWIRE_INDEX_BENCH="$CAP" cargo bench --locked --bench index
+# The release profile (what kwire-gen was just built with), not the bench profile: the
+# dependencies are built once.
+KWIRE_INDEX_BENCH="$CAP" cargo bench --locked --profile release --bench index

@@ -101,9 +101,9 @@ impl Entry {
     }
 }
 
-/// Entries a chunk of the in-memory store holds (4 MiB): the store grows a chunk at a
+/// Entries a chunk of the in-memory store holds (256 KiB): the store grows a chunk at a
 /// time, never copying what it holds (no doubling, no moment with two copies).
-const CHUNK: usize = 1 << 16;
+const CHUNK: usize = 1 << 12;
 
 /// The entries: the first `limit` in memory, in chunks of [`CHUNK`], the rest in a
 /// temporary file (deleted when the index is dropped), read back 64 bytes at a time.
