@@ -9,7 +9,7 @@
 //! # The data's path
 //!
 //! ```text
-//!  capture file ──> input ──> session ──> decode ──> tree ──> render / filter / export / stats
+//!  capture file ──> input ──> session ──> decode ──> tree ──> render / filter / export / traffic
 //!  (pcap, pcapng)   records,   pairing,    schema-    Message,  text, JSON, summary, values,
 //!  hex, raw bytes   IP, TCP,   topic       driven     Node:     hexdump, pages; display
 //!                   framing,   names,      walk       offsets,  filters; Parquet; counts
@@ -34,13 +34,18 @@
 //!   by its number, decoded alone.
 //! - [`schema`]: Kafka's message definitions, embedded ([`schema::Schema::embedded`]) or
 //!   loaded from Kafka's JSON files; [`wire`]: the primitives' parsers.
+//! - [`run`]: the capture engine: inputs and options driven through the session and the
+//!   decoder into a sink (one thread or a pool: [`pipeline`], [`memory`]).
 //! - [`render`]: the printers (text with byte grid, NDJSON, summary, values, hexdump);
-//!   [`filter`] (display filters), [`export`] (Parquet), [`stats`], [`encode`] (values to
-//!   frames), [`page`] (reference pages), [`log`] (Kafka log directories), [`diff`]
-//!   (what changed between versions).
+//!   [`filter`] (display filters), [`export`] (Parquet), [`traffic`] (statistics),
+//!   [`encode`] (values to frames), [`page`] (reference pages), [`log`] (Kafka log
+//!   directories), [`diff`] (what changed between versions), [`text`] (hex, quoting,
+//!   base64 ids), [`errors`] (Kafka's error codes), [`wireshark`] (a Lua dissector).
 //!
 //! The public API is what these modules export; `cli` (the command line's argument
-//! parsing and commands) is the binary's own and hidden from these docs.
+//! parsing, its choice of sinks and exit statuses: the only code that writes to stderr)
+//! is the binary's own and hidden from these docs. `docs/architecture.md` draws the
+//! tree of `src/`.
 //!
 //! # Examples
 //!
@@ -125,9 +130,11 @@ pub mod memory;
 pub mod page;
 pub mod pipeline;
 pub mod render;
+pub mod run;
 pub mod schema;
 pub mod session;
-pub mod stats;
+pub mod text;
+pub mod traffic;
 pub mod tree;
 pub mod values;
 pub mod wire;

@@ -6,7 +6,7 @@
 //! Memory for pairing is bounded by [`Pairer`]'s cap per connection.
 
 use crate::decode::guess::{GuessContext, Guesser};
-use crate::decode::internal::InternalTopic;
+use crate::decode::internal_topics::InternalTopic;
 use crate::decode::{self, DecodeOptions, Known};
 use crate::input::{
     self, DefaultPlausibility, Frame, FrameKind, FramePlausibility, PairedRequest, Pairer,

@@ -387,7 +387,7 @@ pub struct Message<'a> {
     pub tree: Node<'a>,
     /// Set when the layout was not given by the input but guessed: the candidates that
     /// fit, best (the decode shown) first ([`crate::decode::guess`]).
-    pub guess: Option<Box<crate::decode::guess::Guess>>,
+    pub guess: Option<Box<Guess>>,
 }
 
 impl<'a> Message<'a> {
@@ -594,6 +594,49 @@ impl Buffers {
         }
         crate::memory::give(self.held.replace(0));
         self.nodes_charged.set(self.bump.allocated_bytes());
+    }
+}
+
+/// One ranked layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// api_key of the layout.
+    pub api_key: i16,
+    /// The API's name.
+    pub api_name: Option<String>,
+    /// api_version of the layout.
+    pub api_version: i16,
+    /// Request or response.
+    pub direction: Direction,
+    /// Its score (higher is better; only the order between candidates means anything).
+    pub score: f64,
+}
+
+/// The mark of a guessed decode (set by `decode::guess`, the ranked guesses for frames whose
+/// layout the input does not give): the candidates that fit, best first (the first is the
+/// decode shown), at most `1 + decode::guess::MAX_CANDIDATES`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Guess {
+    /// Best first.
+    pub candidates: Vec<Candidate>,
+}
+
+/// The type name of one `Record[i]` node (a v2 record, as `decode::records` builds it): the value's definition
+/// (`OffsetCommitValue v3`), a control record's name (`SNAPSHOT_HEADER`), `tombstone` and
+/// the key's definition, or `record` for records of other topics.
+pub fn record_type(rec: &Node<'_>) -> String {
+    let key = rec.children.iter().find(|c| c.name == "key");
+    let value = rec.children.iter().find(|c| c.name == "value");
+    if let Some(k) = key.filter(|k| k.ty == "ControlRecordKey") {
+        return k.annotation.unwrap_or("unknown control record").to_string();
+    }
+    match (key, value) {
+        (Some(k), Some(v)) if v.value == Value::Null && k.ty != "bytes" => {
+            format!("tombstone {}", k.ty)
+        }
+        (_, Some(v)) if v.kind == NodeKind::Group && v.ty != "bytes" => v.ty.to_string(),
+        (Some(k), Some(v)) if v.kind == NodeKind::Group => format!("{} (value not decoded)", k.ty),
+        _ => "record".to_string(),
     }
 }
 

@@ -198,7 +198,7 @@ pub fn generate(schema: &Schema, origin: &str) -> String {
         let mut sides = Vec::new();
         for kind in [MessageKind::Request, MessageKind::Response] {
             let mut s = String::from("{");
-            for d in crate::cli::schema_cmd::serving(schema, kind, key) {
+            for d in schema.serving(kind, key) {
                 let (lo, hi) = range(&d.def.valid_versions);
                 let (f0, f1) = range(&d.def.flexible_versions);
                 let st = g.list(&name, &d.def, &d.def.fields, 0);

@@ -141,7 +141,7 @@ fn run_peak(args: &[&str]) -> Option<(String, i64)> {
     }
     let rss = scratch(&format!("rss-{}", std::process::id()))
         .with_extension(format!("{:?}", std::thread::current().id()).replace(['(', ')'], ""));
-    let out = Command::new(time)
+    let out = common::kwire_env(&mut Command::new(time))
         .arg("-f")
         .arg("%M")
         .arg("-o")

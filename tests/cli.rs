@@ -2,18 +2,13 @@
 //! schema, raw bodies without size prefix, read filters and the closing counts.
 
 mod common;
+use common::kwire;
 
 use assert_cmd::Command;
 use serde_json::Value as J;
 
 const REQ: &str = "000000230014000600000000000000020100000000000000000000000000000000000000000000";
 const RESP: &str = "000000200000000000000000000201000000000000000000000000000000000000010000";
-
-fn kwire() -> Command {
-    let mut c = Command::cargo_bin("kwire").unwrap();
-    c.env_remove("NO_COLOR").env_remove("KWIRE_SCHEMA");
-    c
-}
 
 fn stdout(c: &mut Command) -> String {
     let o = c.output().unwrap();
@@ -353,7 +348,7 @@ fn wrong_port_gets_a_hint_and_unknown_apis_an_error() {
 #[test]
 fn tshark_packet_dumps_decode_their_tcp_payload() {
     // A `tshark -x` style dump of one Ethernet/IPv4/TCP packet carrying the seed request.
-    let payload = common::hex(REQ);
+    let payload = common::unhex(REQ);
     let mut pkt = Vec::new();
     etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
         .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)

@@ -12,6 +12,9 @@
 //! it did not decode) are counted by reason, and `docs/coverage.md` lists them (its `tls`
 //! set). Skips (saying so) when tshark is missing.
 
+mod common;
+use common::unhex;
+
 mod oracle;
 
 use kwire::decode::DecodeOptions;
@@ -40,7 +43,7 @@ struct Kw {
     notices: Vec<String>,
 }
 
-fn kwire(path: &Path) -> Kw {
+fn read_in_process(path: &Path) -> Kw {
     let keys = Tls::of(path).key_log();
     let schema = Schema::embedded();
     let plaus = SchemaPlausibility(&schema);
@@ -106,12 +109,6 @@ fn tshark(path: &Path, args: &[String]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len() / 2)
-        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
-        .collect()
 }
 
 /// tshark's decrypted streams, by client port: node 0's bytes and node 1's (indented).
@@ -270,7 +267,7 @@ fn tls_lab_decrypts_as_tshark_does() {
     let mut problems = Vec::new();
     for f in &files {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        let kw = kwire(f);
+        let kw = read_in_process(f);
         let ts = tshark_streams(f);
         if kw.streams.is_empty() {
             problems.push(format!("{name}: kwire decrypted nothing: {:?}", kw.notices));

@@ -181,7 +181,7 @@ fn debug_tree(x: &impl Debug) -> Value {
 }
 
 fn snake(s: &str) -> String {
-    kwire::decode::walk::snake_case(s)
+    kwire::schema::snake_case(s)
 }
 
 /// Compares kwire's values (`kw`) with kafka-protocol's Debug tree (`kp`).

@@ -2,16 +2,13 @@
 //! back through `kwire decode --format values` to the same JSON; NDJSON; defaults;
 //! errors that name the field's path.
 
+mod common;
+use common::kwire;
+
 use assert_cmd::Command;
 use kwire::encode::minimal::minimal;
 use kwire::schema::Schema;
 use serde_json::{json, Value};
-
-fn kwire() -> Command {
-    let mut c = Command::cargo_bin("kwire").unwrap();
-    c.env_remove("KWIRE_SCHEMA").env("NO_COLOR", "1");
-    c
-}
 
 fn run_ok(c: &mut Command) -> Vec<u8> {
     let out = c.output().unwrap();

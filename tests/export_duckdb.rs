@@ -21,10 +21,7 @@ fn repo() -> PathBuf {
 }
 
 fn kwire(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kwire"))
-        .args(args)
-        .output()
-        .expect("kwire runs")
+    common::kwire().args(args).output().expect("kwire runs")
 }
 
 /// The Python with DuckDB and pyarrow, or `None` after printing that the test skips.
@@ -1051,7 +1048,7 @@ fn log_directories_export_to_batches_and_records() {
 }
 
 fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    kwire::text::hex(b)
 }
 
 /// Every capture of the TLS lab exported at once with all their key logs, queried with

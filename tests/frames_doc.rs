@@ -1,14 +1,9 @@
 //! `kwire read/decode --format md|html`: captured messages laid out as reference pages.
 
-use assert_cmd::Command;
-use std::path::Path;
+mod common;
+use common::kwire;
 
-fn kwire() -> Command {
-    let mut c = Command::cargo_bin("kwire").unwrap();
-    c.env_remove("KWIRE_SCHEMA")
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")));
-    c
-}
+use assert_cmd::Command;
 
 fn out(c: &mut Command) -> String {
     let o = c.output().unwrap();

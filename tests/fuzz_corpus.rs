@@ -6,6 +6,9 @@
 //! frames: `KWIRE_SEEDS=/tmp/seeds cargo test --test fuzz_corpus -- --ignored`, then
 //! `cargo fuzz cmin` each target into `fuzz/corpus/<target>` (see docs/robustness.md).
 
+mod common;
+use common::unhex;
+
 #[path = "../fuzz/src/lib.rs"]
 mod fuzz;
 
@@ -161,13 +164,6 @@ const SEED_FRAMES: [&str; 2] = [
     "000000230014000600000000000000020100000000000000000000000000000000000000000000",
     "000000200000000000000000000201000000000000000000000000000000000000010000",
 ];
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
 
 fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/captures")

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::hex;
+use common::unhex;
 use kwire::decode::{decode, DecodeOptions, Known};
 use kwire::schema::Schema;
 use kwire::tree::Buffers;
@@ -48,7 +48,7 @@ fn e(v: &[(usize, &str)]) -> Vec<(usize, String)> {
 
 #[test]
 fn truncated_frame() {
-    let b = hex(REQ);
+    let b = unhex(REQ);
     let cut = &b[..30];
     let (errs, _) = errors(cut, &Known::request());
     assert_eq!(
@@ -63,7 +63,7 @@ fn truncated_frame() {
 #[test]
 fn string_length_past_the_end() {
     // DeleteTopics v3 (not flexible): TopicNames [int32 count] of int16-length strings.
-    let b = sized(hex(
+    let b = sized(unhex(
         "00000000 0014 0003 00000007 0000 00000001 7ffe 6162 00000000",
     ));
     let (errs, _) = errors(&b, &Known::request());
@@ -75,7 +75,7 @@ fn string_length_past_the_end() {
 
 #[test]
 fn negative_length_other_than_minus_one() {
-    let b = sized(hex(
+    let b = sized(unhex(
         "00000000 0014 0003 00000007 0000 00000001 fffe 00000000",
     ));
     let (errs, _) = errors(&b, &Known::request());
@@ -85,7 +85,7 @@ fn negative_length_other_than_minus_one() {
 #[test]
 fn array_count_far_beyond_the_bytes() {
     // 300 million topic names with 4 bytes behind them: an error, no allocation.
-    let b = sized(hex("00000000 0014 0003 00000007 0000 11e1a300 00000000"));
+    let b = sized(unhex("00000000 0014 0003 00000007 0000 11e1a300 00000000"));
     let (errs, _) = errors(&b, &Known::request());
     assert_eq!(
         errs,
@@ -99,23 +99,23 @@ fn array_count_far_beyond_the_bytes() {
 #[test]
 fn varint_overflow() {
     // DeleteTopics v6 with a compact array length of six continuation bytes.
-    let b = sized(hex(
+    let b = sized(unhex(
         "00000000 0014 0006 00000007 0000 00 ffffffffff01 00000000 00",
     ));
     let (errs, _) = errors(&b, &Known::request());
     assert_eq!(errs, e(&[(0x0f, "varint longer than 5 bytes")]));
     // and one that runs to the end of the input
-    let b = sized(hex("00000000 0014 0006 00000007 0000 00 ffff"));
+    let b = sized(unhex("00000000 0014 0006 00000007 0000 00 ffff"));
     let (errs, _) = errors(&b, &Known::request());
     assert_eq!(errs, e(&[(0x0f, "varint cut by the end of input")]));
 }
 
 #[test]
 fn unknown_api_key_and_version() {
-    let b = sized(hex("00000000 03e7 0000 00000001 0000 deadbeef"));
+    let b = sized(unhex("00000000 03e7 0000 00000001 0000 deadbeef"));
     let (errs, _) = errors(&b, &Known::request());
     assert_eq!(errs, e(&[(0x0e, "unknown api_key 999: body shown raw")]));
-    let b = sized(hex("00000000 0014 0063 00000001 0000 deadbeef"));
+    let b = sized(unhex("00000000 0014 0063 00000001 0000 deadbeef"));
     let (errs, _) = errors(&b, &Known::request());
     assert_eq!(
         errs,
@@ -128,7 +128,7 @@ fn unknown_api_key_and_version() {
 
 #[test]
 fn trailing_bytes_are_a_warning() {
-    let mut b = hex(REQ);
+    let mut b = unhex(REQ);
     b.extend_from_slice(&[0xab, 0xcd]);
     let b = sized(b);
     let (errs, warns) = errors(&b, &Known::request());
@@ -148,7 +148,7 @@ fn nesting_deeper_than_the_cap() {
         max_depth: 1,
         ..DecodeOptions::default()
     };
-    let (errs, _) = errors_with(&opts, &hex(REQ), &Known::request());
+    let (errs, _) = errors_with(&opts, &unhex(REQ), &Known::request());
     assert_eq!(
         errs,
         e(&[(0x10, "nesting deeper than the cap of 1 levels")])
@@ -157,7 +157,7 @@ fn nesting_deeper_than_the_cap() {
 
 #[test]
 fn flexible_request_with_null_client_id_is_legal() {
-    let mut b = hex(REQ);
+    let mut b = unhex(REQ);
     b[12] = 0xff;
     b[13] = 0xff;
     let (errs, _) = errors(&b, &Known::request());
@@ -167,7 +167,7 @@ fn flexible_request_with_null_client_id_is_legal() {
 #[test]
 fn api_versions_response_uses_header_v0() {
     // ApiVersions v3 response: header v0 (no tagged byte), error 0, one key, throttle, tags.
-    let b = sized(hex(
+    let b = sized(unhex(
         "00000000 00000007 0000 02 0012 0000 0003 00 00000000 00",
     ));
     let (errs, _) = errors(&b, &Known::response(18, 3));
@@ -179,7 +179,7 @@ fn field_only_in_later_versions_is_absent_before() {
     // DescribeGroups ErrorMessage exists from v6; a v5 response has none.
     let schema = Schema::embedded();
     let arena = Buffers::new();
-    let b = sized(hex(
+    let b = sized(unhex(
         "00000000 00000001 00 00000000 02 0000 0267 01 01 01 01 01 80000000 00 00",
     ));
     let opts = DecodeOptions::default();
@@ -195,8 +195,8 @@ fn random_frames_never_panic() {
     let schema = Schema::embedded();
     let opts = DecodeOptions::default();
     for base in [
-        hex(REQ),
-        hex("000000200000000000000000000201000000000000000000000000000000000000010000"),
+        unhex(REQ),
+        unhex("000000200000000000000000000201000000000000000000000000000000000000010000"),
     ] {
         for cut in 0..=base.len() {
             for i in 0..cut {
@@ -224,7 +224,7 @@ fn random_frames_never_panic() {
 #[test]
 fn unsupported_api_versions_request_gets_a_v0_answer() {
     // ApiVersions v9 asked; the broker answers in v0 with UNSUPPORTED_VERSION and its range.
-    let b = sized(hex("00000000 00000003 0023 00000001 0012 0000 0004"));
+    let b = sized(unhex("00000000 00000003 0023 00000001 0012 0000 0004"));
     let (errs, warns) = errors(&b, &Known::response(18, 9));
     assert!(errs.is_empty(), "{errs:?}");
     assert_eq!(warns, e(&[(0, "the request was ApiVersions v9; the broker answered UNSUPPORTED_VERSION with a v0 body")]));
@@ -232,6 +232,6 @@ fn unsupported_api_versions_request_gets_a_v0_answer() {
 
 #[test]
 fn empty_frame_is_an_error() {
-    let (errs, _) = errors(&hex("00000000"), &Known::request());
+    let (errs, _) = errors(&unhex("00000000"), &Known::request());
     assert_eq!(errs, e(&[(0, "frame size 0: no header follows")]));
 }

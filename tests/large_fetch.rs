@@ -27,7 +27,7 @@ fn large_fetch_hex() -> String {
 }
 
 fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    kwire::text::hex(b)
 }
 
 fn run(extra: &[&str]) -> String {

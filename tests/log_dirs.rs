@@ -5,6 +5,7 @@
 //! quorum-state, a record type from a newer Kafka).
 
 mod common;
+use common::kwire;
 
 use kwire::log::{self, Finding, Item, ItemKind, Level, LogOptions, Sink};
 use kwire::schema::Schema;
@@ -79,7 +80,7 @@ impl Sink for Seen {
                         }
                         if x.ty == "Record" && x.kind == NodeKind::Group {
                             recs += 1;
-                            types.push(kwire::log::stats::record_type(x));
+                            types.push(kwire::tree::record_type(x));
                         }
                         if x.children.is_empty() && x.value != Value::None {
                             self.values
@@ -483,10 +484,6 @@ fn a_record_type_from_a_newer_kafka_is_raw_with_a_warning() {
     );
     assert!(s.findings.iter().all(|f| f.level != Level::Error));
     assert_eq!(file_of(&s.files, ".log").0, e.len() as u64);
-}
-
-fn kwire() -> assert_cmd::Command {
-    assert_cmd::Command::cargo_bin("kwire").unwrap()
 }
 
 /// The validator of docs/kwire-message.schema.json.

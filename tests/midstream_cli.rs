@@ -5,16 +5,11 @@
 //! bodies.
 
 mod common;
+use common::kwire;
 
 use assert_cmd::Command;
 use serde_json::Value as J;
 use std::path::{Path, PathBuf};
-
-fn kwire() -> Command {
-    let mut c = Command::cargo_bin("kwire").unwrap();
-    c.env_remove("NO_COLOR").env_remove("KWIRE_SCHEMA");
-    c
-}
 
 /// stdout and stderr of a successful run.
 fn run(c: &mut Command) -> (String, String) {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::hex;
+use common::unhex;
 use kwire::decode::{decode, DecodeOptions, Hints, Known};
 use kwire::schema::Schema;
 use kwire::tree::{Buffers, Value};
@@ -18,15 +18,15 @@ fn sized(mut b: Vec<u8>) -> Vec<u8> {
 #[test]
 fn envelope_wraps_a_request_and_a_principal() {
     // The wrapped request: DeleteTopics v6, header v2 (no size prefix), client_id "inner".
-    let inner = hex("0014 0006 00000009 0005 696e6e6572 00 02 01 00000000000000000000000000000000 00 00002710 00");
+    let inner = unhex("0014 0006 00000009 0005 696e6e6572 00 02 01 00000000000000000000000000000000 00 00002710 00");
     // DefaultPrincipalData, version-prefixed: v0, Type "User", Name "alice", not a token.
-    let principal = hex("0000 05 55736572 06 616c696365 00 00");
-    let mut b = hex("00000000 003a 0000 00000001 0006 62726f6b6572 00");
+    let principal = unhex("0000 05 55736572 06 616c696365 00 00");
+    let mut b = unhex("00000000 003a 0000 00000001 0006 62726f6b6572 00");
     b.push(inner.len() as u8 + 1);
     b.extend(&inner);
     b.push(principal.len() as u8 + 1);
     b.extend(&principal);
-    b.extend(hex("05 7f000001 00"));
+    b.extend(unhex("05 7f000001 00"));
     let b = sized(b);
     let schema = Schema::embedded();
     let opts = DecodeOptions::default();
@@ -59,9 +59,9 @@ fn envelope_wraps_a_request_and_a_principal() {
 /// SyncGroup v3 request with one assignment (ConsumerProtocolAssignment v0: topic "t",
 /// partitions [0, 1], no user data).
 fn sync_group_v3() -> Vec<u8> {
-    let assignment = hex("0000 00000001 0001 74 00000002 00000000 00000001 ffffffff");
+    let assignment = unhex("0000 00000001 0001 74 00000002 00000000 00000001 ffffffff");
     let mut b =
-        hex("00000000 000e 0003 00000005 0000 0001 67 00000001 0001 6d ffff 00000001 0001 6d");
+        unhex("00000000 000e 0003 00000005 0000 0001 67 00000001 0001 6d ffff 00000001 0001 6d");
     b.extend((assignment.len() as u32).to_be_bytes());
     b.extend(&assignment);
     sized(b)
@@ -110,13 +110,13 @@ fn bytes_that_do_not_fit_the_consumer_protocol_stay_raw() {
     let schema = Schema::embedded();
     let opts = DecodeOptions::default();
     let arena = Buffers::new();
-    let mut b = hex("00000000 000e 0003 00000005 0000 0001 67 00000001 0001 6d ffff 00000001 0001 6d 00000003 7a7a7a");
+    let mut b = unhex("00000000 000e 0003 00000005 0000 0001 67 00000001 0001 6d ffff 00000001 0001 6d 00000003 7a7a7a");
     b = sized(b);
     let m = decode(&schema, &opts, &arena, &b, &Known::request());
     assert!(m.errors().is_empty(), "{:?}", m.errors());
     assert!(m.tree.find("ConsumerProtocolAssignment").is_none());
     // and empty bytes are shown as empty, never handed to a nested decoder
-    let mut e = hex(
+    let mut e = unhex(
         "00000000 000e 0003 00000005 0000 0001 67 00000001 0001 6d ffff 00000001 0001 6d 00000000",
     );
     e = sized(e);

@@ -4,6 +4,7 @@
 //! the index grouping, and the staleness of `docs/reference`.
 
 mod common;
+use common::kwire;
 
 use assert_cmd::Command;
 use kwire::decode::{decode, Known};
@@ -14,12 +15,6 @@ use kwire::schema::{MessageKind, Schema};
 use kwire::tree::{Buffers, Node, Value as TV};
 use serde_json::Value;
 use std::path::Path;
-
-fn kwire() -> Command {
-    let mut c = Command::cargo_bin("kwire").unwrap();
-    c.env_remove("KWIRE_SCHEMA").env("NO_COLOR", "1");
-    c
-}
 
 fn stdout(c: &mut Command) -> String {
     let out = c.output().unwrap();

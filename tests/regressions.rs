@@ -13,6 +13,9 @@
 //!   batch, gzip/zstd bombs, record length varint cut, partial last batch, null header
 //!   key, legacy wrapper depth cap): the tests of `src/decode/records.rs`.
 
+mod common;
+use common::unhex;
+
 #[path = "../fuzz/src/lib.rs"]
 mod fuzz;
 
@@ -23,14 +26,6 @@ use kwire::tree::{Buffers, Message, Node, Value};
 
 /// `(buffer, offset, message)`.
 type Located = Vec<(u32, usize, String)>;
-
-fn hex(s: &str) -> Vec<u8> {
-    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
 
 /// Sets the size prefix to the length that follows.
 fn sized(mut b: Vec<u8>) -> Vec<u8> {
@@ -180,7 +175,7 @@ fn record_count_in_the_hundreds_of_millions() {
 #[test]
 fn compact_array_count_in_the_hundreds_of_millions() {
     // DeleteTopics v6: Topics as a compact array of 300 million (uvarint 300000001).
-    let b = sized(hex(
+    let b = sized(unhex(
         "00000000 0014 0006 00000007 0000 00 81c6868f01 00000000 00",
     ));
     let (errs, _) = diag(&b, &Known::request());
@@ -229,7 +224,7 @@ fn record_header_count_in_the_hundreds_of_millions() {
 #[test]
 fn bytes_length_near_i32_max() {
     // SaslAuthenticate v0 (header v1): AuthBytes with int32 length 0x7fffffff.
-    let b = sized(hex("00000000 0024 0000 00000003 0000 7fffffff 61626364"));
+    let b = sized(unhex("00000000 0024 0000 00000003 0000 7fffffff 61626364"));
     let (errs, _) = diag(&b, &Known::request());
     assert_eq!(
         errs,
@@ -244,7 +239,7 @@ fn bytes_length_near_i32_max() {
 #[test]
 fn compact_string_length_near_u32_max() {
     // FindCoordinator v3 (flexible): a Key whose compact length is 0xffffffff (len+1).
-    let b = sized(hex("00000000 000a 0003 00000007 0000 00 ffffffff0f 6162"));
+    let b = sized(unhex("00000000 000a 0003 00000007 0000 00 ffffffff0f 6162"));
     let (errs, _) = diag(&b, &Known::request());
     assert_eq!(errs, e(&[(0, 0x0f, "Key: needs 4294967294 bytes, 2 left")]));
 }
@@ -423,7 +418,7 @@ fn varint_continuation_bits_run_to_the_end() {
     });
     // The body's closing tagged-fields count, at the very end of the frame.
     let mut f =
-        hex("000000230014000600000000000000020100000000000000000000000000000000000000000000");
+        unhex("000000230014000600000000000000020100000000000000000000000000000000000000000000");
     let n = f.len();
     f[n - 1] = 0xff;
     f.push(0xff);
@@ -574,12 +569,14 @@ fn api_versions_response_header_v0_with_tagged_fields_by_name() {
     // body carries tagged fields 0 (SupportedFeatures), 1 (FinalizedFeaturesEpoch) and
     // 3 (ZkMigrationReady), decoded by name, and an unknown tag 9. See also
     // tests/hostile.rs `api_versions_response_uses_header_v0`.
-    let b = sized(hex("00000000 00000007 0000 02 0012 0000 0004 00 00000000
+    let b = sized(unhex(
+        "00000000 00000007 0000 02 0012 0000 0004 00 00000000
          04
            00 0a 02 04616263 0001 0003 00
            01 08 0000000000000005
            03 01 01
-           09 02 abcd"));
+           09 02 abcd",
+    ));
     let (errs, warns) = diag(&b, &Known::response(18, 3));
     assert!(errs.is_empty(), "{errs:?}");
     assert!(warns.is_empty(), "{warns:?}");
@@ -622,9 +619,11 @@ fn ends_with_tagged(m: &Message<'_>) {
 fn metadata_response_with_tagged_fields() {
     // Metadata v12: an unknown tag 5 in the response header and tag 7 in the body; both
     // legal, shown as raw data under their tag numbers.
-    let b = sized(hex("00000000 00000009 01 05 02 beef
+    let b = sized(unhex(
+        "00000000 00000009 01 05 02 beef
          00000000 01 00 00000001 01
-         01 07 03 010203"));
+         01 07 03 010203",
+    ));
     let (errs, warns) = diag(&b, &Known::response(3, 12));
     assert!(errs.is_empty(), "{errs:?}");
     assert!(warns.is_empty(), "{warns:?}");
@@ -647,7 +646,7 @@ fn metadata_response_with_tagged_fields() {
 fn describe_groups_error_message_from_v6() {
     // tests/hostile.rs checks that v5 has no ErrorMessage; v6 has it, between ErrorCode
     // and GroupId.
-    let b = sized(hex(
+    let b = sized(unhex(
         "00000000 00000001 00 00000000 02 000f 036f6b 0267 01 01 01 01 80000000 00 00",
     ));
     let (errs, _) = diag(&b, &Known::response(15, 6));
@@ -670,7 +669,7 @@ fn describe_groups_error_message_from_v6() {
 /// An Envelope v0 request (header v2) around `inner` (a request header and body, no size
 /// prefix), with a null principal and an empty client address.
 fn envelope(inner: &[u8]) -> Vec<u8> {
-    let mut b = hex("003a 0000 00000001 0000 00");
+    let mut b = unhex("003a 0000 00000001 0000 00");
     let mut n = inner.len() as u64 + 1;
     while n >= 0x80 {
         b.push((n as u8) | 0x80);
@@ -686,7 +685,7 @@ fn envelope(inner: &[u8]) -> Vec<u8> {
 fn envelopes_nested_deeper_than_the_cap() {
     // 40 Envelope requests, each the RequestData of the one around it, around a
     // DeleteTopics v6 request.
-    let mut levels = vec![hex(
+    let mut levels = vec![unhex(
         "0014 0006 00000000 0000 00 02 00 00000000000000000000000000000000 00 00000000 00",
     )];
     for _ in 0..40 {
@@ -790,12 +789,12 @@ fn capture_with_a_bad_frame() -> Vec<u8> {
     let t0 = 1_714_564_800_000_000u64;
     flow.open(&mut w, t0).unwrap();
     for corr in 1..=3i32 {
-        let mut req = hex(REQ_HEX);
+        let mut req = unhex(REQ_HEX);
         req[8..12].copy_from_slice(&corr.to_be_bytes());
         if corr == 2 {
-            req[0x0f..0x14].copy_from_slice(&hex("81c6868f01")); // Topics: 300000000
+            req[0x0f..0x14].copy_from_slice(&unhex("81c6868f01")); // Topics: 300000000
         }
-        let mut resp = hex(RESP_HEX);
+        let mut resp = unhex(RESP_HEX);
         resp[4..8].copy_from_slice(&corr.to_be_bytes());
         let t = t0 + 1000 * corr as u64;
         flow.send(&mut w, true, t, &req).unwrap();

@@ -6,8 +6,9 @@ mod common;
 
 use common::*;
 use kwire::decode::{decode, DecodeOptions, Known};
-use kwire::render::{self, Context, Format, RenderOptions};
+use kwire::render::{self, Format, RenderOptions};
 use kwire::schema::Schema;
+use kwire::session::Context;
 use kwire::tree::Buffers;
 
 fn check(name: &str, got: &str) {

@@ -4,8 +4,9 @@ mod common;
 
 use common::*;
 use kwire::decode::{decode, DecodeOptions, Known};
-use kwire::render::{self, json, summary, text, values, Context, Format, RenderOptions};
+use kwire::render::{self, json, summary, text, values, Format, RenderOptions};
 use kwire::schema::Schema;
+use kwire::session::Context;
 use kwire::tree::{Buffers, Message, Node, NodeKind, Value};
 use serde_json::Value as J;
 

@@ -3,7 +3,8 @@
 mod common;
 
 use common::*;
-use kwire::render::{self, text, Context, RenderOptions};
+use kwire::render::{self, text, RenderOptions};
+use kwire::session::Context;
 use kwire::tree::{Message, Node, NodeKind, Region, Value};
 
 /// The request tree's lines up to `]` (facts only), for when `../shared` is absent.

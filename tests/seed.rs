@@ -2,19 +2,15 @@
 //! here as test bytes, decode to exactly the offsets, lengths, names, types and values
 //! the reference shows.
 
+mod common;
+use common::unhex;
+
 use kwire::decode::{decode, DecodeOptions, Known};
 use kwire::schema::Schema;
 use kwire::tree::{Buffers, Node, Value};
 
 const REQ: &str = "000000230014000600000000000000020100000000000000000000000000000000000000000000";
 const RESP: &str = "000000200000000000000000000201000000000000000000000000000000000000010000";
-
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
 
 fn fmt_value(v: &Value<'_>) -> String {
     match v {
@@ -53,14 +49,14 @@ fn seed_request() {
     let schema = Schema::embedded();
     let opts = DecodeOptions::default();
     let arena = Buffers::new();
-    let bytes = hex(REQ);
+    let bytes = unhex(REQ);
     let m = decode(&schema, &opts, &arena, &bytes, &Known::request());
     assert!(m.errors().is_empty(), "{:?}", m.errors());
     assert_eq!(
         (m.api_key, m.api_version, m.header_version, m.size),
         (20, 6, 2, 39)
     );
-    assert_eq!(m.schema_release, Some("4.3"));
+    assert_eq!(m.schema_release, Some("4.4"));
     let want: Vec<(usize, &str, &str, &str, &str, usize, usize)> = vec![
         (0, "DeleteTopicsRequest", "message v6", "", "", 0x00, 39),
         (1, "Frame", "frame", "", "", 0x00, 4),
@@ -118,7 +114,7 @@ fn seed_response() {
     let schema = Schema::embedded();
     let opts = DecodeOptions::default();
     let arena = Buffers::new();
-    let bytes = hex(RESP);
+    let bytes = unhex(RESP);
     let m = decode(&schema, &opts, &arena, &bytes, &Known::response(20, 6));
     assert!(m.errors().is_empty(), "{:?}", m.errors());
     assert_eq!(

@@ -3,14 +3,14 @@
 
 mod common;
 
-use common::hex as unhex;
+use common::unhex;
 use kwire::cli::read::SchemaPlausibility;
 use kwire::decode::DecodeOptions;
 use kwire::input::pcap_out::{PcapWriter, TcpFlow};
 use kwire::input::{read_capture, CaptureOptions, Event};
 use kwire::schema::Schema;
 use kwire::session::Session;
-use kwire::stats::Stats;
+use kwire::traffic::Stats;
 use kwire::tree::Buffers;
 use std::net::SocketAddrV4;
 
@@ -46,7 +46,7 @@ fn each_message<'s>(
     schema: &'s Schema,
     dopts: &'s DecodeOptions,
     pcap: &[u8],
-    mut f: impl FnMut(&kwire::tree::Message<'_>, &kwire::render::Context),
+    mut f: impl FnMut(&kwire::tree::Message<'_>, &kwire::session::Context),
 ) -> Session<'s> {
     let mut session = Session::new(schema, dopts);
     let plaus = SchemaPlausibility(schema);

@@ -17,12 +17,7 @@ fn lab(name: &str) -> PathBuf {
 }
 
 fn kwire(args: &[&str]) -> (String, String) {
-    let out = Command::cargo_bin("kwire")
-        .unwrap()
-        .env_remove("SSLKEYLOGFILE")
-        .args(args)
-        .output()
-        .unwrap();
+    let out = common::kwire().args(args).output().unwrap();
     assert!(
         out.status.success(),
         "{}",

@@ -4,20 +4,14 @@
 //! man page and completions.
 
 mod common;
+use common::kwire;
 
-use assert_cmd::Command;
 use serde_json::Value as J;
 use std::io::{BufRead, Read, Write};
 use std::path::PathBuf;
 use std::process::Stdio;
 
 const DEMO: &str = "captures/demo.pcap";
-
-fn kwire() -> Command {
-    let mut c = Command::cargo_bin("kwire").unwrap();
-    c.env_remove("NO_COLOR").env_remove("KWIRE_SCHEMA");
-    c
-}
 
 fn bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("kwire")

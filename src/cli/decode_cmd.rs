@@ -8,7 +8,7 @@
 //! and its frames are decoded one at a time.
 
 use super::output::{self, print_message, render_options};
-use super::{say, Cli, CliError, DecodeArgs, Format, KindArg};
+use super::{say, Cli, CliError, DecodeArgs, KindArg, OutputFormat};
 use crate::decode::guess::{clean_request, GuessContext, Guesser};
 use crate::decode::{self, DecodeOptions, Known, Layout};
 use crate::input::hex;
@@ -306,7 +306,7 @@ pub fn decode_command(
         ..DecodeOptions::default()
     };
     let ropts = render_options(cli, &a.out);
-    let format = a.out.format.unwrap_or(Format::Text);
+    let format = a.out.format.unwrap_or(OutputFormat::TEXT);
     let mut ignored = output::ignored_options(&a.out, format);
     // An HTML page is one document: its messages are gathered, then written at the end.
     let mut doc = crate::page::frames::Doc::new();
@@ -414,12 +414,14 @@ pub fn decode_command(
         frames += 1;
         errors += m.errors().len();
         match format {
-            Format::Md => crate::page::frames::markdown(out, schema, frames, &m, None, &ropts),
-            Format::Html => {
+            OutputFormat::MD => {
+                crate::page::frames::markdown(out, schema, frames, &m, None, &ropts)
+            }
+            OutputFormat::HTML => {
                 doc.add(schema, &m, None, f.stream as u32, &ropts);
                 Ok(())
             }
-            _ => print_message(&m, None, &ropts, format, out),
+            OutputFormat::Message(f) => print_message(&m, None, &ropts, f, out),
         }
     };
     let raw = |name: &std::path::Path| -> Result<Box<dyn BufRead>, CliError> {
@@ -496,7 +498,7 @@ pub fn decode_command(
             return Err(empty());
         }
     }
-    if format == Format::Html {
+    if format == OutputFormat::HTML {
         doc.finish(out, "Kafka messages decoded by kwire")?;
     }
     if errors > 0 {

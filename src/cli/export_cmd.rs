@@ -212,11 +212,15 @@ fn export_logs(
         ..Default::default()
     };
     let mut exp = export::log::LogExport::new(opts, None).map_err(CliError::Msg)?;
+    let mut said = crate::log::Notify {
+        inner: &mut exp,
+        tell: |l: String| say(&l),
+    };
     let read = match flt {
-        None => crate::log::read_paths(schema, &paths, &lopts, &mut exp),
+        None => crate::log::read_paths(schema, &paths, &lopts, &mut said),
         Some(filter) => {
-            let mut fs = crate::log::Filtered {
-                inner: &mut exp,
+            let mut fs = crate::filter::log::Filtered {
+                inner: &mut said,
                 filter,
                 topic: None,
                 shown: 0,
@@ -268,7 +272,7 @@ fn export_one(
         // The writer takes rows in capture order: the export runs on the reading thread.
         let exp = std::sync::Mutex::new(CaptureExport::new(opts, index, name)?);
         let work = |m: &Message<'_>, ctx: &Context, _: &mut dyn std::io::Write| {
-            let fctx = filter::Context {
+            let fctx = filter::MessageFacts {
                 capture: Some(ctx),
                 unanswered: unanswered.as_ref(),
             };
@@ -302,7 +306,7 @@ fn export_one(
             Ok(outcome) => {
                 let sum = exp.finish()?;
                 outcome.closing.iter().for_each(|l| say(l));
-                Ok((sum, outcome.status(a.capture.strict)))
+                Ok((sum, super::read::exit_status(&outcome, a.capture.strict)))
             }
             Err(e) => {
                 exp.abandon();

@@ -1,8 +1,8 @@
 //! `kwire log`, `kwire record` and `kwire stats` on log directories: printers over the
 //! items of [`crate::log`].
 
-use super::{CliError, Format, OutputArgs};
-use crate::decode::internal::{self, InternalTopic};
+use super::{CliError, OutputArgs, OutputFormat};
+use crate::decode::internal_topics::{self, InternalTopic};
 use crate::decode::{Cx, DecodeOptions, Detail, Reader};
 use crate::filter::Filter;
 use crate::log::{self, Finding, Item, ItemKind, Level, LogOptions, Sink};
@@ -265,7 +265,7 @@ pub fn finding_json(f: &Finding) -> J {
 /// Prints items in one format; findings to stderr, or to the output with `--verify`.
 struct Printer<'o> {
     out: &'o mut dyn Write,
-    format: Format,
+    format: OutputFormat,
     ropts: RenderOptions,
     verify: bool,
     /// The JSON line buffer, reused from item to item.
@@ -277,11 +277,14 @@ impl Sink for Printer<'_> {
         let w = &mut *self.out;
         match self.format {
             // md and html are refused before any item (log_command).
-            Format::Summary | Format::Values | Format::Md | Format::Html => match it.kind {
+            OutputFormat::SUMMARY
+            | OutputFormat::VALUES
+            | OutputFormat::MD
+            | OutputFormat::HTML => match it.kind {
                 ItemKind::Batch => writeln!(w, "{}", batch_line(it)),
                 ItemKind::Entry => writeln!(w, "{}", entry_line(it, &self.ropts)),
             },
-            Format::Json => {
+            OutputFormat::JSON => {
                 let res = write_item_json(w, &mut self.line, it);
                 // One huge batch does not keep its buffer for the rest of the read.
                 if self.line.capacity() > 4 << 20 {
@@ -289,7 +292,7 @@ impl Sink for Printer<'_> {
                 }
                 res
             }
-            Format::Text => {
+            OutputFormat::TEXT => {
                 match it.kind {
                     ItemKind::Batch => writeln!(w, "{}", batch_line(it))?,
                     ItemKind::Entry => writeln!(w, "{}", place(it))?,
@@ -302,7 +305,7 @@ impl Sink for Printer<'_> {
                 }
                 Ok(())
             }
-            Format::Hexdump => {
+            OutputFormat::HEXDUMP => {
                 match it.kind {
                     ItemKind::Batch => writeln!(w, "{}", batch_line(it))?,
                     ItemKind::Entry => writeln!(w, "{}", entry_line(it, &self.ropts))?,
@@ -320,7 +323,7 @@ impl Sink for Printer<'_> {
     fn finding(&mut self, f: &Finding) -> io::Result<()> {
         if self.verify {
             match self.format {
-                Format::Json => writeln!(self.out, "{}", finding_json(f)),
+                OutputFormat::JSON => writeln!(self.out, "{}", finding_json(f)),
                 _ => writeln!(self.out, "{}", f.line()),
             }
         } else {
@@ -359,18 +362,18 @@ pub fn log_command(
     a: &LogArgs,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let format = a.out.format.unwrap_or(Format::Text);
+    let format = a.out.format.unwrap_or(OutputFormat::TEXT);
     for l in super::output::ignored_options(&a.out, format) {
         super::say(&l);
     }
-    if matches!(format, Format::Md | Format::Html) {
+    if matches!(format, OutputFormat::MD | OutputFormat::HTML) {
         return Err(CliError::Msg(
             "kwire log prints text, json, summary or hexdump; md and html pages are for \
              API messages (kwire read, kwire decode)"
                 .to_string(),
         ));
     }
-    if format == Format::Values {
+    if format == OutputFormat::VALUES {
         super::say(
             "kwire: --format values applies to API messages; kwire log prints its summary lines",
         );
@@ -384,8 +387,10 @@ pub fn log_command(
     let opts = LogOptions {
         topic: a.topic.clone(),
         verify: a.verify,
-        detail: if matches!(format, Format::Summary | Format::Values | Format::Hexdump)
-            && !filter.as_ref().is_some_and(Filter::needs_log_tree)
+        detail: if matches!(
+            format,
+            OutputFormat::SUMMARY | OutputFormat::VALUES | OutputFormat::HEXDUMP
+        ) && !filter.as_ref().is_some_and(Filter::needs_log_tree)
         {
             Detail::Summary
         } else {
@@ -402,7 +407,7 @@ pub fn log_command(
     let (t, shown) = match &filter {
         None => (log::read_paths(schema, &a.paths, &opts, &mut p)?, None),
         Some(f) => {
-            let mut fs = log::Filtered {
+            let mut fs = crate::filter::log::Filtered {
                 inner: &mut p,
                 filter: f,
                 topic: a.topic.as_deref(),
@@ -428,7 +433,7 @@ pub fn log_command(
     );
     if a.verify {
         match format {
-            Format::Json => {
+            OutputFormat::JSON => {
                 let mut v = json!({"kind": "verdict", "files": t.files, "batches": t.batches, "entries": t.entries,
                        "errors": errors, "warnings": warnings, "notes": info});
                 if let Some(n) = shown {
@@ -478,7 +483,7 @@ pub fn record_message<'a>(
     key.length = kb.len();
     let mut kids = Vec::new();
     let info = if key_len.is_some() {
-        let (info, ty) = internal::decode_key(&mut cx, topic, &mut kr, &mut kids);
+        let (info, ty) = internal_topics::decode_key(&mut cx, topic, &mut kr, &mut kids);
         key.ty = ty;
         key.value = Value::Bytes(kb);
         info
@@ -486,10 +491,10 @@ pub fn record_message<'a>(
         key.kind = NodeKind::Field;
         key.value = Value::Null;
         if topic == InternalTopic::ClusterMetadata {
-            internal::KeyInfo::Metadata
+            internal_topics::KeyInfo::Metadata
         } else {
             key.set_warning(arena.fmt(format_args!("a {} record without a key", topic.name())));
-            internal::KeyInfo::Unknown
+            internal_topics::KeyInfo::Unknown
         }
     };
     if kr.left() > 0 {
@@ -507,14 +512,14 @@ pub fn record_message<'a>(
     if value_null {
         value.kind = NodeKind::Field;
         value.value = Value::Null;
-        if let internal::KeyInfo::Coordinator { record, .. } = &info {
+        if let internal_topics::KeyInfo::Coordinator { record, .. } = &info {
             value.annotation =
                 Some(arena.fmt(format_args!("tombstone: deletes this {record} record")));
         }
     } else {
         let mut vr = Reader::new(vb, klen, 0, arena);
         let mut kids = Vec::new();
-        value.ty = internal::decode_value(&mut cx, &info, &mut vr, &mut kids);
+        value.ty = internal_topics::decode_value(&mut cx, &info, &mut vr, &mut kids);
         if vr.left() > 0 {
             let n = vr.left();
             kids.push(vr.error_leaf(
@@ -592,6 +597,12 @@ pub fn record_command(
         key.as_ref().map(Vec::len),
         value.is_none(),
     );
-    super::output::print_message(&m, None, ropts, a.out.format.unwrap_or(Format::Text), out)?;
+    let OutputFormat::Message(format) = a.out.format.unwrap_or(OutputFormat::TEXT) else {
+        return Err(std::io::Error::other(
+            "Markdown and HTML documents are written by crate::page::frames",
+        )
+        .into());
+    };
+    super::output::print_message(&m, None, ropts, format, out)?;
     Ok(())
 }

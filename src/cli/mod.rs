@@ -1,4 +1,11 @@
-//! The command line: clap definitions and wiring only.
+//! The command line, on top of the library: the clap definitions of every command and
+//! their options (here and in each `*_cmd.rs`, `read.rs`, `view.rs`), the choice of
+//! sinks for what the user asked, [`say`] (the one writer of stderr lines), [`Out`]
+//! (stdout that tells a closed pipe from a failed write), the mapping of outcomes and
+//! errors ([`CliError`]) to exit statuses, [`main`] (the binary's entry: parse, load the
+//! schema stack with [`load_schema`], run the command, print its error) and `run_other`
+//! (the commands that print from the schema alone: apis, schema, page(s), diff,
+//! wireshark, man, completions, encode).
 
 pub mod decode_cmd;
 pub mod diff_cmd;
@@ -53,25 +60,78 @@ pub enum ColorChoice {
     Never,
 }
 
-/// `--format` for messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Title, byte grid and object tree.
-    Text,
-    /// One JSON object per message (NDJSON).
-    Json,
-    /// The fields alone, as `kwire encode` takes them.
-    Values,
-    /// One line a message.
-    Summary,
-    /// The raw frame as a hex dump.
-    Hexdump,
-    /// Each message as a reference page does it, in Markdown (title, byte grid with the
-    /// regions present, object tree).
+/// `--format` for messages: each message on its own, in one of the renderers' formats
+/// ([`crate::render::Format`]), or all of them in one document (Markdown or HTML,
+/// [`crate::page::frames`]). The two kinds are apart in the type, so that a renderer is
+/// never handed a document format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// One message at a time.
+    Message(crate::render::Format),
+    /// A document of the messages.
+    Document(Document),
+}
+
+/// The document formats of [`OutputFormat`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Document {
+    /// Each message as a reference page does it, in Markdown.
     Md,
-    /// One self-contained HTML file of all the messages: a contents list, requests beside
-    /// their responses, hover linking between bytes and tree rows.
+    /// One self-contained HTML file of all the messages.
     Html,
+}
+
+impl OutputFormat {
+    /// Title, byte grid and object tree.
+    pub const TEXT: OutputFormat = OutputFormat::Message(crate::render::Format::Text);
+    /// One JSON object per message (NDJSON).
+    pub const JSON: OutputFormat = OutputFormat::Message(crate::render::Format::Json);
+    /// The fields alone, as `kwire encode` takes them.
+    pub const VALUES: OutputFormat = OutputFormat::Message(crate::render::Format::Values);
+    /// One line a message.
+    pub const SUMMARY: OutputFormat = OutputFormat::Message(crate::render::Format::Summary);
+    /// The raw frame as a hex dump.
+    pub const HEXDUMP: OutputFormat = OutputFormat::Message(crate::render::Format::Hexdump);
+    /// Markdown pages.
+    pub const MD: OutputFormat = OutputFormat::Document(Document::Md);
+    /// One HTML document.
+    pub const HTML: OutputFormat = OutputFormat::Document(Document::Html);
+}
+
+impl ValueEnum for OutputFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            OutputFormat::TEXT,
+            OutputFormat::JSON,
+            OutputFormat::VALUES,
+            OutputFormat::SUMMARY,
+            OutputFormat::HEXDUMP,
+            OutputFormat::MD,
+            OutputFormat::HTML,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use crate::render::Format as F;
+        use clap::builder::PossibleValue as V;
+        Some(match self {
+            OutputFormat::Message(F::Text) => V::new("text").help("Title, byte grid and object tree"),
+            OutputFormat::Message(F::Json) => {
+                V::new("json").help("One JSON object per message (NDJSON)")
+            }
+            OutputFormat::Message(F::Values) => {
+                V::new("values").help("The fields alone, as `kwire encode` takes them")
+            }
+            OutputFormat::Message(F::Summary) => V::new("summary").help("One line a message"),
+            OutputFormat::Message(F::Hexdump) => V::new("hexdump").help("The raw frame as a hex dump"),
+            OutputFormat::Document(Document::Md) => V::new("md").help(
+                "Each message as a reference page does it, in Markdown (title, byte grid with the regions present, object tree)",
+            ),
+            OutputFormat::Document(Document::Html) => V::new("html").help(
+                "One self-contained HTML file of all the messages: a contents list, requests beside their responses, hover linking between bytes and tree rows",
+            ),
+        })
+    }
 }
 
 /// Options wherever messages are printed.
@@ -79,7 +139,7 @@ pub enum Format {
 pub struct OutputArgs {
     /// Output format (`kwire decode`: text; `kwire read`: see -T).
     #[arg(long, value_enum)]
-    pub format: Option<Format>,
+    pub format: Option<OutputFormat>,
     /// Print the tree only, no byte grid.
     #[arg(long)]
     pub no_bytes: bool,

@@ -1,6 +1,6 @@
 //! Glue between the command line's options and the renderers.
 
-use super::{Cli, ColorChoice, Format, OutputArgs};
+use super::{Cli, ColorChoice, OutputArgs, OutputFormat};
 use crate::render::{self, RenderOptions};
 use crate::session::Context;
 use crate::tree::Message;
@@ -39,15 +39,15 @@ pub fn render_options(cli: &Cli, o: &OutputArgs) -> RenderOptions {
 /// The output options given that the chosen format does not use, as lines for stderr
 /// (`--depth applies to --format text; ignored with --format json`). Every format but
 /// text ignores the tree and grid options; `--wide` also applies to the summary.
-pub fn ignored_options(o: &OutputArgs, format: Format) -> Vec<String> {
+pub fn ignored_options(o: &OutputArgs, format: OutputFormat) -> Vec<String> {
     use clap::ValueEnum;
     let name = format
         .to_possible_value()
         .map(|v| v.get_name().to_string())
         .unwrap_or_default();
     let mut given = Vec::new();
-    let page = matches!(format, Format::Md | Format::Html);
-    if format != Format::Text {
+    let page = matches!(format, OutputFormat::MD | OutputFormat::HTML);
+    if format != OutputFormat::TEXT {
         if o.no_bytes {
             given.push("--no-bytes");
         }
@@ -55,7 +55,7 @@ pub fn ignored_options(o: &OutputArgs, format: Format) -> Vec<String> {
             given.push("--bytes-only");
         }
     }
-    if format != Format::Text && !page {
+    if format != OutputFormat::TEXT && !page {
         if o.depth.is_some() {
             given.push("--depth");
         }
@@ -63,7 +63,7 @@ pub fn ignored_options(o: &OutputArgs, format: Format) -> Vec<String> {
             given.push("--max-elements");
         }
     }
-    if o.wide && !matches!(format, Format::Text | Format::Summary) && !page {
+    if o.wide && !matches!(format, OutputFormat::TEXT | OutputFormat::SUMMARY) && !page {
         given.push("--wide");
     }
     given
@@ -79,7 +79,7 @@ pub fn ignored_options(o: &OutputArgs, format: Format) -> Vec<String> {
         .collect()
 }
 
-/// Prints one message in the chosen format.
+/// Prints one message in a renderer's format (a text message ends with an empty line).
 ///
 /// # Errors
 /// The writer's errors.
@@ -87,23 +87,11 @@ pub fn print_message(
     m: &Message<'_>,
     ctx: Option<&Context>,
     ropts: &RenderOptions,
-    format: Format,
+    format: render::Format,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let f = match format {
-        Format::Text => render::Format::Text,
-        Format::Json => render::Format::Json,
-        Format::Values => render::Format::Values,
-        Format::Summary => render::Format::Summary,
-        Format::Hexdump => render::Format::Hexdump,
-        Format::Md | Format::Html => {
-            return Err(std::io::Error::other(
-                "Markdown and HTML documents are written by crate::page::frames",
-            ))
-        }
-    };
-    render::render(out, f, m, ctx, ropts)?;
-    if format == Format::Text {
+    render::render(out, format, m, ctx, ropts)?;
+    if format == render::Format::Text {
         writeln!(out)?;
     }
     Ok(())

@@ -1,8 +1,6 @@
 //! `kwire apis` and `kwire schema`: what the schema stack knows, without any bytes.
 
-use crate::schema::{
-    Definition, Field, FieldType, MessageDef, MessageKind, Prim, Schema, Source, Versions,
-};
+use crate::schema::{Field, FieldType, MessageDef, MessageKind, Prim, Schema, Source, Versions};
 use serde_json::{json, Value};
 use std::io::Write;
 
@@ -35,22 +33,13 @@ pub struct ApiInfo {
     pub source: String,
 }
 
-/// The definitions of `(kind, api_key)` that serve some version, best first.
-pub fn serving(schema: &Schema, kind: MessageKind, key: i16) -> Vec<&Definition> {
-    schema
-        .by_api(kind, key)
-        .into_iter()
-        .filter(|d| !d.def.valid_versions.is_empty())
-        .collect()
-}
-
 /// Builds the `apis` table from the schema stack.
 pub fn api_infos(schema: &Schema) -> Vec<ApiInfo> {
     let mut out = Vec::new();
     for key in schema.api_keys() {
         let all = schema.by_api(MessageKind::Request, key);
-        let reqs = serving(schema, MessageKind::Request, key);
-        let resps = serving(schema, MessageKind::Response, key);
+        let reqs = schema.serving(MessageKind::Request, key);
+        let resps = schema.serving(MessageKind::Response, key);
         let name = schema.api_name(key).unwrap_or("?").to_string();
         let primary = reqs.first();
         let (min, max) = match primary {
@@ -146,9 +135,16 @@ pub fn apis_json(infos: &[ApiInfo]) -> Value {
 
 /// Prints the `apis` table as text, like `kafka-broker-api-versions` but for the schema.
 pub fn apis_text(infos: &[ApiInfo], w: &mut dyn Write) -> std::io::Result<()> {
+    // The api column fits the longest name (StreamsGroupTopologyDescriptionUpdate, 37).
+    let nw = infos
+        .iter()
+        .map(|a| a.api_name.len())
+        .max()
+        .unwrap_or(0)
+        .max(34);
     writeln!(
         w,
-        "{:>3}  {:<34} {:<9} {:<9} {:<9} {:<10} {:<27} {:<12} notes",
+        "{:>3}  {:<nw$} {:<9} {:<9} {:<9} {:<10} {:<27} {:<12} notes",
         "key", "api", "request", "response", "flexible", "deprecated", "listeners", "from"
     )?;
     for a in infos {
@@ -167,7 +163,7 @@ pub fn apis_text(infos: &[ApiInfo], w: &mut dyn Write) -> std::io::Result<()> {
         }
         writeln!(
             w,
-            "{:>3}  {:<34} {:<9} {:<9} {:<9} {:<10} {:<27} {:<12} {}",
+            "{:>3}  {:<nw$} {:<9} {:<9} {:<9} {:<10} {:<27} {:<12} {}",
             a.api_key,
             a.api_name,
             req,
@@ -239,7 +235,7 @@ pub fn bnf(def: &MessageDef, version: i16, w: &mut dyn Write) -> std::io::Result
             if !f.versions.contains(version) || (flexible && f.is_tagged(version)) {
                 continue;
             }
-            let n = crate::decode::walk::snake_case(&f.name);
+            let n = crate::schema::snake_case(&f.name);
             parts.push(if matches!(f.ty, FieldType::Array(_)) {
                 format!("[{n}]")
             } else {
@@ -265,7 +261,7 @@ pub fn bnf(def: &MessageDef, version: i16, w: &mut dyn Write) -> std::io::Result
             if !f.versions.contains(version) {
                 continue;
             }
-            let n = crate::decode::walk::snake_case(&f.name);
+            let n = crate::schema::snake_case(&f.name);
             let ff = f
                 .flexible_versions
                 .map(|v| v.contains(version))

@@ -14,10 +14,11 @@
 //! as they always did.
 
 use super::output::ignored_options;
-use super::{CliError, Format, OutputArgs};
+use super::{CliError, OutputArgs, OutputFormat};
 use crate::filter;
 use crate::render::time::TimeFormat;
-use crate::render::{summary, text, Context, RenderOptions};
+use crate::render::{summary, text, RenderOptions};
+use crate::session::Context;
 use crate::tree::Message;
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -141,7 +142,7 @@ impl TimeArg {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
     /// A printer of `--format`.
-    Format(Format),
+    Format(OutputFormat),
     /// The summary line, then the byte grid (`-x`).
     LineGrid,
     /// `-T fields`.
@@ -164,7 +165,10 @@ pub struct Resolved {
 impl Resolved {
     /// Whether the summary detail level is enough for what is printed.
     pub fn summary_detail(&self) -> bool {
-        matches!(self.view, View::Format(Format::Summary) | View::Fields)
+        matches!(
+            self.view,
+            View::Format(OutputFormat::SUMMARY) | View::Fields
+        )
     }
 }
 
@@ -187,21 +191,21 @@ pub fn resolve(v: &ViewArgs, o: &OutputArgs) -> Result<Resolved, CliError> {
     let (view, no_bytes) = match (o.format, v.tformat) {
         (Some(f), _) => (View::Format(f), false),
         (None, Some(TFormat::Fields)) => (View::Fields, false),
-        (None, Some(TFormat::Json)) => (View::Format(Format::Json), false),
-        (None, Some(TFormat::Values)) => (View::Format(Format::Values), false),
-        (None, Some(TFormat::Summary)) => (View::Format(Format::Summary), false),
-        (None, Some(TFormat::Hexdump)) => (View::Format(Format::Hexdump), false),
+        (None, Some(TFormat::Json)) => (View::Format(OutputFormat::JSON), false),
+        (None, Some(TFormat::Values)) => (View::Format(OutputFormat::VALUES), false),
+        (None, Some(TFormat::Summary)) => (View::Format(OutputFormat::SUMMARY), false),
+        (None, Some(TFormat::Hexdump)) => (View::Format(OutputFormat::HEXDUMP), false),
         (None, Some(TFormat::Text) | None) => match (v.verbose, v.hex) {
-            (false, false) if tree_habits => (View::Format(Format::Text), false),
-            (false, false) => (View::Format(Format::Summary), false),
-            (true, false) => (View::Format(Format::Text), true),
+            (false, false) if tree_habits => (View::Format(OutputFormat::TEXT), false),
+            (false, false) => (View::Format(OutputFormat::SUMMARY), false),
+            (true, false) => (View::Format(OutputFormat::TEXT), true),
             (false, true) => (View::LineGrid, false),
-            (true, true) => (View::Format(Format::Text), false),
+            (true, true) => (View::Format(OutputFormat::TEXT), false),
         },
     };
     let tshark_text = o.format.is_none() && matches!(v.tformat, None | Some(TFormat::Text));
-    let json = view == View::Format(Format::Json);
-    if !tshark_text && !(o.format == Some(Format::Text)) {
+    let json = view == View::Format(OutputFormat::JSON);
+    if !tshark_text && !(o.format == Some(OutputFormat::TEXT)) {
         if v.verbose {
             ignored.push("kwire: -V applies to -T text; ignored here".to_string());
         }
@@ -214,8 +218,8 @@ pub fn resolve(v: &ViewArgs, o: &OutputArgs) -> Result<Resolved, CliError> {
     }
     let shown = match view {
         View::Format(f) => f,
-        View::LineGrid => Format::Text,
-        View::Fields => Format::Summary,
+        View::LineGrid => OutputFormat::TEXT,
+        View::Fields => OutputFormat::SUMMARY,
     };
     if !(tshark_text && tree_habits) {
         ignored.extend(ignored_options(o, shown));
@@ -389,7 +393,7 @@ impl Fields {
     pub fn row(
         &self,
         m: &Message<'_>,
-        ctx: &filter::Context<'_>,
+        ctx: &filter::MessageFacts<'_>,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
         let mut cells = Vec::with_capacity(self.names.len());

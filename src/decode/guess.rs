@@ -28,28 +28,7 @@ pub const MAX_TRIAL_BYTES: usize = 64 << 20;
 /// Runners-up kept besides the decode shown.
 pub const MAX_CANDIDATES: usize = 5;
 
-/// One ranked layout.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Candidate {
-    /// api_key of the layout.
-    pub api_key: i16,
-    /// The API's name.
-    pub api_name: Option<String>,
-    /// api_version of the layout.
-    pub api_version: i16,
-    /// Request or response.
-    pub direction: Direction,
-    /// Its score (higher is better; only the order between candidates means anything).
-    pub score: f64,
-}
-
-/// The mark of a guessed decode: the candidates that fit, best first (the first is the
-/// decode shown), at most `1 + MAX_CANDIDATES`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Guess {
-    /// Best first.
-    pub candidates: Vec<Candidate>,
-}
+pub use crate::tree::{Candidate, Guess};
 
 /// What the input says around a frame: the (api_key, api_version) of requests seen on
 /// the same connection, oldest first.

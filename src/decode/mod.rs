@@ -9,7 +9,7 @@
 
 pub mod compress;
 pub mod guess;
-pub mod internal;
+pub mod internal_topics;
 pub mod records;
 pub mod walk;
 
@@ -152,7 +152,7 @@ pub struct Cx<'a> {
     /// Current nesting depth.
     pub depth: usize,
     /// The internal topic (if any) of the records being walked.
-    pub topics: internal::TopicState,
+    pub topics: internal_topics::TopicState,
     /// Emptied vectors kept for the next node's children (no allocation per node).
     pool: Vec<Vec<Node<'a>>>,
     /// Nodes counted against `opts.max_nodes` so far.
@@ -169,7 +169,7 @@ impl<'a> Cx<'a> {
             decompressed: 0,
             opts,
             depth: 0,
-            topics: internal::TopicState::default(),
+            topics: internal_topics::TopicState::default(),
             pool: POOL.with(|p| p.take()),
             spent: 0,
         }

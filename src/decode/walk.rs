@@ -29,7 +29,7 @@ pub struct Hints {
     pub protocol_type: Option<String>,
     /// Ids of internal topics (`__consumer_offsets`...) learned earlier in the session,
     /// so their records decode where a message names the topic by id only.
-    pub internal_topic_ids: Vec<(uuid::Uuid, super::internal::InternalTopic)>,
+    pub internal_topic_ids: Vec<(uuid::Uuid, super::internal_topics::InternalTopic)>,
 }
 
 /// Walks one definition at one version.
@@ -52,21 +52,7 @@ pub struct Walk<'c, 'a> {
     pub protocol_type: Option<&'a str>,
 }
 
-/// `RequestApiKey` -> `request_api_key`.
-pub fn snake_case(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 4);
-    for (i, c) in s.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+use crate::schema::snake_case;
 
 fn wire_msg(e: &WireError<'_>) -> String {
     e.kind.to_string()

@@ -34,7 +34,7 @@ impl<'s> Min<'s> {
                 continue;
             }
             let key = if self.snake {
-                crate::decode::walk::snake_case(&f.name)
+                crate::schema::snake_case(&f.name)
             } else {
                 f.name.clone()
             };

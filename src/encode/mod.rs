@@ -151,16 +151,7 @@ pub(crate) fn join(path: &str, key: &str) -> String {
     }
 }
 
-/// Lowercase hex of `b`.
-pub fn to_hex(b: &[u8]) -> String {
-    const D: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(b.len() * 2);
-    for x in b {
-        s.push(D[(x >> 4) as usize] as char);
-        s.push(D[(x & 15) as usize] as char);
-    }
-    s
-}
+pub use crate::text::hex as to_hex;
 
 /// Bytes from hex (either case, even length, no separators).
 pub(crate) fn from_hex(s: &str, path: &str) -> Res<Vec<u8>> {
@@ -171,23 +162,12 @@ pub(crate) fn from_hex(s: &str, path: &str) -> Res<Vec<u8>> {
             EncodeErrorKind::BadValue("hex string of odd length".into()),
         ));
     }
-    let nib = |c: u8| -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
-        }
-    };
-    b.chunks(2)
-        .map(|p| match (nib(p[0]), nib(p[1])) {
-            (Some(h), Some(l)) => Ok(h << 4 | l),
-            _ => Err(EncodeError::new(
-                path,
-                EncodeErrorKind::BadValue(format!("not a hex string: {s:?}")),
-            )),
-        })
-        .collect()
+    crate::text::unhex(s).ok_or_else(|| {
+        EncodeError::new(
+            path,
+            EncodeErrorKind::BadValue(format!("not a hex string: {s:?}")),
+        )
+    })
 }
 
 /// An integer as the values shape writes it: a JSON number while |v| <= 2^53, else a
@@ -260,7 +240,7 @@ struct Enc<'s> {
 }
 
 fn snake(s: &str) -> String {
-    crate::decode::walk::snake_case(s)
+    crate::schema::snake_case(s)
 }
 
 impl<'s> Enc<'s> {

@@ -11,7 +11,7 @@
 use super::rows::{count_records, Batch, PartitionRow, RecordRow};
 use super::table::{Cell, Table, Ty};
 use super::{ExportOptions, ExportSummary, TableSet};
-use crate::log::{self, Finding, Item, ItemKind, Level, Sink};
+use crate::log::{self, Finding, Item, ItemKind, Sink};
 use crate::tree::Node;
 use std::io;
 
@@ -94,7 +94,7 @@ fn record_types(b: &Node<'_>) -> Vec<String> {
     let mut out = Vec::new();
     for g in b.children.iter().filter(|c| c.ty == "records") {
         for r in g.children.iter().filter(|r| r.ty == "Record") {
-            out.push(log::stats::record_type(r));
+            out.push(crate::tree::record_type(r));
         }
     }
     out
@@ -290,10 +290,9 @@ impl Sink for LogExport {
         })
     }
 
-    fn finding(&mut self, f: &Finding) -> io::Result<()> {
-        if f.level != Level::Info {
-            crate::cli::say(&format!("kwire: {}", f.line()));
-        }
+    /// Findings are not the tables' business: a caller that shows them wraps this sink
+    /// in [`log::Notify`].
+    fn finding(&mut self, _: &Finding) -> io::Result<()> {
         Ok(())
     }
 }

@@ -23,7 +23,7 @@ pub mod table;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
-use crate::render::Context;
+use crate::session::Context;
 use crate::tree::{Direction, Message};
 
 use rows::{MessageRow, PartitionRow, RecordRow};

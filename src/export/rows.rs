@@ -9,7 +9,7 @@
 //! earlier Metadata response as `read` names it). Its records are the RecordBatches (and
 //! legacy messages) of its `records` field.
 
-use crate::render::Context;
+use crate::session::Context;
 use crate::tree::{Direction, Message, Node, NodeKind, Value};
 
 use super::table::{Cell, Col, Table, Ty};
@@ -291,7 +291,7 @@ pub fn message_row(m: &Message<'_>, ctx: &Context, capture: u32, index: u64) -> 
     let (mut codes, mut names) = (Vec::new(), Vec::new());
     let (mut errors, mut warnings, mut first_error) = (0, 0, None);
     m.tree.walk(&mut |n, _| {
-        if let Some((c, name)) = crate::stats::error_code(n) {
+        if let Some((c, name)) = crate::traffic::error_code(n) {
             codes.push(c);
             names.push(code_name(c, name));
         }

@@ -31,12 +31,13 @@
 //! A relation on a name that does not occur is false, so `!(x == 1)` and `x != 1`
 //! differ on messages without `x`, as in Wireshark.
 
+pub mod log;
 mod parse;
 
 pub use parse::column;
 use parse::{RawExpr, RawItem, RawLit, RelOp, Rhs};
 
-use crate::render::Context as Capture;
+use crate::session::Context;
 use crate::tree::{Direction, Message, Node, Value};
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -74,9 +75,9 @@ impl FilterError {
 
 /// What a filter can know about a message besides its tree.
 #[derive(Clone, Copy, Default)]
-pub struct Context<'c> {
+pub struct MessageFacts<'c> {
     /// Where the message came from in a capture (none for `kwire decode`).
-    pub capture: Option<&'c Capture>,
+    pub capture: Option<&'c Context>,
     /// Requests that got no response in the whole capture, as (connection, last frame);
     /// `unanswered` is false for every message when this is none.
     pub unanswered: Option<&'c HashSet<(u32, u64)>>,
@@ -111,7 +112,7 @@ pub struct LogFacts<'f> {
 struct Subject<'s, 'x> {
     tree: &'s Node<'x>,
     msg: Option<&'s Message<'x>>,
-    ctx: Context<'s>,
+    ctx: MessageFacts<'s>,
     log: Option<&'s LogFacts<'s>>,
 }
 
@@ -456,7 +457,7 @@ impl Filter {
     }
 
     /// Whether message `m` passes.
-    pub fn matches(&self, m: &Message<'_>, ctx: &Context<'_>) -> bool {
+    pub fn matches(&self, m: &Message<'_>, ctx: &MessageFacts<'_>) -> bool {
         let s = Subject {
             tree: &m.tree,
             msg: Some(m),
@@ -474,7 +475,7 @@ impl Filter {
         let s = Subject {
             tree,
             msg: None,
-            ctx: Context::default(),
+            ctx: MessageFacts::default(),
             log: Some(facts),
         };
         eval(&self.expr, &s)
@@ -626,11 +627,7 @@ impl Occurrence<'_> {
     }
 }
 
-/// Kafka's own text form of a uuid (`Uuid.toString()`): URL-safe base64, no padding.
-pub fn uuid_base64(u: &uuid::Uuid) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(u.as_bytes())
-}
+pub use crate::text::uuid_base64;
 
 fn node_occ<'a>(n: &'a Node<'_>) -> Occurrence<'a> {
     let value = match &n.value {
@@ -698,7 +695,11 @@ fn topics<'a>(tree: &'a Node<'_>, log: Option<&LogFacts<'a>>, out: &mut Vec<Occu
 
 /// Every occurrence of `name` (a property, a predicate or a schema field) in `m`.
 /// A predicate gives one `true` occurrence when it holds, none otherwise.
-pub fn occurrences<'a>(name: &str, m: &'a Message<'_>, ctx: &Context<'a>) -> Vec<Occurrence<'a>> {
+pub fn occurrences<'a>(
+    name: &str,
+    m: &'a Message<'_>,
+    ctx: &MessageFacts<'a>,
+) -> Vec<Occurrence<'a>> {
     let mut v = Vec::new();
     let s = Subject {
         tree: &m.tree,
@@ -823,7 +824,7 @@ fn collect<'a>(name: &Name, s: &Subject<'a, '_>, out: &mut Vec<Occurrence<'a>>) 
             }),
             Prop::RecordType => tree.walk(&mut |n, _| {
                 if n.ty == "Record" && n.kind == crate::tree::NodeKind::Group {
-                    let t = crate::log::stats::record_type(n);
+                    let t = crate::tree::record_type(n);
                     let t = match t.rsplit_once(" v") {
                         Some((a, v)) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
                             a.to_string()
@@ -884,7 +885,7 @@ fn collect<'a>(name: &Name, s: &Subject<'a, '_>, out: &mut Vec<Occurrence<'a>>) 
 fn message_prop<'a>(
     p: Prop,
     m: &'a Message<'_>,
-    cap: Option<&'a Capture>,
+    cap: Option<&'a Context>,
     out: &mut Vec<Occurrence<'a>>,
 ) {
     match p {
@@ -1169,21 +1170,7 @@ fn contains(o: &Occurrence<'_>, l: &Lit) -> bool {
 }
 
 /// Quotes `s` as a filter string literal (for building filters from other options).
-pub fn quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use crate::text::filter_literal as quote;
 
 #[cfg(test)]
 mod tests {
@@ -1223,7 +1210,9 @@ mod tests {
     }
 
     fn yes(f: &str, m: &Message<'_>) -> bool {
-        Filter::parse(f).unwrap().matches(m, &Context::default())
+        Filter::parse(f)
+            .unwrap()
+            .matches(m, &MessageFacts::default())
     }
 
     #[test]

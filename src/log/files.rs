@@ -547,7 +547,7 @@ impl FileReader<'_, '_, '_> {
                         if let Some(u) = base64_uuid(vt) {
                             val.value = Value::Uuid(u);
                             val.annotation = Some(vt);
-                            if u == crate::decode::internal::CLUSTER_METADATA_TOPIC_ID
+                            if u == crate::decode::internal_topics::CLUSTER_METADATA_TOPIC_ID
                                 && k == "topic_id"
                             {
                                 val.annotation =
@@ -668,11 +668,4 @@ fn line_col_offset(data: &[u8], line: usize, col: usize) -> usize {
     data.len()
 }
 
-/// A Kafka topic or directory id as text: URL-safe base64 of 16 bytes, no padding.
-pub fn base64_uuid(s: &str) -> Option<uuid::Uuid> {
-    use base64::Engine;
-    let b = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(s)
-        .ok()?;
-    uuid::Uuid::from_slice(&b).ok()
-}
+pub use crate::text::base64_uuid;

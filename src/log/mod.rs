@@ -11,16 +11,16 @@
 //! A folder is walked in offset order (segments by base offset, each segment's files
 //! after its `.log`); a log directory's partition folders in name order. The topic of a
 //! partition folder comes from its name (`__consumer_offsets-31`) or `--topic`, so
-//! internal topics' records decode (see [`crate::decode::internal`]).
+//! internal topics' records decode (see [`crate::decode::internal_topics`]).
 //!
 //! Problems (a cut segment, a bad CRC, an index past the end...) are [`Finding`]s at
 //! their file and byte offset; the rest of the file is still read.
 
+pub mod census;
 pub mod files;
 pub mod segment;
-pub mod stats;
 
-use crate::decode::internal::InternalTopic;
+use crate::decode::internal_topics::InternalTopic;
 use crate::decode::Detail;
 use crate::schema::Schema;
 use crate::tree::Node;
@@ -522,52 +522,24 @@ pub fn topic_name_of_file<'p>(path: &'p Path, topic: Option<&'p str>) -> Option<
     topic_of_folder(path.parent()?.file_name()?.to_str()?)
 }
 
-/// A sink that hands on only the items a display filter (`-Y`) keeps, and every
-/// finding; `shown` counts the items kept.
-pub struct Filtered<'s, 'f> {
-    /// Where kept items go.
+/// A sink that hands each warning and error finding to `tell`, as the line to show
+/// (`kwire: FILE: offset N: ...`), and every item and finding on to `inner`: the library
+/// says nothing itself, the command line decides where the lines go (stderr).
+pub struct Notify<'s, F: FnMut(String)> {
+    /// Where items and findings go.
     pub inner: &'s mut dyn Sink,
-    /// The filter.
-    pub filter: &'f crate::filter::Filter,
-    /// `--topic`, if given (else the topic comes from the folder's name).
-    pub topic: Option<&'f str>,
-    /// Items kept so far.
-    pub shown: u64,
+    /// Gets the lines.
+    pub tell: F,
 }
 
-impl Sink for Filtered<'_, '_> {
+impl<F: FnMut(String)> Sink for Notify<'_, F> {
     fn item(&mut self, it: &Item<'_>) -> io::Result<()> {
-        let file = it.file.display().to_string();
-        let facts = crate::filter::LogFacts {
-            kind: match it.kind {
-                ItemKind::Batch => "batch",
-                ItemKind::Entry => "entry",
-            },
-            file: &file,
-            file_kind: it.file_kind.as_str(),
-            position: it.position,
-            topic: topic_name_of_file(it.file, self.topic),
-            offsets: it.batch.as_ref().map(|b| (b.base_offset, b.last_offset)),
-            bad_crc: it.batch.as_ref().is_some_and(|b| !b.crc_ok),
-        };
-        // An item read without a tree (a batch at the summary level) still has its size.
-        let bare;
-        let tree = match &it.node {
-            Some(n) => n,
-            None => {
-                let mut n = Node::new("", "", crate::tree::NodeKind::Message, 0);
-                n.length = it.bytes.len();
-                bare = n;
-                &bare
-            }
-        };
-        if self.filter.matches_log(tree, &facts) {
-            self.shown += 1;
-            self.inner.item(it)?;
-        }
-        Ok(())
+        self.inner.item(it)
     }
     fn finding(&mut self, f: &Finding) -> io::Result<()> {
+        if f.level != Level::Info {
+            (self.tell)(format!("kwire: {}", f.line()));
+        }
         self.inner.finding(f)
     }
 }

@@ -9,7 +9,7 @@
 //! that does not is reported.
 
 use super::{BatchInfo, FileKind, Finding, Item, ItemKind, Level, LogOptions, OffsetTrack, Sink};
-use crate::decode::internal::InternalTopic;
+use crate::decode::internal_topics::InternalTopic;
 use crate::decode::{records, Cx, DecodeOptions, Detail, Reader};
 use crate::schema::Schema;
 use crate::tree::{Buffers, Node};

@@ -15,8 +15,9 @@ use std::io::{self, Write};
 
 use super::html::{self as h, esc};
 use super::{definition_text, region_runs, runs_text};
-use crate::render::{text as rtext, Context, RenderOptions};
+use crate::render::{text as rtext, RenderOptions};
 use crate::schema::{MessageKind, Schema, Source};
+use crate::session::Context;
 use crate::tree::{Direction, Message};
 
 /// The user's definition of a message, when `--schema` gave it (raw text).

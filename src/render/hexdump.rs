@@ -5,7 +5,8 @@ use std::io::{self, Write};
 
 use hexyl::{BorderStyle, PrinterBuilder};
 
-use super::{text::title_with, Context, RenderOptions};
+use super::{text::title_with, RenderOptions};
+use crate::session::Context;
 use crate::tree::Message;
 
 /// Prints `msg` as a hex dump.

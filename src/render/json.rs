@@ -5,7 +5,8 @@ use std::io::{self, Write};
 
 use serde_json::{json, Map, Value as J};
 
-use super::{rfc3339, value_json, Context, JSON_EXACT};
+use super::{rfc3339, value_json, JSON_EXACT};
+use crate::session::Context;
 use crate::tree::{Located, Message, Node, Value};
 
 /// Prints `msg` as one JSON line.

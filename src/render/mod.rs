@@ -74,7 +74,7 @@ impl Default for RenderOptions {
 
 /// Where a message came from (defined with the session, which makes it; re-exported for
 /// the printers, which read it).
-pub use crate::session::Context;
+use crate::session::Context;
 
 /// The `--color` choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -155,34 +155,7 @@ pub fn count_text(n: u64) -> String {
     }
 }
 
-/// A string in double quotes, with `"`, `\` and control characters escaped.
-pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Lowercase hex, no separators.
-pub fn hex(b: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(b.len() * 2);
-    for x in b {
-        let _ = write!(s, "{x:02x}");
-    }
-    s
-}
+pub use crate::text::{hex, quote};
 
 /// Whether bytes read as text: valid UTF-8 without control characters other than
 /// tab, newline and carriage return.

@@ -14,7 +14,8 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use super::{api_head, guess_note, latency_text, value_text, Context, RenderOptions};
+use super::{api_head, guess_note, latency_text, value_text, RenderOptions};
+use crate::session::Context;
 use crate::tree::{Message, Node, NodeKind, Value};
 
 /// Topics shown before `+N more`.
@@ -317,7 +318,7 @@ fn topic_of<'t>(n: &'t Node<'t>, max: usize) -> Topic<'t> {
                         (Value::Uuid(_), Some(name)) => Some(summary_text(name, max)),
                         (Value::Uuid(u), None) => {
                             // Kafka's own form of the id, as its tools print it
-                            Some(Cow::Owned(format!("id:{}", crate::filter::uuid_base64(u))))
+                            Some(Cow::Owned(format!("id:{}", crate::text::uuid_base64(u))))
                         }
                         _ => None,
                     }

@@ -175,6 +175,15 @@ impl Schema {
             .unwrap_or_default()
     }
 
+    /// The definitions of `(kind, api_key)` that serve some version, best first (those
+    /// whose `validVersions` is `none`, the APIs Kafka 4.0 removed, left out).
+    pub fn serving(&self, kind: MessageKind, api_key: i16) -> Vec<&Definition> {
+        self.by_api(kind, api_key)
+            .into_iter()
+            .filter(|d| !d.def.valid_versions.is_empty())
+            .collect()
+    }
+
     /// The definition that serves `(kind, api_key, version)`.
     pub fn resolve(&self, kind: MessageKind, api_key: i16, version: i16) -> Option<&Definition> {
         self.first_serving(self.by_api.get(&(kind, api_key))?, version)
@@ -301,4 +310,22 @@ impl Schema {
             version,
         )
     }
+}
+
+/// A field name in the header style of Kafka's protocol guide and kwire's values:
+/// `RequestApiKey` -> `request_api_key` (an underscore before each capital but the
+/// first, all lowercase).
+pub fn snake_case(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 4);
+    for (i, c) in s.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

@@ -12,11 +12,36 @@ pub const REQ_HEX: &str =
 pub const RESP_HEX: &str =
     "000000200000000000000000000201000000000000000000000000000000000000010000";
 
+/// Bytes from hex text (whitespace between digits ignored), through the library's own
+/// decoder ([`kwire::text::unhex`]); panics on text that is not hex, naming it.
 pub fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    kwire::text::unhex(&s).unwrap_or_else(|| panic!("not hex: {s:?}"))
+}
+
+/// The kwire binary in the one environment every test runs it in: no `KWIRE_SCHEMA`
+/// (the embedded schema), no `NO_COLOR` (colour decided by `--color` and whether stdout
+/// is a terminal, which it is not), no `SSLKEYLOGFILE` (no key log read unless a test
+/// gives one), the repository as the working folder.
+pub fn kwire() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("kwire").unwrap();
+    for v in CLEARED_ENV {
+        c.env_remove(v);
+    }
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+/// The variables [`kwire`] removes from the environment.
+pub const CLEARED_ENV: [&str; 3] = ["KWIRE_SCHEMA", "NO_COLOR", "SSLKEYLOGFILE"];
+
+/// [`kwire`]'s environment on a `std::process::Command` (for tests that run kwire under
+/// another program, such as GNU time).
+pub fn kwire_env(c: &mut std::process::Command) -> &mut std::process::Command {
+    for v in CLEARED_ENV {
+        c.env_remove(v);
+    }
+    c.current_dir(env!("CARGO_MANIFEST_DIR"))
 }
 
 pub fn leaf<'a>(name: &'a str, ty: &'a str, v: Value<'a>, off: usize, len: usize) -> Node<'a> {
@@ -284,15 +309,6 @@ pub fn shared(test: &str) -> Option<PathBuf> {
             None
         }
     }
-}
-
-/// Hex text to bytes.
-pub fn hex(s: &str) -> Vec<u8> {
-    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
 }
 
 /// The fixtures folder.

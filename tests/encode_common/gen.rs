@@ -71,7 +71,7 @@ impl<'s> Gen<'s> {
                 continue;
             }
             let key = if self.snake {
-                kwire::decode::walk::snake_case(&f.name)
+                kwire::schema::snake_case(&f.name)
             } else {
                 f.name.clone()
             };

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// Lowercase hex.
 pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    kwire::text::hex(b)
 }
 
 /// `Known` for a frame of this kind.

@@ -433,5 +433,5 @@ pub fn coverage_split(text: &str) -> (&str, &str) {
 
 /// Lowercase hex.
 pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    kwire::text::hex(b)
 }

@@ -136,7 +136,7 @@ pub(super) fn record_body<'a>(
         bytes_leaf(r, out, "key", LenPrefix::Varint)?;
         bytes_leaf(r, out, "value", LenPrefix::Varint)?;
         if let Some(t) = cx.topics.topic {
-            crate::decode::internal::key_value(cx, t, &mut out[k..]);
+            crate::decode::internal_topics::key_value(cx, t, &mut out[k..]);
         }
     }
     let hc = int(r, out, "headerCount", "varint", wire::varint)?;

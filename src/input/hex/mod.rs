@@ -270,14 +270,7 @@ fn lines(text: &str) -> Vec<Line<'_>> {
         .collect()
 }
 
-fn hex_val(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
-}
+use crate::text::hex_digit as hex_val;
 
 /// Length in bytes of the leading run of ASCII hex digits of `s`.
 fn hex_run(s: &str) -> usize {

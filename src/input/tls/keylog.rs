@@ -93,15 +93,7 @@ const OTHER_LABELS: &[&str] = &[
 /// Longest secret accepted, in bytes (SHA-512 output; TLS uses at most 48).
 const MAX_SECRET: usize = 64;
 
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
-        .collect()
-}
+use crate::text::unhex;
 
 impl KeyLog {
     /// An empty key log.

@@ -1,9 +1,10 @@
-//! `kwire stats` over log directories: record types, counts, offsets and the time span,
-//! gathered from the items of [`super::read_paths`] (read at full detail, so every
+//! `kwire stats` over log directories (a census of them, beside [`crate::traffic`], the
+//! statistics of captures): record types, counts, offsets and the time span, gathered
+//! from the items of [`super::read_paths`] (read at full detail, so every
 //! record is decoded).
 
-use super::{Finding, Item, ItemKind, Level, Sink};
-use crate::tree::{Node, NodeKind, Value};
+use super::{Finding, Item, ItemKind, Sink};
+use crate::tree::NodeKind;
 use serde_json::{json, Value as J};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -48,24 +49,7 @@ pub struct LogStats {
     last_file: Option<std::path::PathBuf>,
 }
 
-/// The type name of one `Record[i]` node (a v2 record): the value's definition
-/// (`OffsetCommitValue v3`), a control record's name (`SNAPSHOT_HEADER`), `tombstone` and
-/// the key's definition, or `record` for records of other topics.
-pub fn record_type(rec: &Node<'_>) -> String {
-    let key = rec.children.iter().find(|c| c.name == "key");
-    let value = rec.children.iter().find(|c| c.name == "value");
-    if let Some(k) = key.filter(|k| k.ty == "ControlRecordKey") {
-        return k.annotation.unwrap_or("unknown control record").to_string();
-    }
-    match (key, value) {
-        (Some(k), Some(v)) if v.value == Value::Null && k.ty != "bytes" => {
-            format!("tombstone {}", k.ty)
-        }
-        (_, Some(v)) if v.kind == NodeKind::Group && v.ty != "bytes" => v.ty.to_string(),
-        (Some(k), Some(v)) if v.kind == NodeKind::Group => format!("{} (value not decoded)", k.ty),
-        _ => "record".to_string(),
-    }
-}
+pub use crate::tree::record_type;
 
 impl Sink for LogStats {
     fn item(&mut self, it: &Item<'_>) -> io::Result<()> {
@@ -128,9 +112,6 @@ impl Sink for LogStats {
 
     fn finding(&mut self, f: &Finding) -> io::Result<()> {
         self.findings[f.level as usize] += 1;
-        if f.level != Level::Info {
-            crate::cli::say(&format!("kwire: {}", f.line()));
-        }
         Ok(())
     }
 }

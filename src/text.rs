@@ -1,0 +1,137 @@
+//! Text forms of bytes and strings shared by every layer: lowercase hex and back, the
+//! double-quoted string of the tree and the display filter's string literal, and Kafka's
+//! base64 text of a uuid (a topic id as `Uuid.toString()` prints it).
+//!
+//! Below everything but [`crate::wire`]: it imports nothing from the crate.
+
+use base64::Engine as _;
+
+/// Lowercase hex of `b`, two digits a byte, no separators (`[0x0a, 0xff]` -> `0aff`).
+pub fn hex(b: &[u8]) -> String {
+    const D: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        s.push(D[(x >> 4) as usize] as char);
+        s.push(D[(x & 15) as usize] as char);
+    }
+    s
+}
+
+/// The value of one hex digit, either case (`b'a'` and `b'A'` -> 10); `None` for any
+/// other byte.
+pub fn hex_digit(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Bytes from hex: digits of either case, an even number of them, no separators, no
+/// `0x`; `None` otherwise (an odd length, any other character).
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    let b = s.as_bytes();
+    if !b.len().is_multiple_of(2) {
+        return None;
+    }
+    b.chunks_exact(2)
+        .map(|p| Some(hex_digit(p[0])? << 4 | hex_digit(p[1])?))
+        .collect()
+}
+
+/// A string in double quotes as the tree and the summary show it: `"`, `\`, newline,
+/// carriage return and tab escaped C-style, other control characters as `\u{1b}`.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A string as a display-filter string literal (`-Y`, docs/filter.md), for filters built
+/// from other options (`--topic T`): `"`, `\`, newline, tab and carriage return escaped,
+/// everything else as it is (the filter's lexer has no `\u{..}` escape; it takes other
+/// characters literally).
+pub fn filter_literal(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Kafka's own text form of a uuid (`Uuid.toString()` in Kafka's Java code, as topic
+/// and directory ids appear in logs and `meta.properties`): URL-safe base64 of its 16
+/// bytes, no padding, 22 characters.
+pub fn uuid_base64(u: &uuid::Uuid) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(u.as_bytes())
+}
+
+/// The uuid of Kafka's base64 text form ([`uuid_base64`]); `None` when `s` is not
+/// URL-safe unpadded base64 of exactly 16 bytes.
+pub fn base64_uuid(s: &str) -> Option<uuid::Uuid> {
+    let b = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(s)
+        .ok()?;
+    uuid::Uuid::from_slice(&b).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trip() {
+        let all: Vec<u8> = (0..=255).collect();
+        let h = hex(&all);
+        assert_eq!(&h[..8], "00010203");
+        assert_eq!(&h[h.len() - 4..], "feff");
+        assert_eq!(unhex(&h).as_deref(), Some(all.as_slice()));
+        assert_eq!(unhex(&h.to_uppercase()).as_deref(), Some(all.as_slice()));
+        assert_eq!(unhex(""), Some(vec![]));
+        assert_eq!(unhex("abc"), None);
+        assert_eq!(unhex("0g"), None);
+        assert_eq!(unhex("0x00"), None);
+        assert_eq!(unhex("00 "), None);
+        // A multi-byte character must not split into a false pair.
+        assert_eq!(unhex("é0"), None);
+    }
+
+    #[test]
+    fn quotes() {
+        assert_eq!(quote("a\"b\\c\n\x1b"), r#""a\"b\\c\n\u{1b}""#);
+        assert_eq!(filter_literal("a\"b\\c\n\x1b"), "\"a\\\"b\\\\c\\n\x1b\"");
+    }
+
+    #[test]
+    fn uuid_text() {
+        let u = uuid::Uuid::from_bytes([
+            1, 0xa2, 0x27, 0xdc, 0xba, 0xd8, 0x76, 0xc0, 0xb4, 0x54, 0x87, 0x85, 0x49, 0x5f, 0x3b,
+            0x8b,
+        ]);
+        assert_eq!(uuid_base64(&u), "AaIn3LrYdsC0VIeFSV87iw");
+        assert_eq!(base64_uuid("AaIn3LrYdsC0VIeFSV87iw"), Some(u));
+        assert_eq!(base64_uuid("AaIn3LrYdsC0VIeFSV87"), None);
+        assert_eq!(base64_uuid("AaIn3LrYdsC0VIeFSV87i="), None);
+    }
+}
