@@ -570,7 +570,7 @@ pub fn read_command(
     Ok(status)
 }
 
-/// Two exit statuses combined, as [`Outcome::status`] ranks them: a capture cut short
+/// Two exit statuses combined, as [`exit_status`] ranks them: a capture cut short
 /// (2) before a decode failure under --strict (3) before success.
 pub fn worse(a: i32, b: i32) -> i32 {
     if a == EXIT_INPUT || b == EXIT_INPUT {

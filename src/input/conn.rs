@@ -567,6 +567,8 @@ impl Conn {
                     time,
                     incomplete,
                     key,
+                    low,
+                    high,
                 } => {
                     let kind = self.classify(dir, &bytes, incomplete, last, sink);
                     sink.stats.frames += 1;
@@ -584,6 +586,16 @@ impl Conn {
                         direction: dir,
                         stream_offset: offset,
                         incomplete,
+                        origin: super::Origin {
+                            low_record: low,
+                            high_record: high,
+                            tcp_seq: match self.tls {
+                                Some(_) => None,
+                                None => self.reasm[side]
+                                    .base()
+                                    .map(|b| b.wrapping_add(offset as u32)),
+                            },
+                        },
                         tls,
                     };
                     sink.order

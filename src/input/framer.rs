@@ -40,6 +40,10 @@ pub enum FramerOut {
         /// its bytes or those of the frames before it in this direction (and, when cut, the
         /// record that revealed the gap); its place in the output order ([`super::order`]).
         key: u64,
+        /// The lowest record number among those that carried its bytes.
+        low: u64,
+        /// The highest record number among those that carried its bytes.
+        high: u64,
     },
     /// Something skipped.
     Notice {
@@ -208,6 +212,32 @@ impl Framer {
         key
     }
 
+    /// The lowest and highest record numbers among the records that carried the first `n`
+    /// buffered bytes (see [`super::Origin`]).
+    fn carriers(&self, n: usize) -> (u64, u64) {
+        let (a, b) = (self.buf_off, self.buf_off + n as u64);
+        let mut start = None::<u64>;
+        let (mut low, mut high) = (u64::MAX, 0u64);
+        for (end, f, _) in &self.spans {
+            // A span covers from the previous span's end (the first span: from anywhere
+            // before `a`) to its own `end`.
+            let covers = *end > a && start.is_none_or(|s| s < b);
+            if covers {
+                low = low.min(*f);
+                high = high.max(*f);
+            }
+            start = Some(*end);
+            if *end >= b {
+                break;
+            }
+        }
+        if low == u64::MAX {
+            let (f, _) = self.frame_at(a);
+            return (f, f);
+        }
+        (low, high)
+    }
+
     /// The lowest record number among the bytes held while looking for a frame start: a
     /// frame found in them can be completed by a record that far back. `None` when the
     /// framer is in step (a frame it still waits for ends in a record not yet read).
@@ -225,6 +255,7 @@ impl Framer {
         let (first, _) = self.frame_at(self.buf_off);
         let (last, time) = self.frame_at(self.buf_off + n.saturating_sub(1) as u64);
         let key = self.completed_by(n, incomplete);
+        let (low, high) = self.carriers(n);
         let offset = self.buf_off;
         let bytes = if n == self.buf.len() {
             // The usual case (the buffer holds this frame and nothing after it): hand the
@@ -245,6 +276,8 @@ impl Framer {
             time,
             incomplete,
             key,
+            low,
+            high,
         });
     }
 

@@ -1502,4 +1502,55 @@ fn input_budget_sheds_the_oldest_partial_frames() {
         "{}",
         last.message
     );
+/// The message index ([`crate::index`]) on a frame whose segment came in two IP
+/// fragments: its records alone do not give it (fragments are reassembled across
+/// records), so the index takes it from a whole pass, and it equals the input layer's.
+#[test]
+fn index_frame_from_ip_fragments() {
+    use std::io::Write;
+    let flow = Flow::v4(Link::Raw, 9092);
+    let r1 = req(3, 12, 1, 100);
+    let (whole, _) = flow.c(1, &r1);
+    let ihl = 20;
+    let payload = &whole[ihl..];
+    let mk = |part: &[u8], off8: u16, more: bool| {
+        let mut h = whole[..ihl].to_vec();
+        let tl = (ihl + part.len()) as u16;
+        h[2..4].copy_from_slice(&tl.to_be_bytes());
+        h[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+        let ff = (if more { 0x2000 } else { 0 }) | off8;
+        h[6..8].copy_from_slice(&ff.to_be_bytes());
+        h[10..12].copy_from_slice(&[0, 0]);
+        let mut sum = 0u32;
+        for i in (0..ihl).step_by(2) {
+            sum += u16::from_be_bytes([h[i], h[i + 1]]) as u32;
+        }
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        h[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        h.extend_from_slice(part);
+        let n = h.len() as u32;
+        (h, n)
+    };
+    let (r2, _) = flow.c(1 + r1.len() as u32, &req(18, 3, 2, 10));
+    let recs = vec![
+        flow.syn(true, 0),
+        mk(&payload[..64], 0, true),
+        mk(&payload[64..], 8, false),
+        (r2.clone(), r2.len() as u32),
+    ];
+    let bytes = pcap(Link::Raw, &recs);
+    let o = run(&bytes);
+    assert_eq!(o.frames.len(), 2);
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    f.write_all(&bytes).unwrap();
+    let cap = crate::index::Capture::open(f.path()).unwrap();
+    assert_eq!(cap.len(), 2);
+    for (i, want) in o.frames.iter().enumerate() {
+        let got = cap.frame(i).unwrap();
+        assert_eq!(got.bytes, want.bytes, "frame {i}");
+        assert_eq!(got.ctx.first_frame, want.ctx.first_frame);
+        assert_eq!(got.ctx.src, want.ctx.src);
+    }
 }
