@@ -352,6 +352,25 @@ pub fn node_line(n: &Node<'_>, parent: Option<&Node<'_>>, opts: &RenderOptions) 
     .line(n, parent)
 }
 
+/// [`node_line`] for a node of `msg`: offsets as wide as `read -V` prints them in
+/// that node's buffer (4 hex digits, more past 64 KiB).
+pub fn message_node_line(
+    msg: &Message<'_>,
+    n: &Node<'_>,
+    parent: Option<&Node<'_>>,
+    opts: &RenderOptions,
+) -> String {
+    let opts = RenderOptions {
+        color: false,
+        ..opts.clone()
+    };
+    TreePrinter {
+        opts: &opts,
+        widths: vec![offset_width(msg.buffer(n.buffer).len()); n.buffer as usize + 1],
+    }
+    .line(n, parent)
+}
+
 /// What stands on one line under a parent.
 enum Item<'n, 'a> {
     Node(&'n Node<'a>),
@@ -366,8 +385,9 @@ struct TreePrinter<'o> {
     widths: Vec<usize>,
 }
 
-/// Whether `child` is an element of a list under `parent` (for `max_elements`).
-fn is_element(parent: &Node<'_>, child: &Node<'_>) -> bool {
+/// Whether `child` is an element of a list under `parent` (what `max_elements` counts
+/// and cuts; the explorer's tree cuts the same elements).
+pub fn is_element(parent: &Node<'_>, child: &Node<'_>) -> bool {
     if child.ty == "folded" {
         // What the decoder folded past the node budget is always shown: it says so.
         return false;
