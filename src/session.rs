@@ -8,7 +8,9 @@
 use crate::decode::guess::{GuessContext, Guesser};
 use crate::decode::internal::InternalTopic;
 use crate::decode::{self, DecodeOptions, Known};
-use crate::input::{self, DefaultPlausibility, Frame, FrameKind, FramePlausibility, Pairer};
+use crate::input::{
+    self, DefaultPlausibility, Frame, FrameKind, FramePlausibility, PairedRequest, Pairer,
+};
 use crate::schema::Schema;
 use crate::tree::{Buffers, Direction, Message, Node, Value};
 use foldhash::{HashMap, HashMapExt};
@@ -100,6 +102,13 @@ pub struct Session<'s> {
     /// Responses whose request is not in the capture for another reason (lost in a gap,
     /// a correlation_id out of the connection's order).
     pub answers_unpaired: u64,
+    /// The number the next requests are remembered under for pairing
+    /// ([`PairedRequest::tag`]): the index's message number.
+    pub(crate) tag: u64,
+    /// The request the last response prepared or decoded was paired with.
+    pub(crate) last_paired: Option<PairedRequest>,
+    /// When set, every topic name learned (or renamed) is added here too, in order.
+    pub(crate) learned: Option<Vec<(uuid::Uuid, String)>>,
 }
 
 /// Distinct (api_key, api_version) pairs remembered per connection.
@@ -324,22 +333,31 @@ impl<'s> Session<'s> {
         let mut found = Vec::new();
         topic_ids(n, &mut found);
         for (id, name) in found {
-            if self.topic_names.get(&id).map(String::as_str) == Some(name) {
-                continue;
+            self.learn_topic_id(id, name);
+        }
+    }
+
+    /// Learns that topic id `id` names topic `name` (from a message, or from what the
+    /// index learned before the message it decodes).
+    pub(crate) fn learn_topic_id(&mut self, id: uuid::Uuid, name: &str) {
+        if self.topic_names.get(&id).map(String::as_str) == Some(name) {
+            return;
+        }
+        if self.topic_names.len() < MAX_TOPIC_IDS || self.topic_names.contains_key(&id) {
+            Arc::make_mut(&mut self.topic_names).insert(id, name.to_string());
+            if let Some(l) = self.learned.as_mut() {
+                l.push((id, name.to_string()));
             }
-            if self.topic_names.len() < MAX_TOPIC_IDS || self.topic_names.contains_key(&id) {
-                Arc::make_mut(&mut self.topic_names).insert(id, name.to_string());
-            }
-            if let Some(t) = InternalTopic::from_name(name) {
-                if !self.internal_ids.contains(&(id, t)) && self.internal_ids.len() < 64 {
-                    self.internal_ids.push((id, t));
-                }
+        }
+        if let Some(t) = InternalTopic::from_name(name) {
+            if !self.internal_ids.contains(&(id, t)) && self.internal_ids.len() < 64 {
+                self.internal_ids.push((id, t));
             }
         }
     }
 
     /// Remembers a request's API and version for the guesses on its connection.
-    fn seen_request(&mut self, conn: u32, corr: i32, k: i16, v: i16) {
+    pub(crate) fn seen_request(&mut self, conn: u32, corr: i32, k: i16, v: i16) {
         if self.requests_seen.len() >= 100_000 && !self.requests_seen.contains_key(&conn) {
             return;
         }
@@ -410,7 +428,15 @@ impl<'s> Session<'s> {
             guesser: None,
             answers_before_start: 0,
             answers_unpaired: 0,
+            tag: 0,
+            last_paired: None,
+            learned: None,
         }
+    }
+
+    /// Uses `g` (listed over this session's schema) for the guesses.
+    pub(crate) fn set_guesser(&mut self, g: Arc<Guesser>) {
+        self.guesser = Some(g);
     }
 
     /// The frame's context, direction and what is known before decoding it: for a
@@ -435,6 +461,7 @@ impl<'s> Session<'s> {
         } else {
             Direction::Response
         };
+        self.last_paired = None;
         if f.kind == FrameKind::SaslToken {
             return (ctx, dir, Known::request());
         }
@@ -444,6 +471,7 @@ impl<'s> Session<'s> {
             let corr = Pairer::response_correlation(&f.bytes);
             match corr.and_then(|x| self.pairer.response(c.connection, x)) {
                 Some(p) => {
+                    self.last_paired = Some(p);
                     let ns = c.time.nanos_since(&p.time).max(0) as u64;
                     ctx.latency = Some(Duration::from_nanos(ns));
                     let mut k = Known::response(p.api_key, p.api_version);
@@ -492,7 +520,7 @@ impl<'s> Session<'s> {
 
     fn note_pending(&mut self, f: &Frame, key: i16, ver: i16, corr: i32, expects: bool) {
         self.seen_request(f.ctx.connection, corr, key, ver);
-        if let Some(n) = self.pairer.request(
+        if let Some(n) = self.pairer.request_tagged(
             f.ctx.connection,
             corr,
             key,
@@ -500,6 +528,7 @@ impl<'s> Session<'s> {
             expects,
             f.ctx.last_frame,
             f.ctx.time,
+            self.tag,
         ) {
             self.notices.push(n);
         }
@@ -613,7 +642,7 @@ impl<'s> Session<'s> {
     /// returns what [`Prepared::decode`] needs to decode the frame anywhere. Only the
     /// messages whose definitions can teach topic names or carry a protocol type are
     /// decoded here in full (small: Metadata, CreateTopics, JoinGroup...); a Produce
-    /// request decodes its first [`ACKS_PREFIX`] bytes; any other frame is not decoded.
+    /// request decodes its first `ACKS_PREFIX` (4096) bytes; any other frame is not decoded.
     pub fn prepare(&mut self, f: &Frame) -> Prepared {
         let (ctx, dir, known) = self.begin(f);
         let mut p = Prepared {

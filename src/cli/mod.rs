@@ -259,7 +259,7 @@ pub enum Command {
         format: DiffFormat,
     },
     /// Writes a Wireshark Lua dissector (Wireshark 4.0+) generated from the schema: every
-    /// API key and version, fields named kwire.<Api>.<Field>.
+    /// API key and version, fields named `kwire.<Api>.<Field>`.
     Wireshark {
         /// The file to write (default: stdout).
         #[arg(long, value_name = "FILE")]

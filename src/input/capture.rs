@@ -87,11 +87,88 @@ fn ip_payload(linktype: i32, d: &[u8]) -> Option<&[u8]> {
     }
 }
 
-fn link_supported(linktype: i32) -> bool {
+pub(crate) fn link_supported(linktype: i32) -> bool {
     matches!(
         linktype,
         0 | 1 | 12 | 14 | 101 | 108 | 113 | 228 | 229 | 276
     )
+}
+
+/// A packet record's IP and TCP layers.
+pub(crate) enum Parsed<'b> {
+    /// A TCP segment between the source and destination IP addresses, with the number of
+    /// its payload bytes the record did not keep (snaplen cut).
+    Tcp {
+        src: IpAddr,
+        dst: IpAddr,
+        tcp: TcpSlice<'b>,
+        missing: u32,
+    },
+    /// An IP fragment carrying TCP: the IP packet, for reassembly.
+    Fragment {
+        ip: &'b [u8],
+        src: IpAddr,
+        dst: IpAddr,
+    },
+    /// An IP or TCP header that does not parse: what is wrong.
+    Malformed(String),
+    /// Not IPv4/IPv6, or not TCP.
+    Other,
+}
+
+/// The IP and TCP layers of a record of a supported link type (`linktype`, captured bytes
+/// `data`, wire length `origlen`).
+pub(crate) fn ip_tcp(linktype: i32, data: &[u8], origlen: u32) -> Parsed<'_> {
+    let Some(ip) = ip_payload(linktype, data) else {
+        return Parsed::Other;
+    };
+    let (lax, _) = match LaxIpSlice::from_slice(ip) {
+        Ok(x) => x,
+        Err(e) => return Parsed::Malformed(format!("IP header not parsed: {e}")),
+    };
+    let src = lax.source_addr();
+    let dst = lax.destination_addr();
+    let payload = lax.payload();
+    if payload.ip_number != IpNumber::TCP {
+        return Parsed::Other;
+    }
+    if payload.fragmented {
+        return Parsed::Fragment { ip, src, dst };
+    }
+    let truncated = (origlen as usize) > data.len();
+    let missing = if truncated || payload.incomplete {
+        (origlen as usize).saturating_sub(data.len()) as u32
+    } else {
+        0
+    };
+    match TcpSlice::from_slice(payload.payload) {
+        Ok(tcp) => Parsed::Tcp {
+            src,
+            dst,
+            tcp,
+            missing,
+        },
+        Err(e) => Parsed::Malformed(format!("TCP header not parsed: {e}")),
+    }
+}
+
+/// A TCP segment as [`super::tcp::Reassembler`] takes it, from its record number and time.
+pub(crate) fn segment<'b>(
+    tcp: &TcpSlice<'b>,
+    missing: u32,
+    frame: u64,
+    time: Timestamp,
+) -> Segment<'b> {
+    Segment {
+        seq: tcp.sequence_number(),
+        data: tcp.payload(),
+        missing,
+        syn: tcp.syn(),
+        fin: tcp.fin(),
+        rst: tcp.rst(),
+        frame,
+        time,
+    }
 }
 
 /// Turns link-layer records into Kafka frames: IP defragmentation, connection tracking, TCP
@@ -232,42 +309,20 @@ impl<'p> Extractor<'p> {
             }
             return frame;
         }
-        let Some(ip) = ip_payload(linktype, data) else {
-            return frame;
-        };
-        let (lax, _) = match LaxIpSlice::from_slice(ip) {
-            Ok(x) => x,
-            Err(e) => {
-                let mut n =
-                    Notice::new(NoticeKind::Malformed, format!("IP header not parsed: {e}"));
-                n.frame = Some(frame);
-                self.notice(n);
-                return frame;
-            }
-        };
-        let src_ip = lax.source_addr();
-        let dst_ip = lax.destination_addr();
-        let payload = lax.payload();
-        if payload.ip_number != IpNumber::TCP {
-            return frame;
-        }
-        if payload.fragmented {
-            self.fragment(ip, frame, src_ip, dst_ip, time);
-            return frame;
-        }
-        let missing = if truncated || payload.incomplete {
-            (origlen as usize).saturating_sub(data.len()) as u32
-        } else {
-            0
-        };
-        match TcpSlice::from_slice(payload.payload) {
-            Ok(tcp) => self.tcp(src_ip, dst_ip, &tcp, missing, frame, time),
-            Err(e) => {
-                let mut n =
-                    Notice::new(NoticeKind::Malformed, format!("TCP header not parsed: {e}"));
+        match ip_tcp(linktype, data, origlen) {
+            Parsed::Tcp {
+                src,
+                dst,
+                tcp,
+                missing,
+            } => self.tcp(src, dst, &tcp, missing, frame, time),
+            Parsed::Fragment { ip, src, dst } => self.fragment(ip, frame, src, dst, time),
+            Parsed::Malformed(message) => {
+                let mut n = Notice::new(NoticeKind::Malformed, message);
                 n.frame = Some(frame);
                 self.notice(n);
             }
+            Parsed::Other => {}
         }
         frame
     }
@@ -322,16 +377,7 @@ impl<'p> Extractor<'p> {
         let src = SocketAddr::new(src_ip, tcp.source_port());
         let dst = SocketAddr::new(dst_ip, tcp.destination_port());
         let key = if src <= dst { (src, dst) } else { (dst, src) };
-        let seg = Segment {
-            seq: tcp.sequence_number(),
-            data: tcp.payload(),
-            missing,
-            syn: tcp.syn(),
-            fin: tcp.fin(),
-            rst: tcp.rst(),
-            frame,
-            time,
-        };
+        let seg = segment(tcp, missing, frame, time);
         if !self.conns.contains_key(&key) {
             let candidate = self.opts.detect
                 || self.opts.ports.contains(&src.port())
@@ -407,11 +453,145 @@ impl<'p> Extractor<'p> {
     }
 }
 
+#[derive(Clone, Debug)]
 struct Iface {
     linktype: i32,
     /// Timestamp units per second.
     resol: u64,
     offset: i64,
+}
+
+/// How to read a capture's packet records: the pcap file header's link type, time unit
+/// and byte order, or the pcapng section's byte order and interfaces (link type,
+/// `if_tsresol`, `if_tsoffset`). It changes with each pcapng section and interface.
+#[derive(Clone, Debug, Default)]
+pub struct Links {
+    legacy_link: i32,
+    legacy_nanos: bool,
+    legacy_be: bool,
+    legacy_seen: bool,
+    /// The pcapng section is big-endian.
+    ng_be: bool,
+    ifaces: Vec<Iface>,
+}
+
+/// A packet record's content, as the capture gave it.
+pub(crate) struct Packet<'b> {
+    /// tcpdump.org LINKTYPE_ value.
+    pub linktype: i32,
+    /// The captured bytes.
+    pub data: &'b [u8],
+    /// The packet's length on the wire, in bytes.
+    pub origlen: u32,
+    /// Capture time.
+    pub time: Timestamp,
+}
+
+/// What one block of a capture is.
+pub(crate) enum Rec<'b> {
+    /// A packet record (pcap record, pcapng EPB or SPB).
+    Packet(Packet<'b>),
+    /// A pcapng Decryption Secrets Block holding an NSS key log.
+    Secrets(&'b [u8]),
+    /// A block that changed the [`Links`].
+    Links,
+    /// Anything else.
+    Other,
+}
+
+impl Links {
+    /// Reads one block: a packet, or a change to the link state.
+    pub(crate) fn record<'b>(&mut self, block: &'b PcapBlockOwned<'_>) -> Rec<'b> {
+        match block {
+            PcapBlockOwned::LegacyHeader(h) => {
+                self.legacy_link = h.network.0;
+                self.legacy_nanos = h.is_nanosecond_precision();
+                self.legacy_be = h.is_bigendian();
+                self.legacy_seen = true;
+                Rec::Links
+            }
+            PcapBlockOwned::Legacy(b) => {
+                let nanos = if self.legacy_nanos {
+                    b.ts_usec
+                } else {
+                    b.ts_usec.saturating_mul(1000)
+                };
+                let time = Timestamp {
+                    secs: b.ts_sec as i64,
+                    nanos: nanos.min(999_999_999),
+                };
+                Rec::Packet(Packet {
+                    linktype: self.legacy_link,
+                    data: &b.data[..(b.caplen as usize).min(b.data.len())],
+                    origlen: b.origlen,
+                    time,
+                })
+            }
+            PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
+                self.ifaces.clear();
+                self.ng_be = shb.big_endian();
+                Rec::Links
+            }
+            PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
+                self.ifaces.push(Iface {
+                    linktype: idb.linktype.0,
+                    resol: idb.ts_resolution().unwrap_or(1_000_000),
+                    offset: idb.ts_offset(),
+                });
+                Rec::Links
+            }
+            PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+                let (lt, resol, off) = match self.ifaces.get(epb.if_id as usize) {
+                    Some(i) => (i.linktype, i.resol, i.offset),
+                    None => (-1, 1_000_000, 0),
+                };
+                let units = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
+                Rec::Packet(Packet {
+                    linktype: lt,
+                    data: &epb.data[..(epb.caplen as usize).min(epb.data.len())],
+                    origlen: epb.origlen,
+                    time: ts_from_units(units, resol, off),
+                })
+            }
+            PcapBlockOwned::NG(Block::SimplePacket(spb)) => Rec::Packet(Packet {
+                linktype: self.ifaces.first().map(|i| i.linktype).unwrap_or(-1),
+                data: &spb.data[..(spb.origlen as usize).min(spb.data.len())],
+                origlen: spb.origlen,
+                time: Timestamp::default(),
+            }),
+            PcapBlockOwned::NG(Block::DecryptionSecrets(dsb)) => {
+                if dsb.secrets_type == pcap_parser::pcapng::SecretsType::TlsKeyLog {
+                    let n = (dsb.secrets_len as usize).min(dsb.data.len());
+                    Rec::Secrets(&dsb.data[..n])
+                } else {
+                    Rec::Other
+                }
+            }
+            PcapBlockOwned::NG(_) => Rec::Other,
+        }
+    }
+
+    /// Parses the block at the start of `b` (a pcap record, or a pcapng block in the
+    /// section's byte order): the block and its length in bytes; `None` when `b` does not
+    /// start with a whole block.
+    pub(crate) fn parse<'b>(&self, b: &'b [u8]) -> Option<(PcapBlockOwned<'b>, usize)> {
+        if self.legacy_seen && self.ifaces.is_empty() {
+            let r = if self.legacy_be {
+                pcap_parser::pcap::parse_pcap_frame_be(b)
+            } else {
+                pcap_parser::pcap::parse_pcap_frame(b)
+            };
+            let (rest, blk) = r.ok()?;
+            return Some((PcapBlockOwned::Legacy(blk), b.len() - rest.len()));
+        }
+        let r = if self.ng_be {
+            pcap_parser::pcapng::parse_block_be(b)
+        } else {
+            pcap_parser::pcapng::parse_block_le(b)
+        };
+        let (rest, blk) = r.ok()?;
+        Some((PcapBlockOwned::NG(blk), b.len() - rest.len()))
+    }
 }
 
 fn ts_from_units(units: u64, resol: u64, offset: i64) -> Timestamp {
@@ -485,6 +665,38 @@ pub fn read_capture<R: Read + Send>(
     r: R,
     opts: &CaptureOptions,
     plaus: &dyn FramePlausibility,
+    on_event: impl FnMut(Event),
+) -> Result<CaptureStats, CaptureError> {
+    read_capture_observed(r, opts, plaus, &mut (), on_event)
+}
+
+/// Told where each record of a capture lies, as [`read_capture_observed`] reads it: what
+/// re-reading a record later without the ones before it needs ([`crate::index`]).
+pub trait CaptureObserver {
+    /// Packet record `number` (1-based, as [`super::FrameContext::first_frame`] counts)
+    /// starts at byte `offset` of the input (its pcap record header or pcapng block).
+    fn record(&mut self, number: u64, offset: u64);
+    /// The file's link state changed (a pcap file header, a pcapng section header or
+    /// interface description): `links` reads the records from number `next` on.
+    fn links(&mut self, next: u64, links: &Links) {
+        let _ = (next, links);
+    }
+}
+
+/// Observes nothing.
+impl CaptureObserver for () {
+    fn record(&mut self, _: u64, _: u64) {}
+}
+
+/// [`read_capture`], telling `observer` where each record lies.
+///
+/// # Errors
+/// As [`read_capture`].
+pub fn read_capture_observed<R: Read + Send>(
+    r: R,
+    opts: &CaptureOptions,
+    plaus: &dyn FramePlausibility,
+    observer: &mut dyn CaptureObserver,
     mut on_event: impl FnMut(Event),
 ) -> Result<CaptureStats, CaptureError> {
     let out: &mut dyn FnMut(Event) = &mut on_event;
@@ -521,68 +733,25 @@ pub fn read_capture<R: Read + Send>(
         Err(e) => return Err(CaptureError::Parse(format!("{e:?}"))),
     };
     let mut ex = Extractor::new(opts, plaus);
-    let mut legacy_link = 1i32;
-    let mut legacy_nanos = false;
-    let mut legacy_be = false;
-    let mut legacy_seen = false;
-    let mut ifaces: Vec<Iface> = Vec::new();
+    let mut links = Links::default();
     let mut capacity = cap;
     let mut stalls = 0u32;
+    // Bytes of the input consumed before the block being read: its offset in the file.
+    let mut pos = 0u64;
     loop {
         match reader.next() {
             Ok((offset, block)) => {
                 stalls = 0;
-                match block {
-                    PcapBlockOwned::LegacyHeader(h) => {
-                        legacy_link = h.network.0;
-                        legacy_nanos = h.is_nanosecond_precision();
-                        legacy_be = h.is_bigendian();
-                        legacy_seen = true;
+                match links.record(&block) {
+                    Rec::Packet(p) => {
+                        observer.record(ex.frame_no + 1, pos);
+                        ex.packet(p.linktype, p.data, p.origlen, p.time, out);
                     }
-                    PcapBlockOwned::Legacy(b) => {
-                        let nanos = if legacy_nanos {
-                            b.ts_usec
-                        } else {
-                            b.ts_usec.saturating_mul(1000)
-                        };
-                        let ts = Timestamp {
-                            secs: b.ts_sec as i64,
-                            nanos: nanos.min(999_999_999),
-                        };
-                        let data = &b.data[..(b.caplen as usize).min(b.data.len())];
-                        ex.packet(legacy_link, data, b.origlen, ts, out);
-                    }
-                    PcapBlockOwned::NG(Block::SectionHeader(_)) => ifaces.clear(),
-                    PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
-                        ifaces.push(Iface {
-                            linktype: idb.linktype.0,
-                            resol: idb.ts_resolution().unwrap_or(1_000_000),
-                            offset: idb.ts_offset(),
-                        });
-                    }
-                    PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
-                        let (lt, resol, off) = match ifaces.get(epb.if_id as usize) {
-                            Some(i) => (i.linktype, i.resol, i.offset),
-                            None => (-1, 1_000_000, 0),
-                        };
-                        let units = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
-                        let ts = ts_from_units(units, resol, off);
-                        let data = &epb.data[..(epb.caplen as usize).min(epb.data.len())];
-                        ex.packet(lt, data, epb.origlen, ts, out);
-                    }
-                    PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
-                        let lt = ifaces.first().map(|i| i.linktype).unwrap_or(-1);
-                        let data = &spb.data[..(spb.origlen as usize).min(spb.data.len())];
-                        ex.packet(lt, data, spb.origlen, Timestamp::default(), out);
-                    }
-                    PcapBlockOwned::NG(Block::DecryptionSecrets(dsb)) => {
-                        if dsb.secrets_type == pcap_parser::pcapng::SecretsType::TlsKeyLog {
-                            let n = (dsb.secrets_len as usize).min(dsb.data.len());
-                            ex.add_tls_secrets(&dsb.data[..n], out);
-                        }
-                    }
-                    PcapBlockOwned::NG(_) => {}
+                    Rec::Secrets(text) => ex.add_tls_secrets(text, out),
+                    Rec::Links => observer.links(ex.frame_no + 1, &links),
+                    Rec::Other => {}
                 }
+                pos += offset as u64;
                 reader.consume(offset);
             }
             Err(PcapError::Eof) => break,
@@ -599,9 +768,9 @@ pub fn read_capture<R: Read + Send>(
             Err(PcapError::BufferTooSmall) => {
                 // size claimed by the pending record/block, checked before growing the buffer
                 let d = reader.data();
-                let claim = if ifaces.is_empty() && d.len() >= 12 && legacy_seen {
+                let claim = if links.ifaces.is_empty() && d.len() >= 12 && links.legacy_seen {
                     let b = [d[8], d[9], d[10], d[11]];
-                    let c = if legacy_be {
+                    let c = if links.legacy_be {
                         u32::from_be_bytes(b)
                     } else {
                         u32::from_le_bytes(b)

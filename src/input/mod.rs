@@ -30,7 +30,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-pub use capture::{read_capture, Extractor};
+pub use capture::{read_capture, read_capture_observed, CaptureObserver, Extractor, Links};
 pub use pair::{PairedRequest, Pairer, PendingRequest};
 
 /// A capture timestamp: seconds and nanoseconds since the Unix epoch (UTC), as recorded in the
@@ -111,6 +111,24 @@ pub struct FrameContext {
     /// `stream_offset` counts bytes of the decrypted stream, and the record numbers are
     /// those of the packets that completed each TLS record.
     pub tls: Option<tls::TlsFrameInfo>,
+    /// Where the frame's bytes lie among the capture's records, to read them again
+    /// without the records before them ([`crate::index`]).
+    pub origin: Origin,
+}
+
+/// Where a frame's bytes lie among the capture's records: what re-reading the frame alone
+/// needs ([`crate::index`] keeps it for every message).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The lowest record number (1-based) among the records whose bytes the frame holds:
+    /// below [`FrameContext::first_frame`] when a segment arrived out of order.
+    pub low_record: u64,
+    /// The highest record number among them (at least [`FrameContext::last_frame`]).
+    pub high_record: u64,
+    /// The TCP sequence number of the frame's first byte (its size prefix), in its
+    /// direction; `None` for a frame decrypted from TLS (its bytes are plaintext, at no
+    /// sequence number of the TCP stream).
+    pub tcp_seq: Option<u32>,
 }
 
 /// A whole frame cut from a TCP byte stream.

@@ -25,6 +25,9 @@ pub struct PairedRequest {
     pub frame: u64,
     /// Capture time of the request.
     pub time: Timestamp,
+    /// The caller's number for the request ([`Pairer::request_tagged`]; 0 from
+    /// [`Pairer::request`]): the message index keeps its message number there.
+    pub tag: u64,
 }
 
 /// A request still waiting for its response.
@@ -74,6 +77,32 @@ impl Pairer {
         frame: u64,
         time: Timestamp,
     ) -> Option<Notice> {
+        self.request_tagged(
+            connection,
+            correlation_id,
+            api_key,
+            api_version,
+            expects_response,
+            frame,
+            time,
+            0,
+        )
+    }
+
+    /// [`Pairer::request`], remembering the caller's number `tag` for the request: the
+    /// [`PairedRequest`] its response finds carries it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn request_tagged(
+        &mut self,
+        connection: u32,
+        correlation_id: i32,
+        api_key: i16,
+        api_version: i16,
+        expects_response: bool,
+        frame: u64,
+        time: Timestamp,
+        tag: u64,
+    ) -> Option<Notice> {
         if !expects_response {
             return None;
         }
@@ -101,6 +130,7 @@ impl Pairer {
                 api_version,
                 frame,
                 time,
+                tag,
             },
         ));
         notice

@@ -78,8 +78,12 @@ pub enum FramerOut {
         incomplete: bool,
         /// The record that completes it: the highest record number among those that carried
         /// its bytes or those of the frames before it in this direction (and, when cut, the
-        /// record that revealed the gap); its place in the output order ([`super::order`]).
+        /// record that revealed the gap); its place in the output order (`input::order`).
         key: u64,
+        /// The lowest record number among those that carried its bytes.
+        low: u64,
+        /// The highest record number among those that carried its bytes.
+        high: u64,
     },
     /// Something skipped.
     Notice {
@@ -234,6 +238,32 @@ impl Framer {
         key
     }
 
+    /// The lowest and highest record numbers among the records that carried the first `n`
+    /// buffered bytes (see [`super::Origin`]).
+    fn carriers(&self, n: usize) -> (u64, u64) {
+        let (a, b) = (self.buf_off, self.buf_off + n as u64);
+        let mut start = None::<u64>;
+        let (mut low, mut high) = (u64::MAX, 0u64);
+        for (end, f, _) in &self.spans {
+            // A span covers from the previous span's end (the first span: from anywhere
+            // before `a`) to its own `end`.
+            let covers = *end > a && start.is_none_or(|s| s < b);
+            if covers {
+                low = low.min(*f);
+                high = high.max(*f);
+            }
+            start = Some(*end);
+            if *end >= b {
+                break;
+            }
+        }
+        if low == u64::MAX {
+            let (f, _) = self.frame_at(a);
+            return (f, f);
+        }
+        (low, high)
+    }
+
     /// The lowest record number among the bytes held while looking for a frame start: a
     /// frame found in them can be completed by a record that far back. `None` when the
     /// framer is in step (a frame it still waits for ends in a record not yet read).
@@ -252,6 +282,7 @@ impl Framer {
         let (last, time) = self.frame_at(self.buf_off + n.saturating_sub(1) as u64);
         let bytes = self.buf[..n].to_vec();
         let key = self.completed_by(n, incomplete);
+        let (low, high) = self.carriers(n);
         out.push(FramerOut::Frame {
             offset: self.buf_off,
             bytes,
@@ -260,6 +291,8 @@ impl Framer {
             time,
             incomplete,
             key,
+            low,
+            high,
         });
         self.consume(n);
     }
@@ -966,6 +999,8 @@ impl Conn {
                     time,
                     incomplete,
                     key,
+                    low,
+                    high,
                 } => {
                     let kind = self.classify(dir, &bytes, incomplete, last, sink);
                     sink.stats.frames += 1;
@@ -983,6 +1018,16 @@ impl Conn {
                         direction: dir,
                         stream_offset: offset,
                         incomplete,
+                        origin: super::Origin {
+                            low_record: low,
+                            high_record: high,
+                            tcp_seq: match self.tls {
+                                Some(_) => None,
+                                None => self.reasm[side]
+                                    .base()
+                                    .map(|b| b.wrapping_add(offset as u32)),
+                            },
+                        },
                         tls,
                     };
                     sink.order

@@ -116,6 +116,12 @@ impl Reassembler {
         self.closed
     }
 
+    /// The sequence number of stream offset 0 (ISN + 1 after a SYN, or the first data
+    /// byte seen mid-stream); `None` before the first SYN or data segment.
+    pub fn base(&self) -> Option<u32> {
+        self.base
+    }
+
     /// Next expected stream offset (bytes delivered or declared lost so far).
     pub fn offset(&self) -> u64 {
         self.offset

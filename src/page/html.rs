@@ -426,7 +426,7 @@ nav.toc ol { columns: 2 28rem; font-size: 14px; }
 .msg .tree .row { overflow: hidden; text-overflow: ellipsis; }
 "#;
 
-/// The head of a document of captured messages (the page CSS and [`DOC_CSS`]).
+/// The head of a document of captured messages (the page CSS and `DOC_CSS`).
 ///
 /// # Errors
 /// The writer's errors.

@@ -80,7 +80,7 @@ impl Role {
 
 /// Where the fields of a struct-typed field are defined, as a path from its
 /// definition's root: the first step indexes the body's fields, or (with
-/// [`Home::COMMON`] set) the common structs; each further step indexes the fields of
+/// `Home::COMMON` set) the common structs; each further step indexes the fields of
 /// the field (or common struct) before it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Home(Box<[u16]>);

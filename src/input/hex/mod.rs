@@ -9,10 +9,10 @@
 //! as decoration (offset columns, ASCII columns, comment and blank lines).
 
 //!
-//! The layouts each have a module: [`plain`] (plain hex and `c>s`/`s>c` lines), [`dump`]
-//! (offset dumps: xxd, hexdump, od, Wireshark), [`kwire`] (kwire's own text output, its
-//! byte layouts), [`boxed`] (hexyl's boxes),
-//! [`detect`] (which layout a text is in) and [`b64`] (base64); this module holds the
+//! The layouts each have a module: `plain` (plain hex and `c>s`/`s>c` lines), `dump`
+//! (offset dumps: xxd, hexdump, od, Wireshark), `kwire` (kwire's own text output, its
+//! byte layouts), `boxed` (hexyl's boxes),
+//! `detect` (which layout a text is in) and `b64` (base64); this module holds the
 //! chunk and error types, the line and token readers they share, and [`parse_hex`].
 
 mod b64;
