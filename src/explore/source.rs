@@ -235,6 +235,7 @@ fn frame_context(incomplete: bool) -> FrameContext {
         stream_offset: 0,
         incomplete,
         tls: None,
+        origin: input::Origin::default(),
     }
 }
 
