@@ -203,9 +203,8 @@ fn total_in(status: &str) -> Option<(usize, usize)> {
 /// Waits until every message is read (the status bar counts them all, no reading).
 fn wait_read(t: &Tmux, total: usize) -> Vec<String> {
     t.wait(&format!("{total} messages read"), |s| {
-        s.last().is_some_and(|l| {
-            total_in(l).is_some_and(|(_, b)| b == total) && !l.contains("reading")
-        })
+        s.last()
+            .is_some_and(|l| total_in(l).is_some_and(|(_, b)| b == total) && !l.contains("reading"))
     })
 }
 
@@ -258,7 +257,8 @@ fn filter_counts_as_read_does_and_bad_filters_are_refused() {
     t.type_text("api ==");
     t.keys(&["Enter"]);
     let s = t.wait("the filter's error", |s| {
-        s.iter().any(|l| l.contains("error: column 7: expected a value"))
+        s.iter()
+            .any(|l| l.contains("error: column 7: expected a value"))
     });
     assert!(s.last().unwrap().contains("filter: api == Fetch"), "{s:?}");
     // A misspelt field: whatever `read -Y` says of it, explore says too.
@@ -312,10 +312,7 @@ fn span_of(line: &str) -> Option<(usize, usize)> {
 /// The reverse-video line of the tree pane, as text.
 fn selected_tree_line(rows: &[Vec<(char, bool)>]) -> String {
     let text = |r: &Vec<(char, bool)>| r.iter().map(|c| c.0).collect::<String>();
-    let start = rows
-        .iter()
-        .position(|r| text(r).contains(" Tree"))
-        .unwrap();
+    let start = rows.iter().position(|r| text(r).contains(" Tree")).unwrap();
     let end = rows
         .iter()
         .position(|r| text(r).contains(" Bytes"))
@@ -375,10 +372,24 @@ fn a_selected_node_highlights_exactly_its_bytes() {
     wait_read(&t, read_lines(&["captures/demo.pcap"]).len());
     // The second message (the ApiVersions response): 287 bytes, several rows.
     t.keys(&["Down", "Tab"]);
+    t.wait("the second message's tree", |s| {
+        s.iter().any(|l| l.starts_with("> Tree (message 2 of"))
+    });
     let mut checked = 0;
+    let mut previous = String::new();
     for step in 0..8 {
-        let rows = t.screen_attrs();
-        let line = selected_tree_line(&rows);
+        // Each key is handled with a redraw: wait for the selection to move.
+        let start = Instant::now();
+        let (rows, line) = loop {
+            let rows = t.screen_attrs();
+            let line = selected_tree_line(&rows);
+            if line != previous {
+                break (rows, line);
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "stuck on {line}");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        previous = line.clone();
         let (off, len) = span_of(&line).unwrap_or_else(|| panic!("a span in {line:?}"));
         let got = reversed_bytes(&rows);
         let want: Vec<usize> = (off..off + len).collect();
@@ -395,7 +406,11 @@ fn a_selected_node_highlights_exactly_its_bytes() {
             checked += 1;
         } else {
             // Only a node larger than the pane (12 rows of 16 bytes) is shown in part.
-            assert!(len > 12 * 16, "step {step}: {line}: {} of {len} bytes", got.len());
+            assert!(
+                len > 12 * 16,
+                "step {step}: {line}: {} of {len} bytes",
+                got.len()
+            );
         }
         t.keys(&["Down"]);
     }
@@ -406,6 +421,10 @@ fn a_selected_node_highlights_exactly_its_bytes() {
     for _ in 0..13 {
         t.keys(&["Right"]);
     }
+    t.wait("the cursor on byte 13", |s| {
+        s.iter()
+            .any(|l| l.contains(" Bytes:") && l.contains("cursor 0x000d"))
+    });
     let rows = t.screen_attrs();
     let line = selected_tree_line(&rows);
     let (off, len) = span_of(&line).unwrap();
@@ -422,22 +441,43 @@ fn p_goes_to_the_pair_and_q_restores_the_terminal() {
     let lines = read_lines(&["captures/demo.pcap"]);
     let t = Tmux::start("pair", &["captures/demo.pcap"]);
     wait_read(&t, lines.len());
-    let selected = |t: &Tmux| -> String {
+    let selected = |t: &Tmux| -> Option<String> {
         let rows = t.screen_attrs();
         rows.iter()
             .find(|r| r.first().is_some_and(|c| c.1))
-            .map(|r| r.iter().map(|c| c.0).collect::<String>().trim_end().to_string())
-            .unwrap()
+            .map(|r| {
+                r.iter()
+                    .map(|c| c.0)
+                    .collect::<String>()
+                    .trim_end()
+                    .to_string()
+            })
     };
-    assert_eq!(selected(&t), lines[0]);
+    // Keys are handled one after the other, each with a redraw: wait for the last.
+    let lands_on = |t: &Tmux, want: &str| {
+        let start = Instant::now();
+        loop {
+            let got = selected(t);
+            if got.as_deref() == Some(want) {
+                return;
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                panic!("selected {got:?}, not {want:?}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    lands_on(&t, &lines[0]);
     t.keys(&["p"]);
-    assert_eq!(selected(&t), lines[1], "the response to the first request");
+    lands_on(&t, &lines[1]);
     t.keys(&["p"]);
-    assert_eq!(selected(&t), lines[0]);
+    lands_on(&t, &lines[0]);
     // The Produce request at line 7 and its response at line 9 (another one between).
-    t.keys(&["j", "j", "j", "j", "j", "j", "j", "p"]);
+    t.keys(&["j", "j", "j", "j", "j", "j", "j"]);
+    lands_on(&t, &lines[7]);
     assert!(lines[7].contains("Produce v10 request corr=3"));
-    assert_eq!(selected(&t), lines[9]);
+    t.keys(&["p"]);
+    lands_on(&t, &lines[9]);
 
     t.keys(&["q"]);
     t.wait("kwire to exit", |s| s.iter().any(|l| l == "KWIRE_EXIT=0"));

@@ -46,7 +46,12 @@ pub fn explore_command(schema: Schema, cli: &Cli, a: &ExploreArgs) -> Result<i32
             ));
         }
     }
-    let files = a.capture.captures().iter().map(|c| c.path.to_path_buf()).collect();
+    let files = a
+        .capture
+        .captures()
+        .iter()
+        .map(|c| c.path.to_path_buf())
+        .collect();
     let inputs = crate::explore::Inputs {
         files,
         capture: CaptureOptions {
@@ -77,7 +82,10 @@ pub fn explore_command(schema: Schema, cli: &Cli, a: &ExploreArgs) -> Result<i32
             Ok(EXIT_OK)
         }
         Err(crate::explore::ExploreError::NotATerminal) => {
-            say(&format!("kwire: {}", crate::explore::ExploreError::NotATerminal));
+            say(&format!(
+                "kwire: {}",
+                crate::explore::ExploreError::NotATerminal
+            ));
             Ok(EXIT_USAGE)
         }
         Err(e) => Err(CliError::Msg(e.to_string())),

@@ -135,10 +135,13 @@ impl Pattern {
         }
         let fold = matches!(self, Pattern::Text(_));
         let eq = |i: usize| {
-            b[i..i + needle.len()]
-                .iter()
-                .zip(&needle)
-                .all(|(x, y)| if fold { x.eq_ignore_ascii_case(y) } else { x == y })
+            b[i..i + needle.len()].iter().zip(&needle).all(|(x, y)| {
+                if fold {
+                    x.eq_ignore_ascii_case(y)
+                } else {
+                    x == y
+                }
+            })
         };
         let last = b.len() - needle.len();
         if back {
@@ -611,7 +614,9 @@ impl App {
                 && x.direction != m.direction
         };
         let n = self.src.count();
-        let found = if m.direction == crate::tree::Direction::Request {
+        let found = if let Some(j) = m.pair {
+            Some(j)
+        } else if m.direction == crate::tree::Direction::Request {
             (i + 1..n).find(|&j| self.src.meta(j).is_some_and(fits))
         } else {
             (0..i).rev().find(|&j| self.src.meta(j).is_some_and(fits))
@@ -643,9 +648,10 @@ impl App {
         let Some((buf, off, len)) = self.tree_row().and_then(|r| v.span(r)) else {
             return;
         };
-        let b = v.buffers.get(buf as usize).map_or(&[][..], |b| {
-            &b[off.min(b.len())..(off + len).min(b.len())]
-        });
+        let b = v
+            .buffers
+            .get(buf as usize)
+            .map_or(&[][..], |b| &b[off.min(b.len())..(off + len).min(b.len())]);
         let hex = crate::render::hex(b);
         use base64::Engine;
         let b64 = base64::engine::general_purpose::STANDARD.encode(hex.as_bytes());

@@ -12,6 +12,7 @@
 //! Keys: see [`HELP`] (also `?` in the program).
 
 pub mod app;
+pub mod indexed;
 pub mod scan;
 pub mod source;
 pub mod tree;
@@ -101,6 +102,28 @@ pub fn restore_terminal() {
     let _ = out.flush();
 }
 
+/// The source for `inputs`: one capture file that is not being written goes through the
+/// message index ([`indexed::Indexed`]); stdin, several captures and a file still being
+/// written are read by a [`Spool`] (which follows a growing file's end).
+///
+/// # Errors
+/// The spool file cannot be made.
+pub fn open(schema: Arc<Schema>, inputs: Inputs) -> std::io::Result<Arc<dyn Source>> {
+    let settled = |p: &std::path::Path| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| std::time::SystemTime::now().duration_since(t).ok())
+            .is_some_and(|age| age >= source::FOLLOW_RECENT)
+    };
+    Ok(match inputs.files.as_slice() {
+        [one] if one.as_os_str() != "-" && one.is_file() && settled(one) => {
+            Arc::new(indexed::Indexed::start(schema, inputs)?)
+        }
+        _ => Arc::new(Spool::start(schema, inputs)?),
+    })
+}
+
 /// Runs the explorer on `inputs` until the user quits.
 ///
 /// # Errors
@@ -112,7 +135,7 @@ pub fn run(schema: Schema, inputs: Inputs, opts: Options) -> Result<(), ExploreE
         return Err(ExploreError::NotATerminal);
     }
     let schema = Arc::new(schema);
-    let src: Arc<dyn Source> = Arc::new(Spool::start(Arc::clone(&schema), inputs)?);
+    let src = open(schema, inputs)?;
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         restore_terminal();

@@ -41,9 +41,7 @@ fn run<T: Send + 'static>(
     src: Arc<dyn Source>,
     detail: Detail,
     init: T,
-    each: impl Fn(&mut T, usize, &crate::tree::Message<'_>, &crate::session::Context)
-        + Send
-        + 'static,
+    each: impl Fn(&mut T, usize, &crate::tree::Message<'_>, &crate::session::Context) + Send + 'static,
 ) -> Arc<Scan<T>> {
     let scan = Arc::new(Scan {
         scanned: AtomicUsize::new(0),
@@ -117,16 +115,21 @@ const MAX_SECONDS: usize = 1 << 20;
 /// The overview of the whole capture.
 pub fn overview(src: Arc<dyn Source>) -> Arc<Scan<Overview>> {
     let meta_src = Arc::clone(&src);
-    run(src, Detail::Full, Overview::default(), move |o, i, m, ctx| {
-        let capture = meta_src.meta(i).map_or(0, |x| x.capture);
-        o.stats.capture = capture;
-        o.stats.add(m, ctx);
-        *o.bytes.entry((capture, ctx.connection)).or_default() += m.frame.len() as u64;
-        let first = *o.first.get_or_insert(ctx.time);
-        let secs = (ctx.time.0 - first.0).clamp(0, MAX_SECONDS as i64 - 1) as usize;
-        if o.per_second.len() <= secs {
-            o.per_second.resize(secs + 1, 0);
-        }
-        o.per_second[secs] += 1;
-    })
+    run(
+        src,
+        Detail::Full,
+        Overview::default(),
+        move |o, i, m, ctx| {
+            let capture = meta_src.meta(i).map_or(0, |x| x.capture);
+            o.stats.capture = capture;
+            o.stats.add(m, ctx);
+            *o.bytes.entry((capture, ctx.connection)).or_default() += m.frame.len() as u64;
+            let first = *o.first.get_or_insert(ctx.time);
+            let secs = (ctx.time.0 - first.0).clamp(0, MAX_SECONDS as i64 - 1) as usize;
+            if o.per_second.len() <= secs {
+                o.per_second.resize(secs + 1, 0);
+            }
+            o.per_second[secs] += 1;
+        },
+    )
 }

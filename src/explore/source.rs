@@ -54,6 +54,9 @@ pub struct Meta {
     pub size: u32,
     /// Capture time, seconds and nanoseconds since the Unix epoch.
     pub time: (i64, u32),
+    /// The message's pair (a request's response, a response's request), when the
+    /// source knows it without a search (the index does).
+    pub pair: Option<usize>,
 }
 
 /// The explorer's view of a capture: messages numbered `0..count()` in capture order,
@@ -111,6 +114,8 @@ struct Shared {
     done: AtomicBool,
     following: AtomicBool,
     stop: AtomicBool,
+    /// Reading stops after this many messages (the index takes over from there).
+    cap: usize,
     error: Mutex<Option<String>>,
     notices: Mutex<(Vec<String>, u64)>,
     tls: Mutex<std::collections::HashMap<(u32, u32), String>>,
@@ -165,7 +170,7 @@ pub struct Spool {
 
 /// How long a capture whose file was modified this recently is followed at its end
 /// (a capture still being written: `tcpdump -w`, `dumpcap -w`).
-const FOLLOW_RECENT: Duration = Duration::from_secs(5);
+pub const FOLLOW_RECENT: Duration = Duration::from_secs(5);
 
 /// The background reader's input: counts bytes, publishes what is pending when it must
 /// wait, and follows a file that is still being written.
@@ -254,6 +259,15 @@ impl Spool {
     /// # Errors
     /// The spool file cannot be made (in `$TMPDIR`).
     pub fn start(schema: Arc<Schema>, inputs: Inputs) -> std::io::Result<Spool> {
+        Spool::start_capped(schema, inputs, usize::MAX)
+    }
+
+    /// [`Spool::start`], reading no more than `cap` messages (the first screens while
+    /// an index is built).
+    ///
+    /// # Errors
+    /// As [`Spool::start`].
+    pub fn start_capped(schema: Arc<Schema>, inputs: Inputs, cap: usize) -> std::io::Result<Spool> {
         let dir = std::env::temp_dir();
         let path = dir.join(format!(
             "kwire-explore-{}-{}.spool",
@@ -291,6 +305,7 @@ impl Spool {
             done: AtomicBool::new(false),
             following: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            cap,
             error: Mutex::new(None),
             notices: Mutex::new((Vec::new(), 0)),
             tls: Mutex::new(Default::default()),
@@ -355,7 +370,10 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
                     shared: Arc::clone(shared),
                 },
                 Ok(_) => {
-                    fail(shared, format!("{}: is a folder, not a capture file", path.display()));
+                    fail(
+                        shared,
+                        format!("{}: is a folder, not a capture file", path.display()),
+                    );
                     continue;
                 }
                 Err(e) => {
@@ -388,7 +406,8 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
                         text.push_str(&format!(" sni={sni}"));
                     }
                     let mut tls = shared.tls.lock().unwrap_or_else(|e| e.into_inner());
-                    tls.entry((ordinal as u32, p.ctx.connection)).or_insert(text);
+                    tls.entry((ordinal as u32, p.ctx.connection))
+                        .or_insert(text);
                 }
                 let dir = if f.ctx.direction == input::Direction::ToServer {
                     Direction::Request
@@ -402,6 +421,7 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
                     correlation_id: correlation_id(&f.bytes, dir),
                     size: u32::try_from(f.bytes.len()).unwrap_or(u32::MAX),
                     time: p.ctx.time,
+                    pair: None,
                 };
                 let mut pend = shared.pending.lock().unwrap_or_else(|e| e.into_inner());
                 let offset = pend.written;
@@ -411,6 +431,10 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
                     return;
                 }
                 pend.written += f.bytes.len() as u64;
+                let read = shared.entries.read().map_or(0, |e| e.len()) + pend.entries.len();
+                if read + 1 >= shared.cap {
+                    shared.stop.store(true, Ordering::Relaxed);
+                }
                 pend.entries.push(Entry {
                     prepared: p,
                     kind: f.kind,
@@ -430,6 +454,10 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
         {
             let mut pend = shared.pending.lock().unwrap_or_else(|e| e.into_inner());
             shared.publish(&mut pend);
+        }
+        if shared.stop.load(Ordering::Relaxed) {
+            // Stopped on purpose: what waits for the rest of the capture is not said.
+            break;
         }
         match res {
             Ok(stats) => {
@@ -507,7 +535,12 @@ impl Source for Spool {
             )
         };
         let mut bytes = vec![0u8; size];
-        if self.shared.reader.read_exact_at(&mut bytes, offset).is_err() {
+        if self
+            .shared
+            .reader
+            .read_exact_at(&mut bytes, offset)
+            .is_err()
+        {
             return false;
         }
         let frame = Frame {
@@ -534,6 +567,11 @@ impl Source for Spool {
     }
 
     fn tls_of(&self, capture: u32, connection: u32) -> Option<String> {
-        self.shared.tls.lock().ok()?.get(&(capture, connection)).cloned()
+        self.shared
+            .tls
+            .lock()
+            .ok()?
+            .get(&(capture, connection))
+            .cloned()
     }
 }

@@ -304,10 +304,19 @@ fn bytes_pane(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     };
     let id = app.buffer as usize;
     let buf = &v.buffers[id];
+    let w = offset_width(buf.len());
     let what = if id == 0 {
-        format!("Bytes: the frame, {} bytes", buf.len())
+        format!(
+            "Bytes: the frame, {} bytes, cursor 0x{:0w$x}",
+            buf.len(),
+            app.cursor
+        )
     } else {
-        format!("Bytes: decompressed buffer {id}, {} bytes", buf.len())
+        format!(
+            "Bytes: decompressed buffer {id}, {} bytes, cursor 0x{:0w$x}",
+            buf.len(),
+            app.cursor
+        )
     };
     let span = app.selected_span();
     let sel = match span {
@@ -328,7 +337,6 @@ fn bytes_pane(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     scroll(&mut top, sel.start / 16, h);
     scroll(&mut top, app.cursor / 16, h);
     app.bytes_top = top;
-    let w = offset_width(buf.len());
     let regions = &v.regions[id];
     let errors = &v.errors[id];
     let mut lines = Vec::with_capacity(h);
@@ -390,7 +398,10 @@ fn text_view(f: &mut Frame<'_>, app: &mut App, area: Rect, head: &str, text: Vec
 }
 
 fn help(f: &mut Frame<'_>, app: &mut App, area: Rect) {
-    let lines = super::HELP.lines().map(|l| Line::raw(l.to_string())).collect();
+    let lines = super::HELP
+        .lines()
+        .map(|l| Line::raw(l.to_string()))
+        .collect();
     text_view(f, app, area, "Help", lines);
 }
 
@@ -476,7 +487,10 @@ fn stats(f: &mut Frame<'_>, app: &mut App, area: Rect) {
             let o = o.found.lock().unwrap_or_else(|e| e.into_inner());
             let mut b = Vec::new();
             let _ = o.stats.write_text(&mut b);
-            (String::from_utf8_lossy(&b).into_owned(), o.per_second.clone())
+            (
+                String::from_utf8_lossy(&b).into_owned(),
+                o.per_second.clone(),
+            )
         }
         None => (String::new(), Vec::new()),
     };
