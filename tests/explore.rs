@@ -545,3 +545,77 @@ fn not_a_terminal_says_so() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("stdout is not a terminal"), "{err}");
 }
+
+#[test]
+fn a_capture_still_being_written_is_followed() {
+    if !have_tmux("grow") {
+        return;
+    }
+    let all = read_lines(&["captures/demo.pcap"]);
+    let b = std::fs::read(root().join("captures/demo.pcap")).unwrap();
+    let dir = root().join("target").join("explore-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("growing.pcap");
+    std::fs::write(&p, &b[..8000]).unwrap();
+    let t = Tmux::start("grow", &[p.to_str().unwrap()]);
+    let s = t.wait("the first part", |s| {
+        s.last()
+            .is_some_and(|l| l.contains("following the capture's end"))
+    });
+    let (_, first) = total_in(s.last().unwrap()).unwrap();
+    assert!(
+        first > 0 && first < all.len(),
+        "{first} messages in the first part"
+    );
+    // G: the list follows the end as it grows.
+    t.keys(&["G"]);
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&p)
+        .unwrap()
+        .write_all(&b[8000..])
+        .unwrap();
+    let s = wait_read(&t, all.len());
+    let rows = t.screen_attrs();
+    let selected: String = rows
+        .iter()
+        .find(|r| r.first().is_some_and(|c| c.1))
+        .map(|r| {
+            r.iter()
+                .map(|c| c.0)
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
+        .unwrap();
+    assert_eq!(&selected, all.last().unwrap(), "{s:?}");
+}
+
+#[test]
+fn stdin_shows_reads_messages() {
+    if !have_tmux("stdin") {
+        return;
+    }
+    let expected = read_lines(&["captures/demo.pcap"]);
+    let socket = format!("kwire-explore-{}-stdin", std::process::id());
+    let script = format!(
+        "cat captures/demo.pcap | '{}' explore -; echo KWIRE_EXIT=$?; sleep 120",
+        kwire_bin().display()
+    );
+    let st = Command::new("tmux")
+        .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
+        .args(["-x", "200", "-y", "50", "-s", "t"])
+        .args(["env", "TERM=xterm-256color", "sh", "-c", &script])
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let t = Tmux { socket };
+    let s = wait_read(&t, expected.len());
+    let shown = list_lines(&s);
+    assert_eq!(shown[..], expected[..shown.len()]);
+    // Keys come from the terminal, not from the piped stdin.
+    t.keys(&["q"]);
+    t.wait("kwire to exit", |s| s.iter().any(|l| l == "KWIRE_EXIT=0"));
+}
