@@ -35,6 +35,11 @@ struct Tmux {
 
 impl Tmux {
     fn start(test: &str, args: &[&str]) -> Tmux {
+        Tmux::start_env(test, &[], args)
+    }
+
+    /// [`Tmux::start`] with `VAR=value` settings for kwire.
+    fn start_env(test: &str, env: &[&str], args: &[&str]) -> Tmux {
         let socket = format!("kwire-explore-{}-{test}", std::process::id());
         let mut cmd = format!("'{}' explore", kwire_bin().display());
         for a in args {
@@ -45,7 +50,9 @@ impl Tmux {
         let st = Command::new("tmux")
             .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
             .args(["-x", "200", "-y", "50", "-s", "t"])
-            .args(["env", "TERM=xterm-256color", "sh", "-c", &script])
+            .args(["env", "TERM=xterm-256color"])
+            .args(env)
+            .args(["sh", "-c", &script])
             .current_dir(root())
             .status()
             .expect("tmux runs");
@@ -618,4 +625,40 @@ fn stdin_shows_reads_messages() {
     // Keys come from the terminal, not from the piped stdin.
     t.keys(&["q"]);
     t.wait("kwire to exit", |s| s.iter().any(|l| l == "KWIRE_EXIT=0"));
+}
+
+/// Whether a `capture-pane -e` screen sets any colour (foreground or background).
+fn has_colour(raw: &str) -> bool {
+    raw.split("\x1b[").skip(1).any(|seq| {
+        let params = seq.split('m').next().unwrap_or("");
+        params.split(';').any(|p| {
+            matches!(
+                p.parse::<u32>(),
+                Ok(30..=37 | 40..=47 | 90..=97 | 100..=107 | 38 | 48)
+            )
+        })
+    })
+}
+
+#[test]
+fn colour_follows_no_color_and_the_option() {
+    if !have_tmux("colour") {
+        return;
+    }
+    let n = read_lines(&["captures/demo.pcap"]).len();
+    let t = Tmux::start_env("nocolour", &["NO_COLOR=1"], &["captures/demo.pcap"]);
+    wait_read(&t, n);
+    let raw = t.tmux(&["capture-pane", "-e", "-p", "-t", "t"]);
+    assert!(!has_colour(&raw), "NO_COLOR: {raw}");
+    // The selection is still shown, in reverse video.
+    assert!(raw.contains("\x1b[7m"), "{raw}");
+    drop(t);
+    let t = Tmux::start_env(
+        "colour",
+        &["NO_COLOR=1"],
+        &["--color", "always", "captures/demo.pcap"],
+    );
+    wait_read(&t, n);
+    let raw = t.tmux(&["capture-pane", "-e", "-p", "-t", "t"]);
+    assert!(has_colour(&raw), "--color always: {raw}");
 }

@@ -136,6 +136,8 @@ pub fn run(schema: Schema, inputs: Inputs, opts: Options) -> Result<(), ExploreE
     }
     let schema = Arc::new(schema);
     let src = open(schema, inputs)?;
+    // crossterm reads NO_COLOR on its own; `--color` has the last word.
+    crossterm::style::force_color_output(opts.color);
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         restore_terminal();
