@@ -190,10 +190,11 @@ fn list_lines(screen: &[String]) -> Vec<String> {
         .iter()
         .position(|l| l.contains("Messages ("))
         .expect("the list's title");
+    // Up to the tree's title, or the status bar when the list is zoomed.
     let end = screen
         .iter()
         .position(|l| l.contains(" Tree"))
-        .expect("the tree's title");
+        .unwrap_or(screen.len() - 1);
     screen[start + 1..end]
         .iter()
         .filter(|l| !l.is_empty())
@@ -661,4 +662,118 @@ fn colour_follows_no_color_and_the_option() {
     wait_read(&t, n);
     let raw = t.tmux(&["capture-pane", "-e", "-p", "-t", "t"]);
     assert!(has_colour(&raw), "--color always: {raw}");
+}
+
+#[test]
+fn small_terminals_and_resizes() {
+    if !have_tmux("resize") {
+        return;
+    }
+    let lines = read_lines(&["captures/demo.pcap"]);
+    let t = Tmux::start("resize", &["captures/demo.pcap"]);
+    t.tmux(&["resize-window", "-t", "t", "-x", "80", "-y", "24"]);
+    let s = t.wait("an 80x24 screen", |s| {
+        s.len() == 24 && s[23].starts_with(&format!("{0} of {0} messages", lines.len()))
+    });
+    assert!(s.iter().all(|l| l.chars().count() <= 80));
+    let cut: String = lines[0].chars().take(80).collect();
+    assert_eq!(list_lines(&s)[0], cut.trim_end());
+    assert!(s.iter().any(|l| l.contains(" Tree")) && s.iter().any(|l| l.contains(" Bytes")));
+    t.tmux(&["resize-window", "-t", "t", "-x", "160", "-y", "40"]);
+    t.wait("a 160x40 screen", |s| {
+        s.len() == 40 && s[39].starts_with(&format!("{0} of {0} messages", lines.len()))
+    });
+    // The zoomed list fills the screen: every message but a few of 46 on 38 rows.
+    t.keys(&["\\"]);
+    let s = t.wait("the zoomed list", |s| list_lines(s).len() == 38);
+    assert_eq!(list_lines(&s)[..], lines[..38]);
+}
+
+/// The selected list line (the first line starting in reverse video).
+fn selected_line(t: &Tmux) -> Option<String> {
+    t.screen_attrs()
+        .iter()
+        .find(|r| r.first().is_some_and(|c| c.1))
+        .map(|r| {
+            r.iter()
+                .map(|c| c.0)
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
+}
+
+fn wait_selected(t: &Tmux, want: &str) {
+    let start = Instant::now();
+    loop {
+        let got = selected_line(t);
+        if got.as_deref() == Some(want) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "selected {got:?}, not {want:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn e_f_c_and_search() {
+    if !have_tmux("keys") {
+        return;
+    }
+    let cap = "captures/lab/ck_admin.pcap";
+    let lines = read_lines(&[cap]);
+    let t = Tmux::start("keys", &[cap]);
+    wait_read(&t, lines.len());
+    // e: the next message with a decode error or a non-zero error code.
+    let problems = read_lines(&[cap, "-Y", "malformed || error_code ~= 0"]);
+    let first = problems.iter().find(|l| **l != lines[0]).unwrap();
+    t.keys(&["e"]);
+    wait_selected(&t, first);
+    // Ctrl-F in the list: text, case-insensitive; n the next match.
+    t.keys(&["g"]);
+    wait_selected(&t, &lines[0]);
+    t.keys(&["C-f"]);
+    t.type_text("metadata v12 response");
+    t.keys(&["Enter"]);
+    let hits: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("Metadata v12 response"))
+        .collect();
+    wait_selected(&t, hits[0]);
+    t.keys(&["n"]);
+    wait_selected(&t, hits[1]);
+    t.keys(&["N"]);
+    wait_selected(&t, hits[0]);
+    // f: only this connection, as read -Y 'connection == N' shows it; again: back.
+    let conn = read_lines(&[cap, "-Y", "connection == 1"]);
+    t.keys(&["g"]);
+    wait_selected(&t, &lines[0]);
+    t.keys(&["f"]);
+    t.wait("the connection filter", |s| {
+        s.last().is_some_and(|l| {
+            l.starts_with(&format!(
+                "{} of {} messages | filter: connection == 1",
+                conn.len(),
+                lines.len()
+            )) && !l.contains("looked at")
+        })
+    });
+    t.keys(&["f"]);
+    t.wait("every message again", |s| {
+        s.last()
+            .is_some_and(|l| l.starts_with(&format!("{0} of {0} messages |", lines.len())))
+    });
+    // c: the selected node's bytes as hex: the first message's size prefix.
+    t.keys(&["Tab", "Down", "Down"]);
+    t.wait("the size node", |s| {
+        s.iter().any(|l| l.contains("cursor 0x0000"))
+    });
+    t.keys(&["c"]);
+    t.wait("the copied bytes", |s| {
+        s.last()
+            .is_some_and(|l| l.contains("copied 4 bytes: 00000042"))
+    });
 }
