@@ -777,3 +777,72 @@ fn e_f_c_and_search() {
             .is_some_and(|l| l.contains("copied 4 bytes: 00000042"))
     });
 }
+
+#[test]
+fn notices_connections_and_statistics_views() {
+    if !have_tmux("views") {
+        return;
+    }
+    let cap = "captures/lab/var_snaplen200.pcap";
+    let lines = read_lines(&[cap]);
+    let o = Command::new(kwire_bin())
+        .args(["read", cap])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let notices: Vec<String> = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| l.starts_with("kwire: frame "))
+        .map(str::to_string)
+        .collect();
+    assert!(notices.len() > 3);
+    let t = Tmux::start("views", &[cap]);
+    wait_read(&t, lines.len());
+    // L: the notices read prints on stderr, in its order.
+    t.keys(&["L"]);
+    let s = t.wait("the notices", |s| s[0].starts_with("Notices"));
+    let shown: Vec<&String> = s[1..]
+        .iter()
+        .filter(|l| l.starts_with("kwire: frame "))
+        .collect();
+    assert!(shown.len() >= 3);
+    for (i, l) in shown.iter().enumerate() {
+        assert_eq!(*l, &notices[i]);
+    }
+    t.keys(&["Escape"]);
+    // C: one line a connection, as `kwire stats` counts them; Enter filters to one.
+    let st = Command::new(kwire_bin())
+        .args(["stats", cap, "--format", "json"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let conns = st["connections"].as_array().map_or(0, |a| a.len());
+    assert!(conns >= 2);
+    t.keys(&["C"]);
+    t.wait("the connections", |s| {
+        s[0].starts_with(&format!("Connections ({conns};"))
+    });
+    t.keys(&["j"]);
+    t.keys(&["Enter"]);
+    let two = read_lines(&[cap, "-Y", "connection == 2"]);
+    t.wait("connection 2 alone", |s| {
+        s.last().is_some_and(|l| {
+            l.starts_with(&format!(
+                "{} of {} messages | filter: connection == 2",
+                two.len(),
+                lines.len()
+            )) && !l.contains("looked at")
+        })
+    });
+    // s: the statistics and the chart.
+    t.keys(&["s"]);
+    t.wait("the statistics", |s| {
+        s[0].starts_with("Statistics")
+            && s.iter().any(|l| l.contains("messages/s"))
+            && s.iter().any(|l| l.starts_with("api "))
+    });
+    t.keys(&["Escape"]);
+    t.keys(&["?"]);
+    t.wait("the keys", |s| s.iter().any(|l| l.starts_with("Keys")));
+}
