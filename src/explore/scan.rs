@@ -1,5 +1,5 @@
 //! Passes over the whole capture on a background thread, following the [`Source`] as it
-//! grows: the display filter's matches ([`Scan::filter`]) and the overview behind the
+//! grows: the display filter's matches ([`filter()`]) and the overview behind the
 //! connections and statistics views ([`Overview`]).
 
 use super::source::Source;
