@@ -846,3 +846,55 @@ fn notices_connections_and_statistics_views() {
     t.keys(&["?"]);
     t.wait("the keys", |s| s.iter().any(|l| l.starts_with("Keys")));
 }
+
+#[test]
+fn the_tree_pane_shows_read_v_lines() {
+    if !have_tmux("tree") {
+        return;
+    }
+    let cap = "captures/demo.pcap";
+    let lines = read_lines(&[cap]);
+    // The second message's tree as read -V prints it (title line first, then the tree).
+    let v = read_lines(&[cap, "-V", "-c", "2"]);
+    let frame = lines[1].split(' ').next().unwrap();
+    let second = v
+        .iter()
+        .position(|l| l.starts_with(&format!("{frame} ")))
+        .unwrap();
+    let tree: Vec<&String> = v[second + 1..]
+        .iter()
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let t = Tmux::start("tree", &[cap, "--max-elements", "100"]);
+    wait_read(&t, lines.len());
+    t.keys(&["j", "Tab", "\\"]);
+    let s = t.wait("the zoomed tree", |s| {
+        s[0].starts_with("> Tree (message 2 of")
+    });
+    let shown: Vec<&String> = s[1..s.len() - 1].iter().collect();
+    assert!(shown.len() >= 40);
+    for (i, l) in shown.iter().enumerate() {
+        let want: String = tree[i].chars().take(200).collect();
+        assert_eq!(**l, want.trim_end(), "tree line {i}");
+    }
+    // Folding hides a node's subtree: the ApiKeys array folded is one line.
+    let apikeys = shown
+        .iter()
+        .position(|l| l.contains("ApiKeys []ApiVersion"))
+        .unwrap();
+    for _ in 0..apikeys {
+        t.keys(&["Down"]);
+    }
+    t.keys(&["Enter"]);
+    let s = t.wait("ApiKeys folded", |s| {
+        s.iter().any(|l| l.contains("[+] ApiKeys"))
+    });
+    let after = s.iter().position(|l| l.contains("[+] ApiKeys")).unwrap();
+    let next: String = tree
+        .iter()
+        .skip(apikeys + 1)
+        .find(|l| !l.starts_with("    |") && !l.starts_with("|   |"))
+        .map(|l| l.to_string())
+        .unwrap();
+    assert_eq!(s[after + 1], next.trim_end());
+}
