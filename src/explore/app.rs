@@ -1027,3 +1027,28 @@ pub fn has_problem(m: &crate::tree::Message<'_>) -> bool {
     });
     code
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Pattern;
+
+    #[test]
+    fn patterns() {
+        let t = Pattern::parse("Fetch").unwrap();
+        assert!(t.in_text("a fetch v12 request"));
+        assert!(!t.in_text("Produce"));
+        assert_eq!(t.in_bytes(b"xxFETCHyy", 0, false), Some(2));
+        let h = Pattern::parse("hex:00 0c").unwrap();
+        assert_eq!(h.in_bytes(&[1, 0, 0x0c, 0, 0x0c], 0, false), Some(1));
+        assert_eq!(h.in_bytes(&[1, 0, 0x0c, 0, 0x0c], 2, false), Some(3));
+        assert_eq!(h.in_bytes(&[1, 0, 0x0c, 0, 0x0c], 2, true), Some(1));
+        assert_eq!(h.in_bytes(&[1, 0], 0, false), None);
+        let r = Pattern::parse("re:corr=[0-9]+$").unwrap();
+        assert!(r.in_text("Produce v9 request corr=7"));
+        assert!(!r.in_text("corr=x"));
+        assert!(Pattern::parse("hex:0").is_err());
+        assert!(Pattern::parse("hex:zz").is_err());
+        assert!(Pattern::parse("re:(").is_err());
+        assert!(Pattern::parse("").is_err());
+    }
+}

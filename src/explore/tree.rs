@@ -250,3 +250,62 @@ impl<'a> Builder<'_, 'a, '_> {
         self.rows[me].end = self.rows.len();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{decode, DecodeOptions, Known};
+    use crate::schema::Schema;
+    use crate::tree::Buffers;
+
+    /// The seed page's DeleteTopics v6 request.
+    const REQ: &str =
+        "000000230014000600000000000000020100000000000000000000000000000000000000000000";
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn rows_fold_and_cover_bytes() {
+        let schema = Schema::embedded();
+        let opts = DecodeOptions::default();
+        let arena = Buffers::new();
+        let b = unhex(REQ);
+        let m = decode(&schema, &opts, &arena, &b, &Known::request());
+        let mut v = View::of(&m, &RenderOptions::default());
+        let mut text = Vec::new();
+        crate::render::text::tree(&mut text, &m, &RenderOptions::default()).unwrap();
+        let printed: Vec<String> = String::from_utf8(text)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let ours: Vec<String> = v
+            .rows
+            .iter()
+            .map(|r| format!("{}{}", r.prefix, r.text))
+            .collect();
+        assert_eq!(ours, printed);
+        // Every byte is covered by a leaf; the deepest node at 8 is correlation_id.
+        let r = v.node_at(0, 8).unwrap();
+        assert!(v.rows[r].text.starts_with("correlation_id int32"));
+        assert!((0..b.len()).all(|i| v.node_at(0, i).is_some()));
+        assert_eq!(v.node_at(0, b.len()), None);
+        // Folding the header hides its children; revealing a child unfolds it.
+        let header = v
+            .rows
+            .iter()
+            .position(|r| r.text.starts_with("RequestHeader"))
+            .unwrap();
+        let all = v.visible.len();
+        v.folded[header] = true;
+        v.refresh();
+        assert_eq!(v.visible.len(), all - (v.rows[header].end - header - 1));
+        v.reveal(r);
+        assert_eq!(v.visible.len(), all);
+    }
+}
