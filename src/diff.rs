@@ -1252,12 +1252,12 @@ mod tests {
     #[test]
     fn release_api_diff_uses_each_releases_definition() {
         let s = Schema::embedded();
-        let (ch, d) = release_api_diff(&s, 0, "3.9", "4.3").unwrap();
+        let (ch, d) = release_api_diff(&s, 0, "3.9", "4.4").unwrap();
         assert_eq!(ch.removed, vec![0, 1, 2]);
         let d = d.unwrap();
         assert_eq!(
             (d.from_source.as_str(), d.to_source.as_str()),
-            ("3.9", "4.3")
+            ("3.9", "4.4")
         );
         assert!(d.to_version > d.from_version);
     }

@@ -1,4 +1,4 @@
-//! Kafka error codes and their names (facts from Kafka's `Errors` enum, 4.3).
+//! Kafka error codes and their names (facts from Kafka's `Errors` enum, 4.4).
 
 /// `(code, name)` for every error code Kafka defines, ascending by code.
 pub const ERROR_CODES: &[(i16, &str)] = &[
@@ -137,6 +137,9 @@ pub const ERROR_CODES: &[(i16, &str)] = &[
     (131, "STREAMS_INVALID_TOPOLOGY_EPOCH"),
     (132, "STREAMS_TOPOLOGY_FENCED"),
     (133, "SHARE_SESSION_LIMIT_REACHED"),
+    (134, "GROUP_DELETION_FAILED"),
+    (135, "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED"),
+    (136, "CONTROLLER_ID_NOT_REGISTERED"),
 ];
 
 /// The name of error `code` (`NONE` for 0), or `None` when Kafka defines no such code.

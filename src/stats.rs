@@ -281,9 +281,17 @@ impl Stats {
             w,
             "latencies in ms from request to response; median and p99 are nearest-rank"
         )?;
+        // The api column fits the longest name seen (StreamsGroupTopologyDescriptionUpdate, 37).
+        let nw = self
+            .apis
+            .values()
+            .map(|a| a.api_name.len())
+            .max()
+            .unwrap_or(0)
+            .max(32);
         writeln!(
             w,
-            "{:<32} {:>4} {:>6} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9}  errors",
+            "{:<nw$} {:>4} {:>6} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9}  errors",
             "api", "ver", "reqs", "resps", "bytes", "min ms", "median", "p99", "max"
         )?;
         for ((_, v), a) in &self.apis {
@@ -302,7 +310,7 @@ impl Stats {
             }
             writeln!(
                 w,
-                "{:<32} {:>4} {:>6} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9}  {}",
+                "{:<nw$} {:>4} {:>6} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9}  {}",
                 a.api_name,
                 v,
                 a.requests,

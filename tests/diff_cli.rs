@@ -31,7 +31,7 @@ fn user_schema() -> PathBuf {
 fn fetch_12_to_13_as_text() {
     let s = out(kwire().args(["diff", "Fetch", "v12", "v13", "--color", "never"]));
     let lines: Vec<&str> = s.lines().collect();
-    assert_eq!(lines[0], "Fetch v12 (4.3) -> v13 (4.3)");
+    assert_eq!(lines[0], "Fetch v12 (4.4) -> v13 (4.4)");
     assert!(
         s.contains("+ Topics[].TopicId               added (uuid)  [+16 B per topic]"),
         "{s}"
@@ -84,7 +84,7 @@ fn every_step_when_no_version_is_given() {
 #[test]
 fn markdown_tables() {
     let s = out(kwire().args(["diff", "Fetch", "v12", "v13", "--format", "md"]));
-    assert!(s.starts_with("# Fetch v12 (4.3) -> v13 (4.3)\n"), "{s}");
+    assert!(s.starts_with("# Fetch v12 (4.4) -> v13 (4.4)\n"), "{s}");
     assert!(
         s.contains("| `Topics[].TopicId` | added |  | uuid | +16 B per topic |"),
         "{s}"
@@ -118,15 +118,15 @@ fn one_api_between_releases() {
         "Produce",
         "--release",
         "3.9",
-        "4.3",
+        "4.4",
         "--color",
         "never",
     ]));
     assert!(
-        s.starts_with("Kafka 3.9 -> 4.3: Produce (0): v0-2 removed;"),
+        s.starts_with("Kafka 3.9 -> 4.4: Produce (0): v0-2 removed;"),
         "{s}"
     );
-    assert!(s.contains("Produce v11 (3.9) -> v13 (4.3)"), "{s}");
+    assert!(s.contains("Produce v11 (3.9) -> v13 (4.4)"), "{s}");
     assert!(s.contains("TopicData[].TopicId"), "{s}");
 }
 
@@ -136,12 +136,12 @@ fn a_users_definitions_against_the_embedded_ones() {
         "diff",
         "DeleteTopics",
         "--release",
-        "4.3",
+        "4.4",
         "user",
         "--color",
         "never",
     ]));
-    assert!(s.contains("DeleteTopics v6 (4.3) -> v6 (user)"), "{s}");
+    assert!(s.contains("DeleteTopics v6 (4.4) -> v6 (user)"), "{s}");
     assert!(
         s.contains("TimeoutMs        type: int32 -> int64  [+4 B]"),
         "{s}"
@@ -156,7 +156,7 @@ fn a_users_definitions_against_the_embedded_ones() {
         "{s}"
     );
     assert!(
-        s.contains("response DeleteTopicsResponse: only in v6 (4.3)"),
+        s.contains("response DeleteTopicsResponse: only in v6 (4.4)"),
         "{s}"
     );
 }

@@ -46,7 +46,7 @@ fn reimport_changes_nothing() {
 fn embedded_stack_resolves_releases() {
     let s = Schema::embedded();
     let keys = s.api_keys();
-    assert_eq!(keys, (0..=92).collect::<Vec<i16>>());
+    assert_eq!(keys, (0..=94).collect::<Vec<i16>>());
     for v in 0..=2 {
         assert_eq!(
             s.request(0, v).unwrap().source,
@@ -57,14 +57,14 @@ fn embedded_stack_resolves_releases() {
     for v in 3..=13 {
         assert_eq!(
             s.request(0, v).unwrap().source,
-            Source::Release("4.3".into()),
+            Source::Release("4.4".into()),
             "Produce v{v}"
         );
     }
     assert!(s.request(0, 14).is_none());
     for v in 1..=6 {
         let d = s.request(20, v).unwrap();
-        assert_eq!(d.source, Source::Release("4.3".into()));
+        assert_eq!(d.source, Source::Release("4.4".into()));
         assert_eq!(d.def.is_flexible(v), v >= 4);
     }
     assert_eq!(
@@ -105,7 +105,7 @@ fn embedded_stack_resolves_releases() {
 fn api_table() {
     let s = Schema::embedded();
     let infos = kwire::cli::schema_cmd::api_infos(&s);
-    assert_eq!(infos.len(), 93);
+    assert_eq!(infos.len(), 95);
     let dt = infos.iter().find(|a| a.api_key == 20).unwrap();
     assert_eq!(
         (dt.api_name.as_str(), dt.min_version, dt.max_version),
@@ -115,7 +115,7 @@ fn api_table() {
     assert_eq!(dt.flexible_min_version, Some(4));
     assert_eq!(
         dt.source_releases,
-        vec!["4.3".to_string(), "3.9".to_string()]
+        vec!["4.4".to_string(), "3.9".to_string()]
     );
     let um = infos.iter().find(|a| a.api_key == 6).unwrap();
     assert_eq!((um.min_version, um.max_version), (Some(0), Some(8)));
@@ -265,7 +265,7 @@ fn user_schema_overlays_the_embedded_stack() {
     );
     assert_eq!(
         s.request(0, 9).unwrap().source,
-        Source::Release("4.3".into())
+        Source::Release("4.4".into())
     );
 }
 

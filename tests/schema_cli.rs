@@ -80,7 +80,7 @@ fn schema_json_with_a_runtime_schema_is_the_raw_file() {
 fn apis_lists_every_key() {
     let j: J = serde_json::from_str(&out(kwire().args(["apis", "--format", "json"]))).unwrap();
     let a = j.as_array().unwrap();
-    assert_eq!(a.len(), 93);
+    assert_eq!(a.len(), 95);
     let dt = a.iter().find(|x| x["api_key"] == 20).unwrap();
     assert_eq!(
         (dt["min_version"].as_i64(), dt["max_version"].as_i64()),

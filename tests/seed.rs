@@ -60,7 +60,7 @@ fn seed_request() {
         (m.api_key, m.api_version, m.header_version, m.size),
         (20, 6, 2, 39)
     );
-    assert_eq!(m.schema_release, Some("4.3"));
+    assert_eq!(m.schema_release, Some("4.4"));
     let want: Vec<(usize, &str, &str, &str, &str, usize, usize)> = vec![
         (0, "DeleteTopicsRequest", "message v6", "", "", 0x00, 39),
         (1, "Frame", "frame", "", "", 0x00, 4),

@@ -146,9 +146,16 @@ pub fn apis_json(infos: &[ApiInfo]) -> Value {
 
 /// Prints the `apis` table as text, like `kafka-broker-api-versions` but for the schema.
 pub fn apis_text(infos: &[ApiInfo], w: &mut dyn Write) -> std::io::Result<()> {
+    // The api column fits the longest name (StreamsGroupTopologyDescriptionUpdate, 37).
+    let nw = infos
+        .iter()
+        .map(|a| a.api_name.len())
+        .max()
+        .unwrap_or(0)
+        .max(34);
     writeln!(
         w,
-        "{:>3}  {:<34} {:<9} {:<9} {:<9} {:<10} {:<27} {:<12} notes",
+        "{:>3}  {:<nw$} {:<9} {:<9} {:<9} {:<10} {:<27} {:<12} notes",
         "key", "api", "request", "response", "flexible", "deprecated", "listeners", "from"
     )?;
     for a in infos {
@@ -167,7 +174,7 @@ pub fn apis_text(infos: &[ApiInfo], w: &mut dyn Write) -> std::io::Result<()> {
         }
         writeln!(
             w,
-            "{:>3}  {:<34} {:<9} {:<9} {:<9} {:<10} {:<27} {:<12} {}",
+            "{:>3}  {:<nw$} {:<9} {:<9} {:<9} {:<10} {:<27} {:<12} {}",
             a.api_key,
             a.api_name,
             req,
