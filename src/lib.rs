@@ -121,6 +121,7 @@ pub mod decode;
 pub mod diff;
 pub mod encode;
 pub mod errors;
+pub mod explore;
 pub mod export;
 pub mod filter;
 pub mod index;

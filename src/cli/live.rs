@@ -101,4 +101,3 @@ pub fn options(a: &CaptureArgs) -> LiveOptions {
         signals: true,
     }
 }
-

@@ -10,6 +10,7 @@
 pub mod decode_cmd;
 pub mod diff_cmd;
 pub mod encode_cmd;
+pub mod explore_cmd;
 pub mod export_cmd;
 pub mod live;
 pub mod log_cmd;
@@ -241,6 +242,9 @@ pub enum Command {
     Decode(DecodeArgs),
     /// Per-API counts, error names, latencies and bytes; per-connection client ids.
     Stats(read::StatsArgs),
+    /// Explore captures in the terminal: the message list, the selected message's tree
+    /// and its bytes, linked; display filter, search, connections and statistics.
+    Explore(explore_cmd::ExploreArgs),
     /// Writes the messages of captures as Parquet tables (messages, partitions, records)
     /// for DuckDB, Spark, Trino...
     Export(export_cmd::ExportArgs),
@@ -592,6 +596,10 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<i32, CliError> {
             let schema = load_schema(cli.schema.as_deref())?;
             log_cmd::record_command(&schema, &render_options(cli, &a.out), a, out)
         }
+        Command::Explore(a) => {
+            let schema = load_schema(cli.schema.as_deref())?;
+            explore_cmd::explore_command(schema, cli, a)
+        }
         Command::Man => {
             clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(out)?;
             Ok(EXIT_OK)
@@ -680,6 +688,7 @@ fn run_other(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
         }
         Command::Read(_)
         | Command::Stats(_)
+        | Command::Explore(_)
         | Command::Export(_)
         | Command::Decode(_)
         | Command::Log(_)

@@ -1023,7 +1023,7 @@ pub fn read_capture_observed<R: Read + Send>(
             }
             Err(PcapError::ReadError) => return Err(CaptureError::Read),
             Err(e) => {
-                let ng = !legacy_seen;
+                let ng = !links.legacy_seen;
                 let msg = parse_words(&e, pos, Some(ng));
                 truncated(&mut ex, &msg);
                 break;

@@ -1502,6 +1502,8 @@ fn input_budget_sheds_the_oldest_partial_frames() {
         "{}",
         last.message
     );
+}
+
 /// The message index ([`crate::index`]) on a frame whose segment came in two IP
 /// fragments: its records alone do not give it (fragments are reassembled across
 /// records), so the index takes it from a whole pass, and it equals the input layer's.

@@ -372,6 +372,25 @@ pub fn shows_all_children(n: &Node<'_>, opts: &RenderOptions, depth: usize) -> b
     opts.depth.is_none_or(|d| depth < d) && n.children.len() <= opts.max_elements
 }
 
+/// [`node_line`] for a node of `msg`: offsets as wide as `read -V` prints them in
+/// that node's buffer (4 hex digits, more past 64 KiB).
+pub fn message_node_line(
+    msg: &Message<'_>,
+    n: &Node<'_>,
+    parent: Option<&Node<'_>>,
+    opts: &RenderOptions,
+) -> String {
+    let opts = RenderOptions {
+        color: false,
+        ..opts.clone()
+    };
+    TreePrinter {
+        opts: &opts,
+        widths: vec![offset_width(msg.buffer(n.buffer).len()); n.buffer as usize + 1],
+    }
+    .line(n, parent)
+}
+
 /// What stands on one line under a parent.
 pub enum Item<'n, 'a> {
     /// A child node.
@@ -387,8 +406,9 @@ struct TreePrinter<'o> {
     widths: Vec<usize>,
 }
 
-/// Whether `child` is an element of a list under `parent` (for `max_elements`).
-fn is_element(parent: &Node<'_>, child: &Node<'_>) -> bool {
+/// Whether `child` is an element of a list under `parent` (what `max_elements` counts
+/// and cuts; the explorer's tree cuts the same elements).
+pub fn is_element(parent: &Node<'_>, child: &Node<'_>) -> bool {
     if child.ty == "folded" {
         // What the decoder folded past the node budget is always shown: it says so.
         return false;

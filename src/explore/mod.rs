@@ -1,0 +1,167 @@
+//! `kwire explore`: Wireshark's three panes in a terminal (ratatui over crossterm).
+//!
+//! The message list on top (the summary lines `kwire read` prints), the selected
+//! message's tree in the middle (the lines `read -V` prints, folding), its bytes at the
+//! bottom (16 a row, coloured by region as the reference pages colour them), linked:
+//! selecting a node highlights its bytes; moving the byte cursor selects the deepest
+//! node covering that byte. The captures are read on a background thread
+//! ([`source::Spool`]): the first screen comes with the first messages, and the list
+//! grows while the rest is read. The display filter and the overview views run as
+//! passes over the whole capture on threads of their own ([`scan`]).
+//!
+//! Keys: see [`HELP`] (also `?` in the program).
+
+pub mod app;
+pub mod indexed;
+pub mod scan;
+pub mod source;
+pub mod tree;
+mod ui;
+
+use crate::filter::Filter;
+use crate::schema::Schema;
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+
+pub use source::{Inputs, Source, Spool};
+
+/// The keys, as `?` shows them (and the README lists them).
+pub const HELP: &str = "\
+Keys
+  Up/Down, j/k         move in the focused pane (bytes: a row; Left/Right a byte)
+  PgUp/PgDn            a page
+  g/Home, G/End        first, last (G on the list follows a growing capture)
+  Tab, Shift-Tab       next, previous pane (list, tree, bytes)
+  Enter, Space         tree: fold or unfold the node; list: go to the tree
+  Left/Right           tree: fold, unfold (Left on a leaf: its parent)
+  /                    display filter (the -Y language; Enter applies, Esc cancels;
+                       an empty filter shows every message)
+  p                    the request's response, the response's request
+  f                    only the selected message's connection (again: back)
+  c                    copy the selected node's bytes as hex (OSC 52) and show them
+  e                    next message with a decode error or a non-zero error code
+  Ctrl-F               search the focused pane: text, re:REGEX or hex:0a0b...
+  n, N                 next, previous match
+  \\                    zoom the focused pane (again: back)
+  C                    connections (Enter: only that connection)
+  s                    statistics (messages per API, errors, latencies, per second)
+  L                    notices (what `kwire read` says on stderr)
+  ?                    this help
+  q, Ctrl-C            quit (Esc: back from a view or a prompt)
+  mouse                click a row, a node or a byte; the wheel scrolls";
+
+/// How `kwire explore` runs, besides what to read.
+#[derive(Debug)]
+pub struct Options {
+    /// Colour (`--color`, `NO_COLOR`); without it only reverse video and bold mark things.
+    pub color: bool,
+    /// The filter to start with (`-Y`).
+    pub filter: Option<Filter>,
+    /// Tree options (`--max-elements`, `--wide`).
+    pub render: crate::render::RenderOptions,
+}
+
+/// Why `kwire explore` could not run.
+#[derive(Debug)]
+pub enum ExploreError {
+    /// stdout is not a terminal.
+    NotATerminal,
+    /// The terminal could not be set up or drawn on.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for ExploreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExploreError::NotATerminal => f.write_str(
+                "explore: stdout is not a terminal: `kwire explore` draws a full-screen program (`kwire read` prints to files and pipes)",
+            ),
+            ExploreError::Io(e) => write!(f, "explore: the terminal: {e}"),
+        }
+    }
+}
+
+impl From<std::io::Error> for ExploreError {
+    fn from(e: std::io::Error) -> Self {
+        ExploreError::Io(e)
+    }
+}
+
+/// Puts the terminal back: cooked mode, the main screen, no mouse reporting, a cursor.
+/// Safe to call more than once.
+pub fn restore_terminal() {
+    use crossterm::{cursor, event, execute, terminal};
+    let _ = terminal::disable_raw_mode();
+    let mut out = std::io::stdout();
+    let _ = execute!(
+        out,
+        event::DisableMouseCapture,
+        terminal::LeaveAlternateScreen,
+        cursor::Show
+    );
+    let _ = out.flush();
+}
+
+/// The source for `inputs`: one capture file that is not being written goes through the
+/// message index ([`indexed::Indexed`]); stdin, several captures and a file still being
+/// written are read by a [`Spool`] (which follows a growing file's end).
+///
+/// # Errors
+/// The spool file cannot be made.
+pub fn open(schema: Arc<Schema>, inputs: Inputs) -> std::io::Result<Arc<dyn Source>> {
+    let settled = |p: &std::path::Path| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| std::time::SystemTime::now().duration_since(t).ok())
+            .is_some_and(|age| age >= source::FOLLOW_RECENT)
+    };
+    Ok(match inputs.files.as_slice() {
+        [one] if one.as_os_str() != "-" && one.is_file() && settled(one) => {
+            Arc::new(indexed::Indexed::start(schema, inputs)?)
+        }
+        _ => Arc::new(Spool::start(schema, inputs)?),
+    })
+}
+
+/// Runs the explorer on `inputs` until the user quits.
+///
+/// # Errors
+/// stdout is not a terminal ([`ExploreError::NotATerminal`]), the terminal cannot be
+/// set up, the spool file cannot be made. The terminal is restored before this returns
+/// (and before a panic's message is printed).
+pub fn run(schema: Schema, inputs: Inputs, opts: Options) -> Result<(), ExploreError> {
+    if !std::io::stdout().is_terminal() {
+        return Err(ExploreError::NotATerminal);
+    }
+    let schema = Arc::new(schema);
+    let src = open(schema, inputs)?;
+    // crossterm reads NO_COLOR on its own; `--color` has the last word.
+    crossterm::style::force_color_output(opts.color);
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore_terminal();
+        prev(info);
+    }));
+    {
+        use crossterm::{event, execute, terminal};
+        terminal::enable_raw_mode()?;
+        let mut out = std::io::stdout();
+        if let Err(e) = execute!(
+            out,
+            terminal::EnterAlternateScreen,
+            event::EnableMouseCapture
+        ) {
+            restore_terminal();
+            return Err(e.into());
+        }
+    }
+    let res = (|| -> std::io::Result<()> {
+        let backend = ratatui::backend::CrosstermBackend::new(std::io::stdout());
+        let mut terminal = ratatui::Terminal::new(backend)?;
+        let mut app = app::App::new(src, opts);
+        app.run(&mut terminal)
+    })();
+    restore_terminal();
+    res.map_err(ExploreError::Io)
+}

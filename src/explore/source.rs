@@ -1,0 +1,577 @@
+//! Where the explorer's messages come from: the [`Source`] trait (how many messages,
+//! how far the reading is, message `i` decoded on demand) and [`Spool`], its
+//! implementation over capture files.
+//!
+//! [`Spool`] reads the captures on a background thread through the same input layer
+//! and [`Session`] as `kwire read` (TCP reassembly, TLS, pairing), once, in capture
+//! order. It keeps, per message, what [`crate::session::Prepared`] needs to decode that
+//! message alone later (its context, its request's api_key and api_version) and writes
+//! the frame's bytes to an unlinked spool file: memory holds one small entry a message,
+//! never the frames or the trees. Decoding message `i` reads its frame back from the
+//! spool and runs [`crate::session::Prepared::decode`], which gives the message
+//! [`Session::decode`] gives in capture order, so every pane shows what `read` shows.
+
+use crate::decode::{DecodeOptions, Detail};
+use crate::input::{self, CaptureOptions, Event, Frame, FrameContext, FrameKind};
+use crate::schema::Schema;
+use crate::session::{Context, Prepared, SchemaPlausibility, Session};
+use crate::tree::{Buffers, Direction, Message};
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How far the background reading has come.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes of the capture files read so far.
+    pub bytes_read: u64,
+    /// Bytes of the capture files at start (0 for stdin).
+    pub bytes_total: u64,
+    /// Every capture was read to its end.
+    pub done: bool,
+    /// The reading waits at the end of a capture that is still being written.
+    pub following: bool,
+    /// Why a capture could not be read, if one could not.
+    pub error: Option<String>,
+}
+
+/// What is known of message `i` without decoding it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Meta {
+    /// The connection's number (per capture).
+    pub connection: u32,
+    /// The capture it came from (0-based, in command-line order).
+    pub capture: u32,
+    /// Request or response.
+    pub direction: Direction,
+    /// The correlation_id read from the header bytes, when the frame has one.
+    pub correlation_id: Option<i32>,
+    /// Frame bytes, size prefix included.
+    pub size: u32,
+    /// Capture time, seconds and nanoseconds since the Unix epoch.
+    pub time: (i64, u32),
+    /// The message's pair (a request's response, a response's request), when the
+    /// source knows it without a search (the index does).
+    pub pair: Option<usize>,
+}
+
+/// The explorer's view of a capture: messages numbered `0..count()` in capture order,
+/// growing while the capture is read.
+pub trait Source: Send + Sync {
+    /// Messages known so far.
+    fn count(&self) -> usize;
+    /// How far the reading is.
+    fn progress(&self) -> Progress;
+    /// What is known of message `i` without decoding it; `None` past [`Source::count`].
+    fn meta(&self, i: usize) -> Option<Meta>;
+    /// Decodes message `i` at `detail` and hands it with its capture context to `f`;
+    /// false when there is no message `i` (or its bytes could not be read back).
+    fn with_message(
+        &self,
+        i: usize,
+        detail: Detail,
+        f: &mut dyn FnMut(&Message<'_>, &Context),
+    ) -> bool;
+    /// The notices the reading raised, as `read` prints them (`kwire: ...`), oldest
+    /// first (at most [`MAX_NOTICE_LINES`]; the rest are counted).
+    fn notices(&self) -> (Vec<String>, u64);
+    /// Each connection's TLS session, when it was decrypted: `(capture, connection)` and
+    /// `TLS 1.3 TLS_AES_128_GCM_SHA256 sni=...`.
+    fn tls_of(&self, capture: u32, connection: u32) -> Option<String>;
+}
+
+/// Notice lines kept for the notices view; the rest are only counted.
+pub const MAX_NOTICE_LINES: usize = 10_000;
+
+/// What the spool needs to decode one message again.
+struct Entry {
+    prepared: Prepared,
+    kind: FrameKind,
+    incomplete: bool,
+    offset: u64,
+    meta: Meta,
+}
+
+/// Frames read but not yet visible to [`Source::count`]: published in batches, and
+/// whenever the reader waits for input.
+struct Pending {
+    spool: BufWriter<File>,
+    written: u64,
+    entries: Vec<Entry>,
+    last: Instant,
+}
+
+struct Shared {
+    entries: RwLock<Vec<Entry>>,
+    pending: Mutex<Pending>,
+    reader: File,
+    bytes_read: AtomicU64,
+    bytes_total: AtomicU64,
+    done: AtomicBool,
+    following: AtomicBool,
+    stop: AtomicBool,
+    /// Reading stops after this many messages (the index takes over from there).
+    cap: usize,
+    error: Mutex<Option<String>>,
+    notices: Mutex<(Vec<String>, u64)>,
+    tls: Mutex<std::collections::HashMap<(u32, u32), String>>,
+}
+
+impl Shared {
+    /// Makes the pending frames visible: the spool is flushed first, so a message
+    /// counted can always be read back.
+    fn publish(&self, p: &mut Pending) {
+        if p.entries.is_empty() {
+            return;
+        }
+        if p.spool.flush().is_err() {
+            self.say("kwire: explore: the spool file could not be written".into());
+            p.entries.clear();
+            return;
+        }
+        let mut e = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        e.append(&mut p.entries);
+        p.last = Instant::now();
+    }
+
+    fn say(&self, line: String) {
+        let mut n = self.notices.lock().unwrap_or_else(|e| e.into_inner());
+        if n.0.len() < MAX_NOTICE_LINES {
+            n.0.push(line);
+        } else {
+            n.1 += 1;
+        }
+    }
+}
+
+/// The captures to read and how (what `kwire read` takes).
+#[derive(Clone, Debug)]
+pub struct Inputs {
+    /// The capture files, `-` for stdin.
+    pub files: Vec<PathBuf>,
+    /// Input layer options (ports, `--detect`, `--max-frame`, TLS keys).
+    pub capture: CaptureOptions,
+    /// Decoder limits (`--max-nodes`).
+    pub decode: DecodeOptions,
+}
+
+/// A [`Source`] over capture files, read on a background thread (see the module
+/// documentation).
+pub struct Spool {
+    shared: Arc<Shared>,
+    schema: Arc<Schema>,
+    decode: DecodeOptions,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How long a capture whose file was modified this recently is followed at its end
+/// (a capture still being written: `tcpdump -w`, `dumpcap -w`).
+pub const FOLLOW_RECENT: Duration = Duration::from_secs(5);
+
+/// The background reader's input: counts bytes, publishes what is pending when it must
+/// wait, and follows a file that is still being written.
+struct Follow {
+    file: Option<File>,
+    stdin: Option<std::io::Stdin>,
+    shared: Arc<Shared>,
+}
+
+impl Read for Follow {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if self.shared.stop.load(Ordering::Relaxed) {
+                return Ok(0);
+            }
+            let n = match (&mut self.file, &mut self.stdin) {
+                (Some(f), _) => f.read(buf)?,
+                (None, Some(s)) => {
+                    // stdin may block: what was read so far becomes visible first.
+                    flush_pending(&self.shared);
+                    s.read(buf)?
+                }
+                (None, None) => 0,
+            };
+            if n > 0 {
+                self.shared
+                    .bytes_read
+                    .fetch_add(n as u64, Ordering::Relaxed);
+                self.shared.following.store(false, Ordering::Relaxed);
+                return Ok(n);
+            }
+            flush_pending(&self.shared);
+            let Some(f) = &self.file else { return Ok(0) };
+            // At the end of a file: follow it while it is being written.
+            let recent = f
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| SystemTime::now().duration_since(t).ok())
+                .is_some_and(|age| age < FOLLOW_RECENT);
+            if !recent {
+                return Ok(0);
+            }
+            self.shared.following.store(true, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+fn flush_pending(shared: &Shared) {
+    let mut p = shared.pending.lock().unwrap_or_else(|e| e.into_inner());
+    shared.publish(&mut p);
+}
+
+/// A made-up frame context: [`Prepared::decode`] reads only a frame's bytes and whether
+/// it is incomplete.
+fn frame_context(incomplete: bool) -> FrameContext {
+    let none = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+    FrameContext {
+        first_frame: 0,
+        last_frame: 0,
+        time: input::Timestamp::default(),
+        src: none,
+        dst: none,
+        connection: 0,
+        direction: input::Direction::ToServer,
+        stream_offset: 0,
+        incomplete,
+        tls: None,
+        origin: input::Origin::default(),
+    }
+}
+
+/// The correlation_id in a frame's header: bytes 8..12 of a request, 4..8 of a
+/// response (after the size prefix, and the api_key and api_version of a request).
+fn correlation_id(b: &[u8], dir: Direction) -> Option<i32> {
+    let at = if dir == Direction::Request { 8 } else { 4 };
+    let x = b.get(at..at + 4)?;
+    Some(i32::from_be_bytes([x[0], x[1], x[2], x[3]]))
+}
+
+impl Spool {
+    /// Starts reading `inputs` on a background thread; the messages appear in
+    /// [`Source::count`] as they are read.
+    ///
+    /// # Errors
+    /// The spool file cannot be made (in `$TMPDIR`).
+    pub fn start(schema: Arc<Schema>, inputs: Inputs) -> std::io::Result<Spool> {
+        Spool::start_capped(schema, inputs, usize::MAX)
+    }
+
+    /// [`Spool::start`], reading no more than `cap` messages (the first screens while
+    /// an index is built).
+    ///
+    /// # Errors
+    /// As [`Spool::start`].
+    pub fn start_capped(schema: Arc<Schema>, inputs: Inputs, cap: usize) -> std::io::Result<Spool> {
+        let dir = std::env::temp_dir();
+        let path = dir.join(format!(
+            "kwire-explore-{}-{}.spool",
+            std::process::id(),
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ));
+        let w = std::fs::OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .read(true)
+            .open(&path)?;
+        let reader = File::open(&path)?;
+        // Unlinked at once: the file goes with the process, however it ends.
+        let _ = std::fs::remove_file(&path);
+        let total: u64 = inputs
+            .files
+            .iter()
+            .filter(|p| p.as_os_str() != "-")
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+        let shared = Arc::new(Shared {
+            entries: RwLock::new(Vec::new()),
+            pending: Mutex::new(Pending {
+                spool: BufWriter::with_capacity(256 << 10, w),
+                written: 0,
+                entries: Vec::new(),
+                last: Instant::now(),
+            }),
+            reader,
+            bytes_read: AtomicU64::new(0),
+            bytes_total: AtomicU64::new(total),
+            done: AtomicBool::new(false),
+            following: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            cap,
+            error: Mutex::new(None),
+            notices: Mutex::new((Vec::new(), 0)),
+            tls: Mutex::new(Default::default()),
+        });
+        let decode = inputs.decode.clone();
+        let thread = {
+            let shared = Arc::clone(&shared);
+            let schema = Arc::clone(&schema);
+            std::thread::Builder::new()
+                .name("kwire-index".into())
+                .spawn(move || read_all(&schema, &inputs, &shared))?
+        };
+        Ok(Spool {
+            shared,
+            schema,
+            decode,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        // A reader blocked on stdin is not waited for.
+        if let Some(t) = self.thread.take() {
+            if t.is_finished() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// The background thread: every capture in order, each with its own session.
+fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
+    let several = inputs.files.len() > 1;
+    let mut times: Option<((i64, u32), (i64, u32))> = None;
+    let dopts = inputs.decode.clone();
+    for (ordinal, path) in inputs.files.iter().enumerate() {
+        if shared.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let label: Option<Arc<str>> = several.then(|| path.display().to_string().into());
+        let named = |line: String| match &label {
+            Some(l) => match line.strip_prefix("kwire: ") {
+                Some(rest) => format!("kwire: {l}: {rest}"),
+                None => format!("{l}: {line}"),
+            },
+            None => line,
+        };
+        let input = if path.as_os_str() == "-" {
+            Follow {
+                file: None,
+                stdin: Some(std::io::stdin()),
+                shared: Arc::clone(shared),
+            }
+        } else {
+            match File::open(path) {
+                Ok(f) if !path.is_dir() => Follow {
+                    file: Some(f),
+                    stdin: None,
+                    shared: Arc::clone(shared),
+                },
+                Ok(_) => {
+                    fail(
+                        shared,
+                        format!("{}: is a folder, not a capture file", path.display()),
+                    );
+                    continue;
+                }
+                Err(e) => {
+                    fail(shared, format!("{}: {e}", path.display()));
+                    continue;
+                }
+            }
+        };
+        let plaus = SchemaPlausibility(schema);
+        let mut session = Session::new(schema, &dopts);
+        let res = input::read_capture(input, &inputs.capture, &plaus, |ev| match ev {
+            Event::Notice(n) => shared.say(named(format!("kwire: {n}"))),
+            Event::Frame(f) => {
+                let mut p = session.prepare(&f);
+                p.ctx.capture.clone_from(&label);
+                let (first, previous) = match times {
+                    Some((first, previous)) => (first, Some(previous)),
+                    None => (p.ctx.time, None),
+                };
+                p.ctx.first_time = Some(first);
+                p.ctx.previous_time = previous;
+                times = Some((first, p.ctx.time));
+                for n in session.notices.drain(..) {
+                    shared.say(named(format!("kwire: {n}")));
+                }
+                if let Some(t) = &p.ctx.tls {
+                    let s = &t.session;
+                    let mut text = format!("{} {}", s.version, s.cipher_suite);
+                    if let Some(sni) = &s.sni {
+                        text.push_str(&format!(" sni={sni}"));
+                    }
+                    let mut tls = shared.tls.lock().unwrap_or_else(|e| e.into_inner());
+                    tls.entry((ordinal as u32, p.ctx.connection))
+                        .or_insert(text);
+                }
+                let dir = if f.ctx.direction == input::Direction::ToServer {
+                    Direction::Request
+                } else {
+                    Direction::Response
+                };
+                let meta = Meta {
+                    connection: p.ctx.connection,
+                    capture: ordinal as u32,
+                    direction: dir,
+                    correlation_id: correlation_id(&f.bytes, dir),
+                    size: u32::try_from(f.bytes.len()).unwrap_or(u32::MAX),
+                    time: p.ctx.time,
+                    pair: None,
+                };
+                let mut pend = shared.pending.lock().unwrap_or_else(|e| e.into_inner());
+                let offset = pend.written;
+                if pend.spool.write_all(&f.bytes).is_err() {
+                    shared.say("kwire: explore: the spool file could not be written".into());
+                    shared.stop.store(true, Ordering::Relaxed);
+                    return;
+                }
+                pend.written += f.bytes.len() as u64;
+                let read = shared.entries.read().map_or(0, |e| e.len()) + pend.entries.len();
+                if read + 1 >= shared.cap {
+                    shared.stop.store(true, Ordering::Relaxed);
+                }
+                pend.entries.push(Entry {
+                    prepared: p,
+                    kind: f.kind,
+                    incomplete: f.ctx.incomplete,
+                    offset,
+                    meta,
+                });
+                // Published in batches; the first messages at once (the first screen).
+                if pend.entries.len() >= 4096
+                    || pend.last.elapsed() >= Duration::from_millis(100)
+                    || shared.entries.read().map_or(0, |e| e.len()) < 256
+                {
+                    shared.publish(&mut pend);
+                }
+            }
+        });
+        {
+            let mut pend = shared.pending.lock().unwrap_or_else(|e| e.into_inner());
+            shared.publish(&mut pend);
+        }
+        if shared.stop.load(Ordering::Relaxed) {
+            // Stopped on purpose: what waits for the rest of the capture is not said.
+            break;
+        }
+        match res {
+            Ok(stats) => {
+                for p in session.pairer.unanswered().iter().take(5) {
+                    shared.say(named(format!(
+                        "kwire: connection {}: request correlation_id {} ({} v{}, frame {}) got no response in the capture",
+                        p.connection,
+                        p.correlation_id,
+                        schema.api_name(p.request.api_key).unwrap_or("?"),
+                        p.request.api_version,
+                        p.request.frame
+                    )));
+                }
+                if stats.file_truncated {
+                    shared.say(named(format!(
+                        "kwire: {}: the capture is cut short (it ends inside a record)",
+                        path.display()
+                    )));
+                }
+            }
+            Err(e) => fail(shared, named(format!("{}: {e}", path.display()))),
+        }
+    }
+    shared.following.store(false, Ordering::Relaxed);
+    shared.done.store(true, Ordering::Relaxed);
+}
+
+fn fail(shared: &Shared, m: String) {
+    shared.say(format!("kwire: {m}"));
+    let mut e = shared.error.lock().unwrap_or_else(|e| e.into_inner());
+    if e.is_none() {
+        *e = Some(m);
+    }
+}
+
+impl Source for Spool {
+    fn count(&self) -> usize {
+        self.shared.entries.read().map_or(0, |e| e.len())
+    }
+
+    fn progress(&self) -> Progress {
+        let s = &self.shared;
+        Progress {
+            bytes_read: s.bytes_read.load(Ordering::Relaxed),
+            bytes_total: s.bytes_total.load(Ordering::Relaxed),
+            done: s.done.load(Ordering::Relaxed),
+            following: s.following.load(Ordering::Relaxed),
+            error: s.error.lock().ok().and_then(|e| e.clone()),
+        }
+    }
+
+    fn meta(&self, i: usize) -> Option<Meta> {
+        self.shared.entries.read().ok()?.get(i).map(|e| e.meta)
+    }
+
+    fn with_message(
+        &self,
+        i: usize,
+        detail: Detail,
+        f: &mut dyn FnMut(&Message<'_>, &Context),
+    ) -> bool {
+        let (prepared, kind, incomplete, offset, size) = {
+            let Ok(entries) = self.shared.entries.read() else {
+                return false;
+            };
+            let Some(e) = entries.get(i) else {
+                return false;
+            };
+            (
+                e.prepared.clone(),
+                e.kind,
+                e.incomplete,
+                e.offset,
+                e.meta.size as usize,
+            )
+        };
+        let mut bytes = vec![0u8; size];
+        if self
+            .shared
+            .reader
+            .read_exact_at(&mut bytes, offset)
+            .is_err()
+        {
+            return false;
+        }
+        let frame = Frame {
+            ctx: frame_context(incomplete),
+            kind,
+            bytes,
+        };
+        let opts = DecodeOptions {
+            detail,
+            ..self.decode.clone()
+        };
+        let arena = Buffers::new();
+        let m = prepared.decode(&self.schema, &opts, &frame, &arena);
+        f(&m, &prepared.ctx);
+        true
+    }
+
+    fn notices(&self) -> (Vec<String>, u64) {
+        self.shared
+            .notices
+            .lock()
+            .map(|n| n.clone())
+            .unwrap_or_default()
+    }
+
+    fn tls_of(&self, capture: u32, connection: u32) -> Option<String> {
+        self.shared
+            .tls
+            .lock()
+            .ok()?
+            .get(&(capture, connection))
+            .cloned()
+    }
+}

@@ -1,0 +1,900 @@
+//! `kwire explore` in a real terminal: tmux runs it in a detached 200x50 session, keys go
+//! in with `send-keys`, the screen comes back with `capture-pane` (`-e` for the
+//! attributes, where reverse video marks the selection). Skipped (and failing under
+//! `KWIRE_NO_SKIP=1`) without tmux.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn kwire_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_kwire"))
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn have_tmux(test: &str) -> bool {
+    let ok = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        common::skip(test, "tmux is not installed");
+    }
+    ok
+}
+
+/// A detached tmux session running `kwire explore ARGS`, on a tmux server of its own.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(test: &str, args: &[&str]) -> Tmux {
+        Tmux::start_env(test, &[], args)
+    }
+
+    /// [`Tmux::start`] with `VAR=value` settings for kwire.
+    fn start_env(test: &str, env: &[&str], args: &[&str]) -> Tmux {
+        let socket = format!("kwire-explore-{}-{test}", std::process::id());
+        let mut cmd = format!("'{}' explore", kwire_bin().display());
+        for a in args {
+            cmd.push_str(&format!(" '{a}'"));
+        }
+        // After kwire: its exit status, then the session stays for the checks.
+        let script = format!("{cmd}; echo KWIRE_EXIT=$?; sleep 120");
+        let st = Command::new("tmux")
+            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
+            .args(["-x", "200", "-y", "50", "-s", "t"])
+            .args(["env", "TERM=xterm-256color"])
+            .args(env)
+            .args(["sh", "-c", &script])
+            .current_dir(root())
+            .status()
+            .expect("tmux runs");
+        assert!(st.success(), "tmux new-session failed");
+        Tmux { socket }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let o = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Keys by tmux's names (`Enter`, `Tab`, `Down`, `q`).
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            self.tmux(&["send-keys", "-t", "t", k]);
+        }
+        std::thread::sleep(Duration::from_millis(150));
+    }
+
+    /// Literal text.
+    fn type_text(&self, s: &str) {
+        self.tmux(&["send-keys", "-t", "t", "-l", s]);
+    }
+
+    fn screen(&self) -> Vec<String> {
+        self.tmux(&["capture-pane", "-p", "-t", "t"])
+            .lines()
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    }
+
+    fn screen_attrs(&self) -> Vec<Vec<(char, bool)>> {
+        self.tmux(&["capture-pane", "-e", "-p", "-t", "t"])
+            .lines()
+            .map(reverse_cells)
+            .collect()
+    }
+
+    /// Waits (10 s at most) until the screen satisfies `f`; the last screen on failure.
+    fn wait(&self, what: &str, f: impl Fn(&[String]) -> bool) -> Vec<String> {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if f(&s) {
+                return s;
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                panic!("waited for {what}; the screen:\n{}", s.join("\n"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn status(&self) -> String {
+        self.screen().last().cloned().unwrap_or_default()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+/// A line of `capture-pane -e` as its characters, each with whether it is in reverse
+/// video.
+fn reverse_cells(line: &str) -> Vec<(char, bool)> {
+    let mut out = Vec::new();
+    let mut rev = false;
+    let mut it = line.chars().peekable();
+    while let Some(c) = it.next() {
+        if c != '\x1b' {
+            out.push((c, rev));
+            continue;
+        }
+        if it.peek() != Some(&'[') {
+            continue;
+        }
+        it.next();
+        let mut params = String::new();
+        let mut fin = ' ';
+        for d in it.by_ref() {
+            if d.is_ascii_digit() || d == ';' || d == ':' {
+                params.push(d);
+            } else {
+                fin = d;
+                break;
+            }
+        }
+        if fin != 'm' {
+            continue;
+        }
+        let ps: Vec<&str> = params.split(';').collect();
+        let mut i = 0;
+        while i < ps.len() {
+            match ps[i] {
+                "" | "0" => rev = false,
+                "7" => rev = true,
+                "27" => rev = false,
+                "38" | "48" | "58" => {
+                    i += if ps.get(i + 1) == Some(&"5") { 2 } else { 4 };
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `kwire read ARGS` (summary lines) on stdout.
+fn read_lines(args: &[&str]) -> Vec<String> {
+    let o = Command::new(kwire_bin())
+        .arg("read")
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The list pane's lines: between the `Messages` title and the `Tree` title.
+fn list_lines(screen: &[String]) -> Vec<String> {
+    let start = screen
+        .iter()
+        .position(|l| l.contains("Messages ("))
+        .expect("the list's title");
+    // Up to the tree's title, or the status bar when the list is zoomed.
+    let end = screen
+        .iter()
+        .position(|l| l.contains(" Tree"))
+        .unwrap_or(screen.len() - 1);
+    screen[start + 1..end]
+        .iter()
+        .filter(|l| !l.is_empty())
+        .cloned()
+        .collect()
+}
+
+fn total_in(status: &str) -> Option<(usize, usize)> {
+    let (a, rest) = status.split_once(" of ")?;
+    let b = rest.split_whitespace().next()?;
+    Some((a.trim().parse().ok()?, b.parse().ok()?))
+}
+
+/// Waits until every message is read (the status bar counts them all, no reading).
+fn wait_read(t: &Tmux, total: usize) -> Vec<String> {
+    t.wait(&format!("{total} messages read"), |s| {
+        s.last()
+            .is_some_and(|l| total_in(l).is_some_and(|(_, b)| b == total) && !l.contains("reading"))
+    })
+}
+
+fn first_screen_is_reads(test: &str, args: &[&str]) {
+    let expected = read_lines(args);
+    assert!(!expected.is_empty(), "read printed nothing for {args:?}");
+    let t = Tmux::start(test, args);
+    let s = wait_read(&t, expected.len());
+    let shown = list_lines(&s);
+    assert!(!shown.is_empty());
+    for (i, l) in shown.iter().enumerate() {
+        assert_eq!(l, &expected[i], "list line {i} of {args:?}");
+    }
+    assert_eq!(shown.len(), expected.len().min(shown.len()));
+}
+
+#[test]
+fn first_screen_shows_reads_lines() {
+    if !have_tmux("first_screen_shows_reads_lines") {
+        return;
+    }
+    first_screen_is_reads("first", &["captures/demo.pcap"]);
+}
+
+#[test]
+fn filter_counts_as_read_does_and_bad_filters_are_refused() {
+    if !have_tmux("filter") {
+        return;
+    }
+    let all = read_lines(&["captures/demo.pcap"]).len();
+    let fetch = read_lines(&["captures/demo.pcap", "-Y", "api == Fetch"]).len();
+    assert!(fetch > 0 && fetch < all);
+    let t = Tmux::start("filter", &["captures/demo.pcap"]);
+    wait_read(&t, all);
+    t.keys(&["/"]);
+    t.type_text("api == Fetch");
+    t.keys(&["Enter"]);
+    let s = t.wait("the filter's count", |s| {
+        s.last().is_some_and(|l| {
+            l.starts_with(&format!("{fetch} of {all} messages | filter: api == Fetch"))
+                && !l.contains("looked at")
+        })
+    });
+    // Every line shown is one that read -Y prints.
+    let expected = read_lines(&["captures/demo.pcap", "-Y", "api == Fetch"]);
+    assert_eq!(list_lines(&s), expected);
+
+    // A syntax error: the parser's message and column in the prompt; the old filter stays.
+    t.keys(&["/", "C-u"]);
+    t.type_text("api ==");
+    t.keys(&["Enter"]);
+    let s = t.wait("the filter's error", |s| {
+        s.iter()
+            .any(|l| l.contains("error: column 7: expected a value"))
+    });
+    assert!(s.last().unwrap().contains("filter: api == Fetch"), "{s:?}");
+    // A misspelt field: whatever `read -Y` says of it, explore says too.
+    t.keys(&["C-u"]);
+    t.type_text("Topicc == \"x\"");
+    t.keys(&["Enter"]);
+    let read = Command::new(kwire_bin())
+        .args(["read", "captures/demo.pcap", "-Y", "Topicc == \"x\""])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    if read.status.code() == Some(1) {
+        let err = String::from_utf8_lossy(&read.stderr);
+        let column = err
+            .split("column ")
+            .nth(1)
+            .and_then(|x| x.split(':').next())
+            .unwrap()
+            .to_string();
+        t.wait("the misspelt field's error", |s| {
+            s.iter()
+                .any(|l| l.contains(&format!("error: column {column}:")))
+        });
+        t.keys(&["Escape"]);
+        let st = t.status();
+        assert!(st.contains("filter: api == Fetch"), "{st}");
+    } else {
+        let n = String::from_utf8_lossy(&read.stdout).lines().count();
+        t.wait("the misspelt field's count", |s| {
+            s.last()
+                .is_some_and(|l| l.starts_with(&format!("{n} of {all} messages")))
+        });
+    }
+    // Still running: an empty filter shows everything again.
+    t.keys(&["/", "C-u", "Enter"]);
+    t.wait("every message", |s| {
+        s.last()
+            .is_some_and(|l| l.starts_with(&format!("{all} of {all} messages")))
+    });
+}
+
+/// The span `[0xOFF, NB]` of a tree line.
+fn span_of(line: &str) -> Option<(usize, usize)> {
+    let i = line.rfind(" [0x")?;
+    let rest = &line[i + 4..];
+    let (off, rest) = rest.split_once(", ")?;
+    let len = rest.split('B').next()?;
+    Some((usize::from_str_radix(off, 16).ok()?, len.parse().ok()?))
+}
+
+/// The reverse-video line of the tree pane, as text.
+fn selected_tree_line(rows: &[Vec<(char, bool)>]) -> String {
+    let text = |r: &Vec<(char, bool)>| r.iter().map(|c| c.0).collect::<String>();
+    let start = rows.iter().position(|r| text(r).contains(" Tree")).unwrap();
+    let end = rows
+        .iter()
+        .position(|r| text(r).contains(" Bytes"))
+        .unwrap();
+    rows[start + 1..end]
+        .iter()
+        .find(|r| r.iter().any(|c| c.1))
+        .map(|r| {
+            r.iter()
+                .skip_while(|c| !c.1)
+                .map(|c| c.0)
+                .collect::<String>()
+        })
+        .expect("a selected tree line")
+}
+
+/// The bytes the bytes pane shows in reverse video, by offset.
+fn reversed_bytes(rows: &[Vec<(char, bool)>]) -> Vec<usize> {
+    let text = |r: &Vec<(char, bool)>| r.iter().map(|c| c.0).collect::<String>();
+    let start = rows
+        .iter()
+        .position(|r| text(r).contains(" Bytes"))
+        .unwrap();
+    let mut out = Vec::new();
+    for r in &rows[start + 1..rows.len() - 1] {
+        let t = text(r);
+        let Some((off, _)) = t.split_once("  ") else {
+            continue;
+        };
+        let Ok(base) = usize::from_str_radix(off, 16) else {
+            continue;
+        };
+        let w = off.len();
+        for c in 0..16 {
+            let col = w + 2 + 3 * c;
+            let (Some(a), Some(b)) = (r.get(col), r.get(col + 1)) else {
+                break;
+            };
+            if a.0 == ' ' {
+                break;
+            }
+            assert_eq!(a.1, b.1, "both digits of a byte in one style");
+            if a.1 {
+                out.push(base + c);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_selected_node_highlights_exactly_its_bytes() {
+    if !have_tmux("bytes") {
+        return;
+    }
+    let t = Tmux::start("bytes", &["captures/demo.pcap"]);
+    wait_read(&t, read_lines(&["captures/demo.pcap"]).len());
+    // The second message (the ApiVersions response): 287 bytes, several rows.
+    t.keys(&["Down", "Tab"]);
+    t.wait("the second message's tree", |s| {
+        s.iter().any(|l| l.starts_with("> Tree (message 2 of"))
+    });
+    let mut checked = 0;
+    let mut previous = String::new();
+    for step in 0..8 {
+        // Each key is handled with a redraw: wait for the selection to move.
+        let start = Instant::now();
+        let (rows, line) = loop {
+            let rows = t.screen_attrs();
+            let line = selected_tree_line(&rows);
+            if line != previous {
+                break (rows, line);
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "stuck on {line}");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        previous = line.clone();
+        let (off, len) = span_of(&line).unwrap_or_else(|| panic!("a span in {line:?}"));
+        let got = reversed_bytes(&rows);
+        let want: Vec<usize> = (off..off + len).collect();
+        // What does not fit the pane is scrolled past; the node's first row is shown.
+        assert!(!got.is_empty(), "step {step}: {line}: nothing highlighted");
+        assert!(
+            got.iter().all(|b| want.contains(b)),
+            "step {step}: {line}: highlighted {got:?}"
+        );
+        let first = got[0];
+        let contiguous: Vec<usize> = (first..first + got.len()).collect();
+        assert_eq!(got, contiguous, "step {step}: {line}");
+        if got.len() == len {
+            checked += 1;
+        } else {
+            // Only a node larger than the pane (12 rows of 16 bytes) is shown in part.
+            assert!(
+                len > 12 * 16,
+                "step {step}: {line}: {} of {len} bytes",
+                got.len()
+            );
+        }
+        t.keys(&["Down"]);
+    }
+    assert!(checked >= 5, "whole ranges checked: {checked}");
+
+    // The byte cursor selects the deepest node covering it.
+    t.keys(&["Tab", "g"]);
+    for _ in 0..13 {
+        t.keys(&["Right"]);
+    }
+    t.wait("the cursor on byte 13", |s| {
+        s.iter()
+            .any(|l| l.contains(" Bytes:") && l.contains("cursor 0x000d"))
+    });
+    let rows = t.screen_attrs();
+    let line = selected_tree_line(&rows);
+    let (off, len) = span_of(&line).unwrap();
+    assert!(off <= 13 && 13 < off + len, "{line} does not cover byte 13");
+    // ApiVersionsResponse: byte 13 is the first ApiVersion's MinVersion.
+    assert!(line.starts_with("MinVersion int16"), "{line}");
+}
+
+#[test]
+fn p_goes_to_the_pair_and_q_restores_the_terminal() {
+    if !have_tmux("pair") {
+        return;
+    }
+    let lines = read_lines(&["captures/demo.pcap"]);
+    let t = Tmux::start("pair", &["captures/demo.pcap"]);
+    wait_read(&t, lines.len());
+    let selected = |t: &Tmux| -> Option<String> {
+        let rows = t.screen_attrs();
+        rows.iter()
+            .find(|r| r.first().is_some_and(|c| c.1))
+            .map(|r| {
+                r.iter()
+                    .map(|c| c.0)
+                    .collect::<String>()
+                    .trim_end()
+                    .to_string()
+            })
+    };
+    // Keys are handled one after the other, each with a redraw: wait for the last.
+    let lands_on = |t: &Tmux, want: &str| {
+        let start = Instant::now();
+        loop {
+            let got = selected(t);
+            if got.as_deref() == Some(want) {
+                return;
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                panic!("selected {got:?}, not {want:?}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    lands_on(&t, &lines[0]);
+    t.keys(&["p"]);
+    lands_on(&t, &lines[1]);
+    t.keys(&["p"]);
+    lands_on(&t, &lines[0]);
+    // The Produce request at line 7 and its response at line 9 (another one between).
+    t.keys(&["j", "j", "j", "j", "j", "j", "j"]);
+    lands_on(&t, &lines[7]);
+    assert!(lines[7].contains("Produce v10 request corr=3"));
+    t.keys(&["p"]);
+    lands_on(&t, &lines[9]);
+
+    t.keys(&["q"]);
+    t.wait("kwire to exit", |s| s.iter().any(|l| l == "KWIRE_EXIT=0"));
+    let flags = t.tmux(&[
+        "display-message",
+        "-p",
+        "-t",
+        "t",
+        "#{alternate_on} #{mouse_any_flag} #{cursor_flag}",
+    ]);
+    assert_eq!(flags.trim(), "0 0 1", "alternate screen, mouse, cursor");
+}
+
+#[test]
+fn tls_with_its_key_log_shows_reads_messages() {
+    if !have_tmux("tls") {
+        return;
+    }
+    let cap = "captures/lab/tls/tls13_kp_aes256gcm.pcapng";
+    let keys = "captures/lab/tls/tls13_kp_aes256gcm.keys";
+    assert!(Path::new(&root().join(cap)).exists());
+    first_screen_is_reads("tls", &[cap, "--port", "9093", "--tls-keylog", keys]);
+}
+
+/// `demo.pcap` without its first `skip` records: connections seen from their middle.
+fn cut_capture(skip: usize) -> PathBuf {
+    let b = std::fs::read(root().join("captures/demo.pcap")).unwrap();
+    assert_eq!(&b[2..4], &[0xb2, 0xa1], "a little-endian pcap");
+    let mut out = b[..24].to_vec();
+    let mut at = 24;
+    let mut n = 0;
+    while at + 16 <= b.len() {
+        let incl = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        if n >= skip {
+            out.extend_from_slice(&b[at..at + 16 + incl]);
+        }
+        at += 16 + incl;
+        n += 1;
+    }
+    let dir = root().join("target").join("explore-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("demo-cut-{skip}.pcap"));
+    std::fs::write(&p, out).unwrap();
+    p
+}
+
+#[test]
+fn a_capture_cut_mid_stream_shows_reads_messages() {
+    if !have_tmux("cut") {
+        return;
+    }
+    let p = cut_capture(20);
+    let p = p.to_str().unwrap();
+    first_screen_is_reads("cut", &[p]);
+}
+
+#[test]
+fn not_a_terminal_says_so() {
+    let o = Command::new(kwire_bin())
+        .args(["explore", "captures/demo.pcap"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("stdout is not a terminal"), "{err}");
+}
+
+#[test]
+fn a_capture_still_being_written_is_followed() {
+    if !have_tmux("grow") {
+        return;
+    }
+    let all = read_lines(&["captures/demo.pcap"]);
+    let b = std::fs::read(root().join("captures/demo.pcap")).unwrap();
+    let dir = root().join("target").join("explore-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("growing.pcap");
+    std::fs::write(&p, &b[..8000]).unwrap();
+    let t = Tmux::start("grow", &[p.to_str().unwrap()]);
+    let s = t.wait("the first part", |s| {
+        s.last()
+            .is_some_and(|l| l.contains("following the capture's end"))
+    });
+    let (_, first) = total_in(s.last().unwrap()).unwrap();
+    assert!(
+        first > 0 && first < all.len(),
+        "{first} messages in the first part"
+    );
+    // G: the list follows the end as it grows.
+    t.keys(&["G"]);
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&p)
+        .unwrap()
+        .write_all(&b[8000..])
+        .unwrap();
+    let s = wait_read(&t, all.len());
+    let rows = t.screen_attrs();
+    let selected: String = rows
+        .iter()
+        .find(|r| r.first().is_some_and(|c| c.1))
+        .map(|r| {
+            r.iter()
+                .map(|c| c.0)
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
+        .unwrap();
+    assert_eq!(&selected, all.last().unwrap(), "{s:?}");
+}
+
+#[test]
+fn stdin_shows_reads_messages() {
+    if !have_tmux("stdin") {
+        return;
+    }
+    let expected = read_lines(&["captures/demo.pcap"]);
+    let socket = format!("kwire-explore-{}-stdin", std::process::id());
+    let script = format!(
+        "cat captures/demo.pcap | '{}' explore -; echo KWIRE_EXIT=$?; sleep 120",
+        kwire_bin().display()
+    );
+    let st = Command::new("tmux")
+        .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
+        .args(["-x", "200", "-y", "50", "-s", "t"])
+        .args(["env", "TERM=xterm-256color", "sh", "-c", &script])
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let t = Tmux { socket };
+    let s = wait_read(&t, expected.len());
+    let shown = list_lines(&s);
+    assert_eq!(shown[..], expected[..shown.len()]);
+    // Keys come from the terminal, not from the piped stdin.
+    t.keys(&["q"]);
+    t.wait("kwire to exit", |s| s.iter().any(|l| l == "KWIRE_EXIT=0"));
+}
+
+/// Whether a `capture-pane -e` screen sets any colour (foreground or background).
+fn has_colour(raw: &str) -> bool {
+    raw.split("\x1b[").skip(1).any(|seq| {
+        let params = seq.split('m').next().unwrap_or("");
+        params.split(';').any(|p| {
+            matches!(
+                p.parse::<u32>(),
+                Ok(30..=37 | 40..=47 | 90..=97 | 100..=107 | 38 | 48)
+            )
+        })
+    })
+}
+
+#[test]
+fn colour_follows_no_color_and_the_option() {
+    if !have_tmux("colour") {
+        return;
+    }
+    let n = read_lines(&["captures/demo.pcap"]).len();
+    let t = Tmux::start_env("nocolour", &["NO_COLOR=1"], &["captures/demo.pcap"]);
+    wait_read(&t, n);
+    let raw = t.tmux(&["capture-pane", "-e", "-p", "-t", "t"]);
+    assert!(!has_colour(&raw), "NO_COLOR: {raw}");
+    // The selection is still shown, in reverse video.
+    assert!(raw.contains("\x1b[7m"), "{raw}");
+    drop(t);
+    let t = Tmux::start_env(
+        "colour",
+        &["NO_COLOR=1"],
+        &["--color", "always", "captures/demo.pcap"],
+    );
+    wait_read(&t, n);
+    let raw = t.tmux(&["capture-pane", "-e", "-p", "-t", "t"]);
+    assert!(has_colour(&raw), "--color always: {raw}");
+}
+
+#[test]
+fn small_terminals_and_resizes() {
+    if !have_tmux("resize") {
+        return;
+    }
+    let lines = read_lines(&["captures/demo.pcap"]);
+    let t = Tmux::start("resize", &["captures/demo.pcap"]);
+    t.tmux(&["resize-window", "-t", "t", "-x", "80", "-y", "24"]);
+    let s = t.wait("an 80x24 screen", |s| {
+        s.len() == 24 && s[23].starts_with(&format!("{0} of {0} messages", lines.len()))
+    });
+    assert!(s.iter().all(|l| l.chars().count() <= 80));
+    let cut: String = lines[0].chars().take(80).collect();
+    assert_eq!(list_lines(&s)[0], cut.trim_end());
+    assert!(s.iter().any(|l| l.contains(" Tree")) && s.iter().any(|l| l.contains(" Bytes")));
+    t.tmux(&["resize-window", "-t", "t", "-x", "160", "-y", "40"]);
+    t.wait("a 160x40 screen", |s| {
+        s.len() == 40 && s[39].starts_with(&format!("{0} of {0} messages", lines.len()))
+    });
+    // The zoomed list fills the screen: every message but a few of 46 on 38 rows.
+    t.keys(&["\\"]);
+    let s = t.wait("the zoomed list", |s| list_lines(s).len() == 38);
+    assert_eq!(list_lines(&s)[..], lines[..38]);
+}
+
+/// The selected list line (the first line starting in reverse video).
+fn selected_line(t: &Tmux) -> Option<String> {
+    t.screen_attrs()
+        .iter()
+        .find(|r| r.first().is_some_and(|c| c.1))
+        .map(|r| {
+            r.iter()
+                .map(|c| c.0)
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
+}
+
+fn wait_selected(t: &Tmux, want: &str) {
+    let start = Instant::now();
+    loop {
+        let got = selected_line(t);
+        if got.as_deref() == Some(want) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "selected {got:?}, not {want:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn e_f_c_and_search() {
+    if !have_tmux("keys") {
+        return;
+    }
+    let cap = "captures/lab/ck_admin.pcap";
+    let lines = read_lines(&[cap]);
+    let t = Tmux::start("keys", &[cap]);
+    wait_read(&t, lines.len());
+    // e: the next message with a decode error or a non-zero error code.
+    let problems = read_lines(&[cap, "-Y", "malformed || error_code ~= 0"]);
+    let first = problems.iter().find(|l| **l != lines[0]).unwrap();
+    t.keys(&["e"]);
+    wait_selected(&t, first);
+    // Ctrl-F in the list: text, case-insensitive; n the next match.
+    t.keys(&["g"]);
+    wait_selected(&t, &lines[0]);
+    t.keys(&["C-f"]);
+    t.type_text("metadata v12 response");
+    t.keys(&["Enter"]);
+    let hits: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("Metadata v12 response"))
+        .collect();
+    wait_selected(&t, hits[0]);
+    t.keys(&["n"]);
+    wait_selected(&t, hits[1]);
+    t.keys(&["N"]);
+    wait_selected(&t, hits[0]);
+    // f: only this connection, as read -Y 'connection == N' shows it; again: back.
+    let conn = read_lines(&[cap, "-Y", "connection == 1"]);
+    t.keys(&["g"]);
+    wait_selected(&t, &lines[0]);
+    t.keys(&["f"]);
+    t.wait("the connection filter", |s| {
+        s.last().is_some_and(|l| {
+            l.starts_with(&format!(
+                "{} of {} messages | filter: connection == 1",
+                conn.len(),
+                lines.len()
+            )) && !l.contains("looked at")
+        })
+    });
+    t.keys(&["f"]);
+    t.wait("every message again", |s| {
+        s.last()
+            .is_some_and(|l| l.starts_with(&format!("{0} of {0} messages |", lines.len())))
+    });
+    // c: the selected node's bytes as hex: the first message's size prefix.
+    t.keys(&["Tab", "Down", "Down"]);
+    t.wait("the size node", |s| {
+        s.iter().any(|l| l.contains("cursor 0x0000"))
+    });
+    t.keys(&["c"]);
+    t.wait("the copied bytes", |s| {
+        s.last()
+            .is_some_and(|l| l.contains("copied 4 bytes: 00000042"))
+    });
+}
+
+#[test]
+fn notices_connections_and_statistics_views() {
+    if !have_tmux("views") {
+        return;
+    }
+    let cap = "captures/lab/var_snaplen200.pcap";
+    let lines = read_lines(&[cap]);
+    let o = Command::new(kwire_bin())
+        .args(["read", cap])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let notices: Vec<String> = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| l.starts_with("kwire: frame "))
+        .map(str::to_string)
+        .collect();
+    assert!(notices.len() > 3);
+    let t = Tmux::start("views", &[cap]);
+    wait_read(&t, lines.len());
+    // L: the notices read prints on stderr, in its order.
+    t.keys(&["L"]);
+    let s = t.wait("the notices", |s| s[0].starts_with("Notices"));
+    let shown: Vec<&String> = s[1..]
+        .iter()
+        .filter(|l| l.starts_with("kwire: frame "))
+        .collect();
+    assert!(shown.len() >= 3);
+    for (i, l) in shown.iter().enumerate() {
+        assert_eq!(*l, &notices[i]);
+    }
+    t.keys(&["Escape"]);
+    // C: one line a connection, as `kwire stats` counts them; Enter filters to one.
+    let st = Command::new(kwire_bin())
+        .args(["stats", cap, "--format", "json"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let conns = st["connections"].as_array().map_or(0, |a| a.len());
+    assert!(conns >= 2);
+    t.keys(&["C"]);
+    t.wait("the connections", |s| {
+        s[0].starts_with(&format!("Connections ({conns};"))
+    });
+    t.keys(&["j"]);
+    t.keys(&["Enter"]);
+    let two = read_lines(&[cap, "-Y", "connection == 2"]);
+    t.wait("connection 2 alone", |s| {
+        s.last().is_some_and(|l| {
+            l.starts_with(&format!(
+                "{} of {} messages | filter: connection == 2",
+                two.len(),
+                lines.len()
+            )) && !l.contains("looked at")
+        })
+    });
+    // s: the statistics and the chart.
+    t.keys(&["s"]);
+    t.wait("the statistics", |s| {
+        s[0].starts_with("Statistics")
+            && s.iter().any(|l| l.contains("messages/s"))
+            && s.iter().any(|l| l.starts_with("api "))
+    });
+    t.keys(&["Escape"]);
+    t.keys(&["?"]);
+    t.wait("the keys", |s| s.iter().any(|l| l.starts_with("Keys")));
+}
+
+#[test]
+fn the_tree_pane_shows_read_v_lines() {
+    if !have_tmux("tree") {
+        return;
+    }
+    let cap = "captures/demo.pcap";
+    let lines = read_lines(&[cap]);
+    // The second message's tree as read -V prints it (title line first, then the tree).
+    let v = read_lines(&[cap, "-V", "-c", "2"]);
+    let frame = lines[1].split(' ').next().unwrap();
+    let second = v
+        .iter()
+        .position(|l| l.starts_with(&format!("{frame} ")))
+        .unwrap();
+    let tree: Vec<&String> = v[second + 1..]
+        .iter()
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let t = Tmux::start("tree", &[cap, "--max-elements", "100"]);
+    wait_read(&t, lines.len());
+    t.keys(&["j", "Tab", "\\"]);
+    let s = t.wait("the zoomed tree", |s| {
+        s[0].starts_with("> Tree (message 2 of")
+    });
+    let shown: Vec<&String> = s[1..s.len() - 1].iter().collect();
+    assert!(shown.len() >= 40);
+    for (i, l) in shown.iter().enumerate() {
+        let want: String = tree[i].chars().take(200).collect();
+        assert_eq!(**l, want.trim_end(), "tree line {i}");
+    }
+    // Folding hides a node's subtree: the ApiKeys array folded is one line.
+    let apikeys = shown
+        .iter()
+        .position(|l| l.contains("ApiKeys []ApiVersion"))
+        .unwrap();
+    for _ in 0..apikeys {
+        t.keys(&["Down"]);
+    }
+    t.keys(&["Enter"]);
+    let s = t.wait("ApiKeys folded", |s| {
+        s.iter().any(|l| l.contains("[+] ApiKeys"))
+    });
+    let after = s.iter().position(|l| l.contains("[+] ApiKeys")).unwrap();
+    let next: String = tree
+        .iter()
+        .skip(apikeys + 1)
+        .find(|l| !l.starts_with("    |") && !l.starts_with("|   |"))
+        .map(|l| l.to_string())
+        .unwrap();
+    assert_eq!(s[after + 1], next.trim_end());
+}
