@@ -209,6 +209,20 @@ fn table(i: &Inputs) -> Vec<(&'static str, &'static str, Vec<String>, i32)> {
             ]),
             3,
         ),
+        // explore is a terminal program: with stdout not a terminal it says so (1); a bad
+        // filter is refused before that (1).
+        (
+            "explore",
+            "not a terminal",
+            v(&["explore", "captures/demo.pcap"]),
+            1,
+        ),
+        (
+            "explore",
+            "bad argument",
+            v(&["explore", "captures/demo.pcap", "-Y", "Topicc == \"x\""]),
+            1,
+        ),
         ("log", "good", v(&["log", "captures/logdirs"]), 0),
         (
             "log",

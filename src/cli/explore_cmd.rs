@@ -85,6 +85,7 @@ pub fn explore_command(schema: Schema, cli: &Cli, a: &ExploreArgs) -> Result<i32
         color: super::output::color(cli),
         filter: flt,
         render: super::output::render_options(cli, &a.out),
+        known: std::sync::Arc::new(crate::filter::Known::of(&schema)),
     };
     match crate::explore::run(schema, inputs, opts) {
         Ok(()) => {

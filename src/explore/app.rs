@@ -515,7 +515,7 @@ impl App {
                     self.before_conn = None;
                     self.apply_filter(None);
                 } else {
-                    match Filter::parse(&text) {
+                    match Filter::parse_known(&text, &self.opts.known) {
                         Ok(f) => {
                             self.prompt = None;
                             self.before_conn = None;
@@ -544,7 +544,7 @@ impl App {
                 let conns = self.connections();
                 if let Some(c) = conns.get(self.view_sel.min(conns.len().saturating_sub(1))) {
                     let text = format!("connection == {}", c.connection);
-                    if let Ok(f) = Filter::parse(&text) {
+                    if let Ok(f) = Filter::parse_known(&text, &self.opts.known) {
                         self.before_conn = Some(self.filter_text().map(str::to_string));
                         self.apply_filter(Some((text, f)));
                     }
@@ -580,7 +580,11 @@ impl App {
     /// `f`: only the selected message's connection; again, the filter before.
     fn conn_filter(&mut self) {
         if let Some(before) = self.before_conn.take() {
-            let f = before.and_then(|t| Filter::parse(&t).ok().map(|f| (t, f)));
+            let f = before.and_then(|t| {
+                Filter::parse_known(&t, &self.opts.known)
+                    .ok()
+                    .map(|f| (t, f))
+            });
             self.apply_filter(f);
             self.notice = "back to the filter before `f`".into();
             return;
@@ -589,7 +593,7 @@ impl App {
             return;
         };
         let text = format!("connection == {}", m.connection);
-        if let Ok(f) = Filter::parse(&text) {
+        if let Ok(f) = Filter::parse_known(&text, &self.opts.known) {
             self.before_conn = Some(self.filter_text().map(str::to_string));
             self.apply_filter(Some((text, f)));
         }

@@ -59,6 +59,9 @@ pub struct Options {
     pub filter: Option<Filter>,
     /// Tree options (`--max-elements`, `--wide`).
     pub render: crate::render::RenderOptions,
+    /// The names the schema knows: the filter prompt refuses others, as `read -Y` does
+    /// (`crate::filter::Known::of`).
+    pub known: std::sync::Arc<crate::filter::Known>,
 }
 
 /// Why `kwire explore` could not run.
