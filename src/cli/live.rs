@@ -87,7 +87,7 @@ pub fn before(a: &CaptureArgs, out: &mut dyn Write) -> Result<Option<i32>, CliEr
     Ok(None)
 }
 
-/// The live options of `a`, for [`LiveCapture::start`]; the signals are caught.
+/// The live options of `a`, for [`crate::input::live::LiveCapture::start`]; the signals are caught.
 pub fn options(a: &CaptureArgs) -> LiveOptions {
     LiveOptions {
         interfaces: a.live.interfaces.clone(),

@@ -38,7 +38,7 @@ pub enum FramerOut {
         incomplete: bool,
         /// The record that completes it: the highest record number among those that carried
         /// its bytes or those of the frames before it in this direction (and, when cut, the
-        /// record that revealed the gap); its place in the output order ([`super::order`]).
+        /// record that revealed the gap); its place in the output order (`input::order`).
         key: u64,
         /// The lowest record number among those that carried its bytes.
         low: u64,

@@ -118,8 +118,8 @@ const MAX_CONTENTS: usize = 100_000;
 /// The HTML document of `kwire read/decode --format html`, written message by message:
 /// the head goes out with the first message, each message as soon as its place is known
 /// (a request waits for its response, paired by connection and correlation_id, so that
-/// the two stand side by side; at most [`MAX_WAITING`] requests and
-/// [`MAX_WAITING_BYTES`] of them wait, the oldest written alone past that, and every
+/// the two stand side by side; at most `MAX_WAITING` (64) requests and
+/// `MAX_WAITING_BYTES` (16 MiB) of them wait, the oldest written alone past that, and every
 /// message after a waiting one waits behind it so that the order is the capture's), and
 /// the contents list and the hover script at the end ([`Doc::finish`]). Only the
 /// waiting messages and one line of contents per row are held.
