@@ -88,7 +88,10 @@ impl Pattern {
         }
         if let Some(h) = s.strip_prefix("hex:") {
             let h: String = h.chars().filter(|c| !c.is_whitespace()).collect();
-            if h.is_empty() || h.len() % 2 != 0 || !h.chars().all(|c| c.is_ascii_hexdigit()) {
+            if h.is_empty()
+                || !h.len().is_multiple_of(2)
+                || !h.chars().all(|c| c.is_ascii_hexdigit())
+            {
                 return Err("hex: an even number of hex digits, e.g. hex:00 0c".into());
             }
             let b = (0..h.len())

@@ -126,10 +126,12 @@ impl View {
                 buffer: b,
             } = r.kind
             {
-                if b == buffer && offset <= at && at < offset + length {
-                    if best.is_none_or(|x| self.rows[x].depth <= r.depth) {
-                        best = Some(i);
-                    }
+                if b == buffer
+                    && offset <= at
+                    && at < offset + length
+                    && best.is_none_or(|x| self.rows[x].depth <= r.depth)
+                {
+                    best = Some(i);
                 }
             }
         }
