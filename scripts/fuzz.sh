@@ -10,6 +10,10 @@
 # artifacts to $KWIRE_FUZZ_OUT/artifacts/<target>/. The last lines of each run (libFuzzer's
 # final stats: executions, coverage, corpus) are printed and kept in
 # $KWIRE_FUZZ_OUT/<target>.log. KWIRE_FUZZ_NO_BUILD=1 skips the build (already built).
+# KWIRE_FUZZ_TIMEOUT (default 30) is libFuzzer's wall-clock limit for one input, in
+# seconds: the slowest committed seed (pages: the 245-byte Produce whose zstd batch holds
+# 150,000 records, printed twice as HTML and Markdown) takes about 5 s of CPU under
+# AddressSanitizer (10 s on a loaded machine), and a run at low priority wants more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +45,7 @@ for t in "${targets[@]}"; do
   status=0
   (cd "$out/work/$t" && RUSTC_BOOTSTRAP=1 cargo fuzz run -O --fuzz-dir "$root/fuzz" "$t" \
     "$out/$t" "$root/fuzz/corpus/$t" -- \
-    -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" \
+    -max_total_time="$secs" -timeout="${KWIRE_FUZZ_TIMEOUT:-30}" -rss_limit_mb=2048 -max_len="$max_len" \
     -print_final_stats=1 -artifact_prefix="$out/artifacts/$t/") >"$out/$t.log" 2>&1 || status=$?
   grep -E "^stat::|^Done|INITED|ERROR|SUMMARY|panicked|deadly" "$out/$t.log" || true
   if [ -n "$(ls -A "$out/artifacts/$t")" ] || [ "$status" != 0 ]; then

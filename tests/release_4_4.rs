@@ -491,6 +491,16 @@ fn range(s: Option<&J>) -> Vec<i16> {
     (lo..=hi).collect()
 }
 
+/// The 4.3 and 4.4 folders of the shared schemas, as `folder` reads them; `None`
+/// (with the skip said) where `KWIRE_SHARED` is not set.
+fn folders_4_3_4_4(test: &str) -> Option<(BTreeMap<String, J>, BTreeMap<String, J>)> {
+    let sh = common::shared(test)?;
+    Some((
+        folder(&sh.join("kafka-schema/4.3")),
+        folder(&sh.join("kafka-schema/4.4")),
+    ))
+}
+
 /// The definitions of one release folder by name, as raw JSON (comments removed).
 fn folder(dir: &Path) -> BTreeMap<String, J> {
     let mut out = BTreeMap::new();
@@ -635,13 +645,9 @@ fn messages_by_key(defs: &BTreeMap<String, J>, ty: &str) -> BTreeMap<i64, J> {
 /// lay it out: the stable versions' layout is checked to be 4.3's by the next test).
 #[test]
 fn diff_release_4_3_4_4_is_what_the_folders_say() {
-    let Some(sh) = common::shared("diff_release_4_3_4_4_is_what_the_folders_say") else {
+    let Some((a, b)) = folders_4_3_4_4("diff_release_4_3_4_4_is_what_the_folders_say") else {
         return;
     };
-    let (a, b) = (
-        folder(&sh.join("kafka-schema/4.3")),
-        folder(&sh.join("kafka-schema/4.4")),
-    );
     let (ra, rb) = (
         messages_by_key(&a, "request"),
         messages_by_key(&b, "request"),
@@ -788,13 +794,9 @@ fn layout(def: &J, fields: &[J], v: i16) -> String {
 /// byte, and the tagged fields it gave a record version).
 #[test]
 fn versions_4_3_had_keep_their_layout_in_4_4() {
-    let Some(sh) = common::shared("versions_4_3_had_keep_their_layout_in_4_4") else {
+    let Some((a, b)) = folders_4_3_4_4("versions_4_3_had_keep_their_layout_in_4_4") else {
         return;
     };
-    let (a, b) = (
-        folder(&sh.join("kafka-schema/4.3")),
-        folder(&sh.join("kafka-schema/4.4")),
-    );
     let mut renamed = BTreeSet::new();
     let mut relaid = BTreeSet::new();
     let mut compared = 0;

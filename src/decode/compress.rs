@@ -1201,24 +1201,30 @@ mod tests {
     /// A zstd frame whose header asks for a window over the limit is said as such (the
     /// window and the limit), not as corrupt data; a legal window is charged before the
     /// streaming decoder allocates it.
-    #[test]
-    fn zstd_window_over_the_limit_and_charged() {
-        // A frame header of window descriptor exponent 20 (2^30 bytes = 1 GiB), no
-        // content size, then one raw block of 3 bytes ("abc") marked last.
-        let huge = [
+    /// A zstd frame whose header has window descriptor exponent `exp` (a window of
+    /// 2^(exp + 10) bytes), no content size, then one raw block of 3 bytes ("abc")
+    /// marked last.
+    fn zstd_raw_abc(exp: u8) -> [u8; 12] {
+        [
             0x28,
             0xb5,
             0x2f,
             0xfd,
             0x00,
-            20 << 3,
+            exp << 3,
             0x19,
             0x00,
             0x00,
             b'a',
             b'b',
             b'c',
-        ];
+        ]
+    }
+
+    #[test]
+    fn zstd_window_over_the_limit_and_charged() {
+        // Window descriptor exponent 20: 2^30 bytes = 1 GiB.
+        let huge = zstd_raw_abc(20);
         let e = decompress(Codec::Zstd, &huge, 1 << 20, false).unwrap_err();
         assert_eq!(
             e,
@@ -1227,20 +1233,7 @@ mod tests {
         assert!(!e.contains("corrupt"));
         // The same block under a window of 2^20 (exponent 10): decodes, and the window
         // (1 MiB and two blocks) is charged.
-        let small = [
-            0x28,
-            0xb5,
-            0x2f,
-            0xfd,
-            0x00,
-            10 << 3,
-            0x19,
-            0x00,
-            0x00,
-            b'a',
-            b'b',
-            b'c',
-        ];
+        let small = zstd_raw_abc(10);
         let charged = std::cell::RefCell::new(Vec::new());
         let d = decompress_charged(Codec::Zstd, &small, 1 << 20, false, &|n| {
             charged.borrow_mut().push(n)
