@@ -904,6 +904,28 @@ impl LiveCapture {
         self.shared.ask(StopReason::Reader);
     }
 
+    /// Waits up to `within` for the child to end by itself; `Some(true)` if it ended with
+    /// success, `Some(false)` if it failed or was killed, `None` if it still runs. A
+    /// capture that cannot start (no such interface, a filter that does not compile, no
+    /// permission) ends within a few tens of milliseconds: a caller about to take over the
+    /// terminal asks this first, so that the error is said on the normal screen (read the
+    /// stream to its end, then [`LiveCapture::finish`] says what went wrong). The child is
+    /// left waitable (`waitid` with `WNOWAIT`): it is reaped by `finish` only, so its
+    /// process group stays its own while the supervisor may signal it.
+    pub fn ended_within(&self, within: Duration) -> Option<bool> {
+        use rustix::process::{waitid, WaitId, WaitIdOptions};
+        let start = Instant::now();
+        self.child.as_ref()?;
+        loop {
+            let opts = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+            match waitid(WaitId::Pid(self.shared.pid), opts) {
+                Ok(Some(st)) => return Some(st.exited() && st.exit_status() == Some(0)),
+                Ok(None) if start.elapsed() < within => std::thread::sleep(TICK),
+                Ok(None) | Err(_) => return None,
+            }
+        }
+    }
+
     /// Ends the capture: asks the child to stop if it still runs, waits for it (SIGKILL
     /// after 3 seconds) and reaps it, and says how it ended. Call it once the reader has
     /// reached its end or is dropped.
