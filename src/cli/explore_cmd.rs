@@ -16,7 +16,7 @@ f connection, c copy, e next error, Ctrl-F search, \\ zoom, C connections, s sta
 L notices, q quit).
 
 Exit status: 0 quit; 1 bad arguments, a bad -Y, or stdout not a terminal; 2 the terminal
-could not be used.
+could not be used, or a live capture could not start or its child died.
 
 A live capture (-i: dumpcap, else tcpdump; see docs/live-capture.md) grows the list as
 messages complete, and the list follows its end (G again after moving away); q or Ctrl-C
