@@ -8,7 +8,7 @@
 //! Traffic is bounded: one replay of `captures/demo.pcap` (92 packets, 13 kB) a test, on
 //! `lo` only, between 127.0.0.1 addresses; every capture has `-a duration:60` besides the
 //! test's own end, and every wait a deadline. The live tests need root, tmux, dumpcap,
-//! tcpreplay and tcprewrite, the growing-file test tmux only; without them they say why
+//! tcpreplay and tcprewrite (the fallback's, tcpdump too), the growing-file test tmux only; without them they say why
 //! they skip, and fail instead under `KWIRE_NO_SKIP=1`.
 
 mod common;
@@ -127,8 +127,11 @@ fn capture_children(port: u16) -> Vec<String> {
             continue;
         };
         let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        let capturer =
-            cmd.starts_with("dumpcap") || cmd.contains("/dumpcap ") || cmd.contains("tcpdump");
+        // The program itself (its first word), not a shell or tmux naming it.
+        let program = cmd.split(' ').next().unwrap_or("");
+        let capturer = Path::new(program)
+            .file_name()
+            .is_some_and(|n| n == "dumpcap" || n == "tcpdump");
         if capturer && cmd.contains(&needle) {
             found.push(cmd);
         }
@@ -150,8 +153,17 @@ struct Tmux {
 impl Tmux {
     /// `kwire explore ARGS`, then `KWIRE_EXIT=<status>` on the screen.
     fn explore(test: &str, args: &[&str]) -> Tmux {
+        Tmux::explore_path(test, None, args)
+    }
+
+    /// [`Tmux::explore`] with kwire's `PATH` set to `path`.
+    fn explore_path(test: &str, path: Option<&Path>, args: &[&str]) -> Tmux {
         let socket = format!("kwire-explore-live-{}-{test}", std::process::id());
-        let mut cmd = format!("'{}' explore", kwire_bin().display());
+        let mut cmd = match path {
+            Some(p) => format!("PATH='{}' ", p.display()),
+            None => String::new(),
+        };
+        cmd.push_str(&format!("'{}' explore", kwire_bin().display()));
         for a in args {
             cmd.push_str(&format!(" '{a}'"));
         }
@@ -514,6 +526,64 @@ fn live_autostop_ends_the_capture_the_filter_counts_and_ctrl_c_quits() {
         "{s:?}"
     );
     assert_eq!(t.flags(), "0 0 1", "alternate screen, mouse, cursor");
+    drop(t);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn without_dumpcap_explore_captures_through_tcpdump() {
+    let test = "without_dumpcap_explore_captures_through_tcpdump";
+    if !can_capture(test) {
+        return;
+    }
+    let Some(tcpdump) = on_path("tcpdump") else {
+        common::skip(test, "tcpdump is not on PATH");
+        return;
+    };
+    let dir = scratch("tcpdump");
+    // A PATH with tcpdump alone.
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(tcpdump.join("tcpdump"), bin.join("tcpdump")).unwrap();
+    let port = free_port();
+    let demo = demo_on(port, &dir);
+    let w = dir.join("out.pcapng");
+    let (ps, fs) = (port.to_string(), format!("tcp port {port}"));
+    let expected = read_lines(&["--port", &ps, demo.to_str().unwrap()]);
+    let t = Tmux::explore_path(
+        "tcpdump",
+        Some(&bin),
+        &[
+            "-i",
+            "lo",
+            "-f",
+            &fs,
+            "--port",
+            &ps,
+            "-a",
+            "duration:60",
+            "-w",
+            w.to_str().unwrap(),
+        ],
+    );
+    t.wait_status("the live status", |l| {
+        l.contains("live: capturing on lo (tcpdump)")
+    });
+    wait_ready(&w, &t);
+    replay(&demo);
+    t.wait_status("46 messages", |l| counts(l) == Some((46, 46)));
+    t.keys(&["\\", "g"]);
+    let s = t.wait("the zoomed list", |s| list_lines(s).len() == 46);
+    assert_eq!(all_timeless(&list_lines(&s)), all_timeless(&expected));
+    let s = t.quit("q");
+    assert!(s.iter().any(|l| l == "KWIRE_EXIT=0"), "{s:?}");
+    assert!(
+        s.iter().any(|l| l == "kwire: tcpdump: 92 packets captured"),
+        "{s:?}"
+    );
+    no_child_left(port);
+    // tcpdump's pcap, saved as pcapng.
+    assert_eq!(&std::fs::read(&w).unwrap()[..4], &[0x0a, 0x0d, 0x0d, 0x0a]);
     drop(t);
     let _ = std::fs::remove_dir_all(&dir);
 }
