@@ -630,6 +630,16 @@ fn a_live_capture_that_cannot_start_is_said_on_the_normal_screen() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("-w saves the packets of a live capture"));
+    // A stdout that is not a terminal is refused before any capture child starts.
+    let o = Command::new(kwire_bin())
+        .args(["explore", "-i", "lo"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("stdout is not a terminal"), "{err}");
+    assert!(!err.contains("capturing on"), "{err}");
 }
 
 #[test]
