@@ -353,9 +353,9 @@ fn reason_text(e: &LiveEnd) -> String {
     }
 }
 
-/// How a live capture ended, as `kwire read` says it on its closing lines (`kwire:
-/// dumpcap: Packets captured: 92`, `kwire: live capture stopped when reading stopped`, the
-/// error if any).
+/// How a live capture ended, as `kwire read` says it on its closing lines: the child's
+/// counts (`kwire: dumpcap: Packets captured: 92`), why it stopped (`kwire: live capture
+/// stopped when the explorer ended`; not said of a child that died), the error if any.
 pub fn end_lines(tool: &str, e: &LiveEnd) -> Vec<String> {
     let mut lines: Vec<String> = e
         .counts
