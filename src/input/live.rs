@@ -1403,6 +1403,41 @@ mod tests {
     }
 
     #[test]
+    fn ended_within_tells_a_failed_start_and_leaves_the_child_to_finish() {
+        // Fails at once: seen within the wait, still a zombie (not reaped) until finish.
+        let (c, dir) = script(
+            "early",
+            "echo 'dumpcap: There is no device named \"x\".' >&2; exit 1",
+        );
+        let (cap, mut reader) = LiveCapture::start(&c, &opts()).unwrap();
+        let pid = cap.child.as_ref().unwrap().id();
+        assert_eq!(cap.ended_within(Duration::from_secs(10)), Some(false));
+        assert!(!gone(pid), "ended_within reaped the child");
+        let mut b = Vec::new();
+        reader.read_to_end(&mut b).unwrap();
+        let end = cap.finish();
+        assert!(gone(pid));
+        assert!(
+            matches!(end.error, Some(LiveError::NoSuchInterface { .. })),
+            "{:?}",
+            end.error
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        // Still running after the wait: None, and the child runs on until stopped.
+        let (c, dir) = script("running", "exec sleep 30");
+        let (cap, reader) = LiveCapture::start(&c, &opts()).unwrap();
+        let pid = cap.child.as_ref().unwrap().id();
+        let t = Instant::now();
+        assert_eq!(cap.ended_within(Duration::from_millis(200)), None);
+        assert!(t.elapsed() >= Duration::from_millis(200));
+        drop(reader);
+        let end = cap.finish();
+        assert_eq!(end.reason, StopReason::Reader);
+        assert!(gone(pid));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn only_the_counting_lines_are_kept() {
         let dumpcap = "Capturing on 'Loopback: lo'\nFile: -\nPackets captured: 12\nPackets received/dropped on interface 'Loopback: lo': 12/0 (pcap:0/dumpcap:0/flushed:0/ps_ifdrop:0) (100.0%)\n";
         assert_eq!(count_lines(dumpcap).len(), 2);
