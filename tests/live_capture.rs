@@ -915,3 +915,246 @@ fn the_child_dying_mid_capture_gives_the_closing_lines_then_exit_2() {
     assert_eq!(r.out.lines().count(), 46);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `kwire ARGS` (stats or export) of a file, run to its end.
+fn kwire_file(args: &[&str]) -> Ended {
+    let o = Command::new(kwire_bin())
+        .args(args)
+        .env_remove("SSLKEYLOGFILE")
+        .env_remove("KWIRE_SCHEMA")
+        .output()
+        .unwrap();
+    Ended {
+        code: o.status.code().unwrap_or(-1),
+        out: String::from_utf8_lossy(&o.stdout).into_owned(),
+        err: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// `kwire stats --format json` without what depends on when the packets were sent (the
+/// latencies).
+fn timeless_stats(json: &str) -> serde_json::Value {
+    let mut v: serde_json::Value =
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: not JSON:\n{json}"));
+    if let Some(apis) = v["apis"].as_array_mut() {
+        for a in apis {
+            a.as_object_mut().unwrap().remove("latency_ms");
+        }
+    }
+    v
+}
+
+/// Rows of the Parquet files under `dir` (every file, every partition folder).
+fn parquet_rows(dir: &Path) -> i64 {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let mut n = 0;
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            n += parquet_rows(&p);
+        } else if p.extension().is_some_and(|x| x == "parquet") {
+            let r = SerializedFileReader::new(std::fs::File::open(&p).unwrap()).unwrap();
+            n += r.metadata().file_metadata().num_rows();
+        }
+    }
+    n
+}
+
+#[test]
+fn c_stops_stats_and_export_of_files_across_the_captures() {
+    // stats: 46 messages a capture; -c 50 takes the first's 46 and the second's first 4.
+    let whole = kwire_file(&["stats", "--format", "json", "-c", "50", DEMO, DEMO]);
+    assert_eq!(whole.code, 0, "{}", whole.err);
+    let lines: Vec<&str> = whole
+        .err
+        .lines()
+        .filter(|l| l.contains(" messages decoded"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", whole.err);
+    assert!(lines[0].contains("(46 shown)"), "{}", whole.err);
+    assert!(
+        lines[1].contains("(4 shown, stopped at -c)"),
+        "{}",
+        whole.err
+    );
+    let v: serde_json::Value = serde_json::from_str(&whole.out).unwrap();
+    let counted: u64 = v["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["messages"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, 50, "{}", whole.out);
+    // -c with -Y counts the messages the filter keeps.
+    let f = kwire_file(&["stats", "-c", "2", "-Y", "api == Metadata", DEMO]);
+    assert_eq!(f.code, 0, "{}", f.err);
+    assert!(
+        closing_line(&f.err).contains("(2 shown, stopped at -c)"),
+        "{}",
+        f.err
+    );
+    // A log directory is counted whole: -c says so instead of being ignored.
+    let log = kwire_file(&["stats", "-c", "2", "captures/logdirs/codecrafters_510714e"]);
+    assert_eq!(log.code, 1, "{}", log.err);
+    assert!(
+        log.err.contains("a log directory is counted whole"),
+        "{}",
+        log.err
+    );
+
+    // export: -c 50 over three captures; the third is not read.
+    let dir = scratch("c-files");
+    let out = dir.join("tables");
+    let e = kwire_file(&[
+        "export",
+        "--out",
+        out.to_str().unwrap(),
+        "-c",
+        "50",
+        DEMO,
+        DEMO,
+        DEMO,
+    ]);
+    assert_eq!(e.code, 0, "{}", e.err);
+    assert!(
+        e.err
+            .contains("kwire: -c 50 reached: 1 of 3 captures not read"),
+        "{}",
+        e.err
+    );
+    assert!(
+        e.err.contains("kwire: exported 50 messages, ") && e.err.contains("from 2 of 3 captures"),
+        "{}",
+        e.err
+    );
+    assert_eq!(parquet_rows(&out.join("messages")), 50);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn c_stops_live_stats_and_export() {
+    let test = "c_stops_live_stats_and_export";
+    if !can_capture(test, &["dumpcap", "tcpreplay", "tcprewrite"]) {
+        return;
+    }
+    let dir = scratch("c-live");
+    let port = free_port();
+    let demo = demo_on(port, &dir);
+    let (ps, fs) = (port.to_string(), format!("tcp port {port}"));
+    // stats -c 5: the first five messages' counts, as of the same packets in a file.
+    let w = dir.join("stats.pcapng");
+    let mut live = Live::start(
+        &dir,
+        None,
+        &[
+            "stats",
+            "-i",
+            "lo",
+            "-f",
+            &fs,
+            "--port",
+            &ps,
+            "--format",
+            "json",
+            "-c",
+            "5",
+            // Only bounds the test: -c must stop it long before.
+            "-a",
+            "duration:60",
+            "-w",
+            w.to_str().unwrap(),
+        ],
+    );
+    live.wait_ready(&w);
+    let t = Instant::now();
+    replay(&demo);
+    let r = live.end(Duration::from_secs(20));
+    assert!(t.elapsed() < Duration::from_secs(20));
+    assert_eq!(r.code, 0, "{}", r.err);
+    no_child_left(port);
+    assert!(
+        closing_line(&r.err).contains("(5 shown, stopped at -c)"),
+        "{}",
+        r.err
+    );
+    assert!(
+        r.err
+            .contains("kwire: live capture stopped when reading stopped"),
+        "{}",
+        r.err
+    );
+    let file = kwire_file(&[
+        "stats",
+        "--port",
+        &ps,
+        "--format",
+        "json",
+        "-c",
+        "5",
+        demo.to_str().unwrap(),
+    ]);
+    assert_eq!(file.code, 0, "{}", file.err);
+    assert_eq!(timeless_stats(&r.out), timeless_stats(&file.out));
+
+    // export -c 7: seven message rows, as of the file.
+    let port = free_port();
+    let demo = demo_on(port, &dir);
+    let (ps, fs) = (port.to_string(), format!("tcp port {port}"));
+    let w = dir.join("export.pcapng");
+    let tables = dir.join("live-tables");
+    let mut live = Live::start(
+        &dir,
+        None,
+        &[
+            "export",
+            "-i",
+            "lo",
+            "-f",
+            &fs,
+            "--port",
+            &ps,
+            "--out",
+            tables.to_str().unwrap(),
+            "-c",
+            "7",
+            "-a",
+            "duration:60",
+            "-w",
+            w.to_str().unwrap(),
+        ],
+    );
+    live.wait_ready(&w);
+    let t = Instant::now();
+    replay(&demo);
+    let r = live.end(Duration::from_secs(20));
+    assert!(t.elapsed() < Duration::from_secs(20));
+    assert_eq!(r.code, 0, "{}", r.err);
+    no_child_left(port);
+    assert!(
+        closing_line(&r.err).contains("(7 shown, stopped at -c)"),
+        "{}",
+        r.err
+    );
+    assert!(r.err.contains("kwire: exported 7 messages, "), "{}", r.err);
+    assert_eq!(parquet_rows(&tables.join("messages")), 7);
+    let from_file = dir.join("file-tables");
+    let file = kwire_file(&[
+        "export",
+        "--port",
+        &ps,
+        "--out",
+        from_file.to_str().unwrap(),
+        "-c",
+        "7",
+        demo.to_str().unwrap(),
+    ]);
+    assert_eq!(file.code, 0, "{}", file.err);
+    assert_eq!(
+        parquet_rows(&tables.join("partitions")),
+        parquet_rows(&from_file.join("partitions"))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,10 +1,12 @@
 //! `kwire explore`: the options, handed to [`crate::explore`].
 
 use super::read::{CaptureArgs, FilterArgs};
-use super::{say, Cli, CliError, OutputArgs, EXIT_OK, EXIT_USAGE};
+use super::{say, Cli, CliError, OutputArgs, EXIT_INPUT, EXIT_OK, EXIT_USAGE};
+use crate::explore::source::LiveInput;
 use crate::input::CaptureOptions;
 use crate::schema::Schema;
 use clap::Args;
+use std::io::IsTerminal;
 
 /// `kwire explore` options.
 #[derive(Args, Debug, Clone)]
@@ -14,12 +16,19 @@ f connection, c copy, e next error, Ctrl-F search, \\ zoom, C connections, s sta
 L notices, q quit).
 
 Exit status: 0 quit; 1 bad arguments, a bad -Y, or stdout not a terminal; 2 the terminal
-could not be used.
+could not be used, or a live capture could not start or its child died.
+
+A live capture (-i: dumpcap, else tcpdump; see docs/live-capture.md) grows the list as
+messages complete, and the list follows its end (G again after moving away); q or Ctrl-C
+stops the capture. A capture file still being written is followed the same way.
 
 Examples:
   kwire explore captures/demo.pcap
   kwire explore f.pcapng --tls-keylog keys.log -Y 'api == Fetch'
-  tcpdump -U -w - port 9092 | kwire explore -")]
+  tcpdump -U -w - port 9092 | kwire explore -
+  kwire explore -i eth0                        live, port 9092 (dumpcap)
+  kwire explore -i lo -f 'tcp port 19092' --port 19092 -w kafka.pcapng -a duration:600
+  kwire explore -D                             the interfaces to capture on")]
 pub struct ExploreArgs {
     /// The capture and where Kafka is in it.
     #[command(flatten)]
@@ -32,22 +41,22 @@ pub struct ExploreArgs {
     pub out: OutputArgs,
 }
 
-/// Runs `kwire explore`; returns the exit status.
+/// Runs `kwire explore`; returns the exit status (2 when a live capture failed: its
+/// child died, or could not capture).
 ///
 /// # Errors
-/// A bad filter or key log; the terminal cannot be used.
+/// A bad filter or key log; the terminal cannot be used; a live capture that cannot start
+/// (no capture program, no such interface, no permission, a bad `-f`).
 pub fn explore_command(schema: Schema, cli: &Cli, a: &ExploreArgs) -> Result<i32, CliError> {
-    let l = &a.capture.live;
-    if l.is_live() || l.list_interfaces || l.write.is_some() || l.capture_filter.is_some() {
-        // The live input (src/input/live.rs) is not wired into the explorer yet: say so
-        // rather than read stdin in its place.
-        return Err(CliError::Usage(
-            "kwire explore reads capture files and stdin; for live traffic, `kwire read -i IFACE -w FILE` and explore FILE (or pipe `dumpcap -w -` into `kwire explore -`)".into(),
-        ));
+    // -D lists the interfaces; -w, -f and -a need -i.
+    if let Some(code) = super::live::before(&a.capture, &mut std::io::stdout().lock())? {
+        return Ok(code);
     }
+    let live = a.capture.live.is_live();
     let flt = a.filter.filter(&schema)?;
     let settings = a.capture.settings();
-    let (keys, key_lines) = crate::run::load_keylogs(&settings.keylogs, false)?;
+    // A live capture's key logs are followed as they are written (as read -i does).
+    let (keys, key_lines) = crate::run::load_keylogs(&settings.keylogs, live)?;
     if let Some(f) = &flt {
         if f.uses_unanswered() {
             return Err(CliError::Usage(
@@ -55,14 +64,40 @@ pub fn explore_command(schema: Schema, cli: &Cli, a: &ExploreArgs) -> Result<i32
             ));
         }
     }
-    let files = a
-        .capture
-        .captures()
-        .iter()
-        .map(|c| c.path.to_path_buf())
-        .collect();
+    if live && !std::io::stdout().is_terminal() {
+        // Said before a capture child is started for nothing.
+        return not_a_terminal();
+    }
+    let files = if live {
+        Vec::new()
+    } else {
+        a.capture
+            .captures()
+            .iter()
+            .map(|c| c.path.to_path_buf())
+            .collect()
+    };
+    let capture = if live {
+        let opts = crate::input::live::LiveOptions {
+            // The explorer reads Ctrl-C as a key, and stops the capture itself.
+            signals: false,
+            ..super::live::options(&a.capture)
+        };
+        let c = LiveInput::open(&opts).map_err(|e| CliError::Msg(e.to_string()))?;
+        say(&format!(
+            "kwire: capturing on {}: {}",
+            opts.interfaces.join(", "),
+            c.command_line()
+        ));
+        Some(c)
+    } else {
+        None
+    };
+    // However the explorer ends (a panic too), the child is stopped and reaped.
+    let guard = Closer(capture.clone());
     let inputs = crate::explore::Inputs {
         files,
+        live: capture,
         capture: CaptureOptions {
             ports: if a.capture.ports.is_empty() {
                 vec![9092]
@@ -81,25 +116,63 @@ pub fn explore_command(schema: Schema, cli: &Cli, a: &ExploreArgs) -> Result<i32
             ..crate::decode::DecodeOptions::default()
         },
     };
+    let tls_keys = std::sync::Arc::clone(&inputs.capture.tls_keys);
     let opts = crate::explore::Options {
         color: super::output::color(cli),
         filter: flt,
         render: super::output::render_options(cli, &a.out),
         known: std::sync::Arc::new(crate::filter::Known::of(&schema)),
     };
-    match crate::explore::run(schema, inputs, opts) {
+    let res = crate::explore::run(schema, inputs, opts);
+    // The screen is back: the capture's end, then what could not be used in the key logs.
+    let mut status = EXIT_OK;
+    if let Some((tool, end)) = guard.close() {
+        crate::explore::source::end_lines(tool, &end)
+            .iter()
+            .for_each(|l| say(l));
+        if end.error.is_some() {
+            status = EXIT_INPUT;
+        }
+    }
+    match res {
         Ok(()) => {
-            // What could not be used in the key logs, after the screen is back.
             key_lines.iter().for_each(|l| say(l));
-            Ok(EXIT_OK)
+            let bad_keys = tls_keys.followed_problems();
+            if bad_keys > 0 {
+                say(&format!(
+                    "kwire: {bad_keys} lines added to the key logs during the capture could not be used (not NSS key log lines)"
+                ));
+            }
+            Ok(status)
         }
-        Err(crate::explore::ExploreError::NotATerminal) => {
-            say(&format!(
-                "kwire: {}",
-                crate::explore::ExploreError::NotATerminal
-            ));
-            Ok(EXIT_USAGE)
-        }
+        Err(crate::explore::ExploreError::NotATerminal) => not_a_terminal(),
         Err(e) => Err(CliError::Msg(e.to_string())),
+    }
+}
+
+fn not_a_terminal() -> Result<i32, CliError> {
+    say(&format!(
+        "kwire: {}",
+        crate::explore::ExploreError::NotATerminal
+    ));
+    Ok(EXIT_USAGE)
+}
+
+/// Stops and reaps a live capture when dropped, unless [`Closer::close`] did.
+struct Closer(Option<std::sync::Arc<LiveInput>>);
+
+impl Closer {
+    /// Stops the capture and reaps its child; the program's name and how it ended.
+    fn close(mut self) -> Option<(&'static str, crate::input::live::LiveEnd)> {
+        let c = self.0.take()?;
+        c.close().map(|e| (c.tool(), e))
+    }
+}
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.close();
+        }
     }
 }

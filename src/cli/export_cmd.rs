@@ -13,7 +13,7 @@ use crate::session::Context;
 use crate::tree::Message;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// `--partition-by`.
@@ -49,7 +49,8 @@ Examples:
   kwire export capture.pcapng --out DIR --partition-by hour -Y 'api == Fetch'
   kwire export /var/lib/kafka/data/__consumer_offsets-31 --out DIR --records
   kwire export __cluster_metadata-0 --out DIR --records -Y 'PartitionChangeRecord'
-  kwire export -i eth0 -a duration:600 --out DIR -w kafka.pcapng   (live, through dumpcap)")]
+  kwire export -i eth0 -a duration:600 --out DIR -w kafka.pcapng   (live, through dumpcap)
+  kwire export -i eth0 -c 100000 --out DIR        (live: the next 100000 messages)")]
 pub struct ExportArgs {
     /// The captures and where Kafka is in them (the options of `kwire read`).
     #[command(flatten)]
@@ -82,6 +83,11 @@ pub struct ExportArgs {
     /// Rows a row group holds at most (fewer when they take more than about 4 MiB).
     #[arg(long, value_name = "N", default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(1..))]
     pub row_group_rows: u32,
+    /// Stop after N messages exported (those -Y keeps), across the captures, as `read -c`
+    /// (the captures are then exported one after the other); a live capture (-i) stops
+    /// there.
+    #[arg(short = 'c', value_name = "N")]
+    pub count: Option<u64>,
 }
 
 /// Runs `kwire export`; returns the exit status.
@@ -96,6 +102,11 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> 
         .captures()
         .iter()
         .all(|c| c.path.is_dir() || crate::log::FileKind::of(c.path).is_some());
+    if logs && a.count.is_some() {
+        return Err(CliError::Usage(
+            "-c N stops after N messages of a capture; a log directory is exported whole (choose with -Y)".to_string(),
+        ));
+    }
     if logs && a.partition_by.is_some() {
         return Err(CliError::Usage(
             "--partition-by applies to captures; a log directory's tables are not partitioned"
@@ -138,9 +149,15 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> 
     }
     let files = a.capture.captures();
     // --threads: captures exported at once (each on one thread: its writer takes rows in
-    // capture order).
-    let threads = a.capture.threads().clamp(1, files.len().max(1));
+    // capture order); one at a time with -c, which counts across them in order.
+    let threads = if a.count.is_some() {
+        1
+    } else {
+        a.capture.threads().clamp(1, files.len().max(1))
+    };
     let next = AtomicUsize::new(0);
+    let exported = AtomicU64::new(0);
+    let mut skipped = 0;
     let results: Mutex<Vec<Option<Exported>>> = Mutex::new(vec![None; files.len()]);
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -150,7 +167,22 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> 
                     break;
                 };
                 let name = file.path.display().to_string();
-                let r = export_one(schema, a, flt.as_ref(), &opts, file, i as u32, &name);
+                let left = a
+                    .count
+                    .map(|l| l.saturating_sub(exported.load(Ordering::Relaxed)));
+                if left == Some(0) {
+                    // -c was reached: the rest are not read (said below).
+                    continue;
+                }
+                let r = export_one(
+                    schema,
+                    a,
+                    flt.as_ref(),
+                    &opts,
+                    file,
+                    (i as u32, &name),
+                    (left, &exported),
+                );
                 if let Ok(mut v) = results.lock() {
                     v[i] = Some(r);
                 }
@@ -171,11 +203,24 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> 
                 let _ = e;
                 failed += 1;
             }
+            None if a
+                .count
+                .is_some_and(|l| exported.load(Ordering::Relaxed) >= l) =>
+            {
+                skipped += 1;
+            }
             None => {
                 say(&format!("kwire: {}: not exported", f.path.display()));
                 failed += 1;
             }
         }
+    }
+    if skipped > 0 {
+        say(&format!(
+            "kwire: -c {} reached: {skipped} of {} captures not read",
+            a.count.unwrap_or(0),
+            files.len()
+        ));
     }
     say(&format!(
         "kwire: exported {} messages, {} partition entries{} from {} of {} captures to {} ({} files)",
@@ -186,7 +231,7 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> 
         } else {
             String::new()
         },
-        files.len() - failed,
+        files.len() - failed - skipped,
         files.len(),
         a.out.display(),
         nfiles
@@ -257,15 +302,17 @@ fn export_logs(
 /// One capture's export: its summary and exit status, or what went wrong.
 type Exported = Result<(export::ExportSummary, i32), String>;
 
-/// Exports one capture; says on stderr what went wrong, if anything.
+/// Exports one capture (`at`: its number and name); says on stderr what went wrong, if
+/// anything. `count`: how many messages `-c` leaves (none: all), and the count of
+/// messages exported so far, across the captures, to add this capture's to.
 fn export_one(
     schema: &Schema,
     a: &ExportArgs,
     flt: Option<&Filter>,
     opts: &ExportOptions,
     file: &super::read::CaptureFile<'_>,
-    index: u32,
-    name: &str,
+    (index, name): (u32, &str),
+    (left, exported): (Option<u64>, &AtomicU64),
 ) -> Exported {
     let res = (|| {
         let unanswered =
@@ -288,6 +335,7 @@ fn export_one(
         };
         let mut run = RunOptions {
             threads: 1,
+            limit: left,
             ..RunOptions::default()
         };
         let ran = run_capture(
@@ -303,7 +351,10 @@ fn export_one(
             &mut run,
             &mut std::io::sink(),
             &work,
-            &mut |shown| shown,
+            &mut |shown| {
+                exported.fetch_add(u64::from(shown), Ordering::Relaxed);
+                shown
+            },
         );
         let mut exp = exp
             .into_inner()

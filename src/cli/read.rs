@@ -634,7 +634,8 @@ Examples:
   kwire stats captures/demo.pcap
   kwire stats f.pcap -Y 'client_id == \"my-app\"' --format json
   kwire stats /var/lib/kafka/data -Y 'record_type == OffsetCommitValue'   (a log directory: -Y as in kwire log)
-  kwire stats -i eth0 -a duration:30       30 seconds of live traffic on port 9092 (dumpcap)")]
+  kwire stats -i eth0 -a duration:30       30 seconds of live traffic on port 9092 (dumpcap)
+  kwire stats -i eth0 -c 10000             the next 10000 messages, live")]
 pub struct StatsArgs {
     /// The capture and where Kafka is in it.
     #[command(flatten)]
@@ -645,6 +646,10 @@ pub struct StatsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = super::ListFormat::Text)]
     pub format: super::ListFormat,
+    /// Stop after N messages counted (those -Y keeps), across the captures, as `read -c`;
+    /// a live capture (-i) stops there.
+    #[arg(short = 'c', value_name = "N")]
+    pub count: Option<u64>,
 }
 
 /// Runs `kwire stats`; returns the exit status.
@@ -657,6 +662,11 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         .iter()
         .all(|f| f.is_dir() || crate::log::FileKind::of(f).is_some())
     {
+        if a.count.is_some() {
+            return Err(CliError::Usage(
+                "-c N stops after N messages of a capture; a log directory is counted whole (choose with -Y)".into(),
+            ));
+        }
         let flt = a.filter.filter(schema)?;
         return log_stats(schema, &paths, flt.as_ref(), a.format, out)
             .map(|t| super::log_cmd::log_status(&t, a.capture.strict));
@@ -666,7 +676,13 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
     let mut closing = Vec::new();
     let mut ordinal = 0;
     let mut status = EXIT_OK;
+    // -c counts across the captures: once reached, the rest are not read.
+    let mut counted = 0u64;
     let res = for_each_capture(&a.capture, |file| {
+        let left = a.count.map(|l| l.saturating_sub(counted));
+        if left == Some(0) {
+            return Ok(());
+        }
         st.capture = ordinal;
         ordinal += 1;
         let unanswered = unanswered_first_pass(schema, &a.capture, file, flt.as_ref())?;
@@ -680,8 +696,12 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         };
         let mut run = RunOptions {
             threads: a.capture.threads(),
+            limit: left,
             ..RunOptions::default()
         };
+        // With worker threads, results decoded before the engine saw the limit still
+        // arrive: past it they are not counted.
+        let mut taken = 0u64;
         let outcome = run_capture(
             schema,
             &a.capture,
@@ -691,13 +711,15 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
             &mut std::io::sink(),
             &work,
             &mut |item| match item {
-                Some(item) => {
+                Some(item) if left.is_none_or(|l| taken < l) => {
+                    taken += 1;
                     st.add_item(item);
                     true
                 }
-                None => false,
+                _ => false,
             },
         )?;
+        counted += taken;
         status = worse(status, exit_status(&outcome, a.capture.strict));
         closing.extend(outcome.closing);
         st.add_tls(outcome.tls);

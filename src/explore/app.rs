@@ -203,6 +203,8 @@ pub struct App {
     pub top: usize,
     /// The list follows the end of the capture (`G`).
     pub follow: bool,
+    /// [`App::follow`] was turned on because the source grows (live, a file being written).
+    pub auto_followed: bool,
     /// Summary lines already made.
     pub lines: HashMap<usize, Line>,
     /// The selected message (its number in the source) and its tree and bytes.
@@ -257,6 +259,7 @@ impl App {
             sel: 0,
             top: 0,
             follow: false,
+            auto_followed: false,
             lines: HashMap::new(),
             view: None,
             tree_sel: 0,
@@ -360,6 +363,11 @@ impl App {
 
     /// Called before each frame: follows a growing list, loads the selected message.
     pub fn tick(&mut self) {
+        // A live capture, a file growing: the list follows the end (once; keys leave it).
+        if !self.auto_followed && self.src.follows_end() {
+            self.auto_followed = true;
+            self.follow = true;
+        }
         let n = self.shown_len();
         if self.follow && n > 0 {
             self.sel = n - 1;

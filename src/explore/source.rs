@@ -10,8 +10,13 @@
 //! never the frames or the trees. Decoding message `i` reads its frame back from the
 //! spool and runs [`crate::session::Prepared::decode`], which gives the message
 //! [`Session::decode`] gives in capture order, so every pane shows what `read` shows.
+//!
+//! A live capture ([`LiveInput`], `kwire explore -i IFACE`) is one more input of the
+//! spool: the capture child's stream is read as stdin is, each message made visible as
+//! it completes, until the child ends (`-a`, or [`LiveInput::close`] when the user quits).
 
 use crate::decode::{DecodeOptions, Detail};
+use crate::input::live::{LiveCapture, LiveEnd, LiveError, LiveOptions, LiveReader, StopReason};
 use crate::input::{self, CaptureOptions, Event, Frame, FrameContext, FrameKind};
 use crate::schema::Schema;
 use crate::session::{Context, Prepared, SchemaPlausibility, Session};
@@ -21,7 +26,7 @@ use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How far the background reading has come.
@@ -82,6 +87,16 @@ pub trait Source: Send + Sync {
     /// Each connection's TLS session, when it was decrypted: `(capture, connection)` and
     /// `TLS 1.3 TLS_AES_128_GCM_SHA256 sni=...`.
     fn tls_of(&self, capture: u32, connection: u32) -> Option<String>;
+    /// For a live capture, what the status bar says of it (`live: capturing on lo
+    /// (dumpcap)`, then how it ended); `None` for capture files.
+    fn live(&self) -> Option<String> {
+        None
+    }
+    /// Whether the list should follow the end, as Wireshark's auto-scroll: a live capture
+    /// (from the start), a capture file that grew while it was read (once it has).
+    fn follows_end(&self) -> bool {
+        false
+    }
 }
 
 /// Notice lines kept for the notices view; the rest are only counted.
@@ -113,6 +128,8 @@ struct Shared {
     bytes_total: AtomicU64,
     done: AtomicBool,
     following: AtomicBool,
+    /// A capture file grew while the reading waited at its end.
+    grew: AtomicBool,
     stop: AtomicBool,
     /// Reading stops after this many messages (the index takes over from there).
     cap: usize,
@@ -149,14 +166,218 @@ impl Shared {
 }
 
 /// The captures to read and how (what `kwire read` takes).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Inputs {
-    /// The capture files, `-` for stdin.
+    /// The capture files, `-` for stdin; not read when `live` is given.
     pub files: Vec<PathBuf>,
+    /// A live capture to read instead of the files (`kwire explore -i`).
+    pub live: Option<Arc<LiveInput>>,
     /// Input layer options (ports, `--detect`, `--max-frame`, TLS keys).
     pub capture: CaptureOptions,
     /// Decoder limits (`--max-nodes`).
     pub decode: DecodeOptions,
+}
+
+/// How long the explorer waits for a capture child that cannot start (no such interface,
+/// a bad filter, no permission) to end, before it takes over the terminal.
+pub const LIVE_START: Duration = Duration::from_millis(500);
+
+/// Longest [`LiveInput::close`] waits for the reading to reach the end of the stream
+/// after asking the child to stop (the child gets SIGKILL 3 seconds after SIGTERM).
+const LIVE_CLOSE: Duration = Duration::from_secs(5);
+
+/// A live capture as the explorer's input (`kwire explore -i IFACE`): the capture child
+/// ([`crate::input::live`]) started with its stream, for a [`Spool`] to read. Whoever
+/// opens it calls [`LiveInput::close`] when the explorer ends: the child is stopped and
+/// reaped then, on every path.
+pub struct LiveInput {
+    /// The interfaces, `lo` or `eth0, lo`.
+    label: String,
+    /// The capture program's name (`dumpcap`, `tcpdump`).
+    tool: &'static str,
+    command: String,
+    capture: Mutex<Option<LiveCapture>>,
+    reader: Mutex<Option<LiveReader>>,
+    /// How the capture ended, once it has; taken by [`LiveInput::close`].
+    end: Mutex<LiveState>,
+    ended: Condvar,
+}
+
+#[derive(Default)]
+struct LiveState {
+    /// The reading reached the end of the stream and the child was reaped.
+    finished: bool,
+    /// The status-bar text of the end.
+    said: Option<String>,
+    end: Option<LiveEnd>,
+}
+
+impl std::fmt::Debug for LiveInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveInput")
+            .field("command", &self.command)
+            .finish()
+    }
+}
+
+impl LiveInput {
+    /// Starts the capture `opts` asks for (dumpcap, else tcpdump; `opts.signals` should
+    /// be false: the explorer reads Ctrl-C as a key), and waits up to [`LIVE_START`] for a
+    /// child that cannot capture to end.
+    ///
+    /// # Errors
+    /// Neither program on `PATH`, the child would not start, or it ended at once with an
+    /// error (no such interface, a bad filter, no permission: [`LiveError`]'s message
+    /// says what to do); the child is reaped then.
+    pub fn open(opts: &LiveOptions) -> Result<Arc<LiveInput>, LiveError> {
+        let (capture, mut reader) = LiveCapture::open(opts)?;
+        if capture.ended_within(LIVE_START) == Some(false) {
+            let tool = capture.capturer().tool;
+            // The stream to its end (the child has ended), then what went wrong.
+            let _ = std::io::copy(&mut reader, &mut std::io::sink());
+            drop(reader);
+            let end = capture.finish();
+            return Err(end.error.unwrap_or(LiveError::Failed {
+                tool,
+                status: "failed".into(),
+                message: "it ended as it started".into(),
+            }));
+        }
+        Ok(Arc::new(LiveInput {
+            label: opts.interfaces.join(", "),
+            tool: capture.capturer().tool.name(),
+            command: capture.command_line(),
+            capture: Mutex::new(Some(capture)),
+            reader: Mutex::new(Some(reader)),
+            end: Mutex::new(LiveState::default()),
+            ended: Condvar::new(),
+        }))
+    }
+
+    /// The capture program's name (`dumpcap`, `tcpdump`).
+    pub fn tool(&self) -> &'static str {
+        self.tool
+    }
+
+    /// The capture child's command line (`dumpcap -f 'tcp port 9092' -i lo -w - -q`).
+    pub fn command_line(&self) -> &str {
+        &self.command
+    }
+
+    /// Asks the child to stop (SIGTERM to its process group); the reading then reaches
+    /// the end of its stream. Does nothing once the capture has ended.
+    pub fn stop(&self) {
+        if let Ok(c) = self.capture.lock() {
+            if let Some(c) = c.as_ref() {
+                c.stop();
+            }
+        }
+    }
+
+    /// Ends the capture: stops the child, waits (at most about 5 seconds) for the reading
+    /// to reach the end of the stream, and makes sure the child is reaped (reaping it here
+    /// if the reading did not finish). Returns how the capture ended (the first call
+    /// only).
+    pub fn close(&self) -> Option<LiveEnd> {
+        self.stop();
+        let deadline = Instant::now() + LIVE_CLOSE;
+        let mut st = self.end.lock().unwrap_or_else(|e| e.into_inner());
+        while !st.finished {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            st = self
+                .ended
+                .wait_timeout(st, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        if st.finished {
+            return st.end.take();
+        }
+        drop(st);
+        // The reading is stuck (or never started): the child is reaped here.
+        let cap = self.capture.lock().ok().and_then(|mut c| c.take());
+        let end = cap.map(LiveCapture::finish);
+        let mut st = self.end.lock().unwrap_or_else(|e| e.into_inner());
+        st.finished = true;
+        end.or_else(|| st.end.take())
+    }
+
+    /// The reader of the stream (once).
+    fn take_reader(&self) -> Option<LiveReader> {
+        self.reader.lock().ok().and_then(|mut r| r.take())
+    }
+
+    /// The reading reached the end of the stream: the child is reaped and its end kept;
+    /// the notices and the error say how it ended.
+    fn reading_ended(&self, shared: &Shared) {
+        let cap = self.capture.lock().ok().and_then(|mut c| c.take());
+        let Some(cap) = cap else { return };
+        let end = cap.finish();
+        for l in end_lines(self.tool, &end) {
+            shared.say(l);
+        }
+        let said = match &end.error {
+            Some(e) => {
+                fail(shared, e.to_string());
+                None
+            }
+            None => Some(format!("live capture {}", reason_text(&end))),
+        };
+        let mut st = self.end.lock().unwrap_or_else(|e| e.into_inner());
+        st.finished = true;
+        st.said = said;
+        st.end = Some(end);
+        self.ended.notify_all();
+    }
+
+    /// What the status bar says of the capture.
+    fn status(&self) -> String {
+        let st = self.end.lock().unwrap_or_else(|e| e.into_inner());
+        match (&st.said, st.finished) {
+            (Some(s), _) => s.clone(),
+            (None, true) => "live capture ended".into(),
+            (None, false) => format!("live: capturing on {} ({})", self.label, self.tool),
+        }
+    }
+}
+
+/// Why a live capture stopped, in words (`stopped at -a duration`).
+fn reason_text(e: &LiveEnd) -> String {
+    match e.reason {
+        // The explorer stops the capture when the user quits.
+        StopReason::Reader => "stopped when the explorer ended".to_string(),
+        r => r.to_string(),
+    }
+}
+
+/// How a live capture ended, as `kwire read` says it on its closing lines: the child's
+/// counts (`kwire: dumpcap: Packets captured: 92`), why it stopped (`kwire: live capture
+/// stopped when the explorer ended`; not said of a child that died), the error if any.
+pub fn end_lines(tool: &str, e: &LiveEnd) -> Vec<String> {
+    let mut lines: Vec<String> = e
+        .counts
+        .iter()
+        .map(|l| format!("kwire: {tool}: {l}"))
+        .collect();
+    let died = matches!(e.error, Some(LiveError::Died { .. }));
+    if !died {
+        lines.push(format!(
+            "kwire: live capture {}{}",
+            reason_text(e),
+            if e.killed {
+                format!(" ({tool} did not stop when asked and was killed)")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if let Some(err) = &e.error {
+        lines.push(format!("kwire: {err}"));
+    }
+    lines
 }
 
 /// A [`Source`] over capture files, read on a background thread (see the module
@@ -166,6 +387,8 @@ pub struct Spool {
     schema: Arc<Schema>,
     decode: DecodeOptions,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// The live capture read, if it is one.
+    live: Option<Arc<LiveInput>>,
 }
 
 /// How long a capture whose file was modified this recently is followed at its end
@@ -176,7 +399,10 @@ pub const FOLLOW_RECENT: Duration = Duration::from_secs(5);
 /// wait, and follows a file that is still being written.
 struct Follow {
     file: Option<File>,
-    stdin: Option<std::io::Stdin>,
+    /// stdin, or a live capture's stream: reads may block.
+    stream: Option<Box<dyn Read + Send>>,
+    /// The live capture `stream` comes from.
+    live: Option<Arc<LiveInput>>,
     shared: Arc<Shared>,
 }
 
@@ -184,12 +410,18 @@ impl Read for Follow {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
             if self.shared.stop.load(Ordering::Relaxed) {
+                if let (Some(l), Some(s)) = (&self.live, &mut self.stream) {
+                    // The child is asked to stop and its stream read to the end, so that
+                    // it never waits on a full pipe.
+                    l.stop();
+                    let _ = std::io::copy(s, &mut std::io::sink());
+                }
                 return Ok(0);
             }
-            let n = match (&mut self.file, &mut self.stdin) {
+            let n = match (&mut self.file, &mut self.stream) {
                 (Some(f), _) => f.read(buf)?,
                 (None, Some(s)) => {
-                    // stdin may block: what was read so far becomes visible first.
+                    // The read may block: what was read so far becomes visible first.
                     flush_pending(&self.shared);
                     s.read(buf)?
                 }
@@ -199,25 +431,31 @@ impl Read for Follow {
                 self.shared
                     .bytes_read
                     .fetch_add(n as u64, Ordering::Relaxed);
-                self.shared.following.store(false, Ordering::Relaxed);
+                if self.shared.following.swap(false, Ordering::Relaxed) {
+                    // Bytes after a wait at the end: the file is being written.
+                    self.shared.grew.store(true, Ordering::Relaxed);
+                }
                 return Ok(n);
             }
             flush_pending(&self.shared);
             let Some(f) = &self.file else { return Ok(0) };
             // At the end of a file: follow it while it is being written.
-            let recent = f
-                .metadata()
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| SystemTime::now().duration_since(t).ok())
-                .is_some_and(|age| age < FOLLOW_RECENT);
-            if !recent {
+            if !recent(f) {
                 return Ok(0);
             }
             self.shared.following.store(true, Ordering::Relaxed);
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+}
+
+/// Whether `f` was modified less than [`FOLLOW_RECENT`] ago (it is being written).
+fn recent(f: &File) -> bool {
+    f.metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .is_some_and(|age| age < FOLLOW_RECENT)
 }
 
 fn flush_pending(shared: &Shared) {
@@ -304,6 +542,7 @@ impl Spool {
             bytes_total: AtomicU64::new(total),
             done: AtomicBool::new(false),
             following: AtomicBool::new(false),
+            grew: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             cap,
             error: Mutex::new(None),
@@ -311,6 +550,7 @@ impl Spool {
             tls: Mutex::new(Default::default()),
         });
         let decode = inputs.decode.clone();
+        let live = inputs.live.clone();
         let thread = {
             let shared = Arc::clone(&shared);
             let schema = Arc::clone(&schema);
@@ -323,6 +563,7 @@ impl Spool {
             schema,
             decode,
             thread: Some(thread),
+            live,
         })
     }
 }
@@ -330,6 +571,12 @@ impl Spool {
 impl Drop for Spool {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
+        // A live capture's reader is blocked on the child's stream: the child is asked to
+        // stop, and the reader then reaches the end (its owner reaps the child:
+        // `LiveInput::close`).
+        if let Some(l) = &self.live {
+            l.stop();
+        }
         // A reader blocked on stdin is not waited for.
         if let Some(t) = self.thread.take() {
             if t.is_finished() {
@@ -339,12 +586,17 @@ impl Drop for Spool {
     }
 }
 
-/// The background thread: every capture in order, each with its own session.
+/// The background thread: every capture in order, each with its own session (a live
+/// capture: its stream, then the child reaped).
 fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
-    let several = inputs.files.len() > 1;
+    let names: Vec<PathBuf> = match &inputs.live {
+        Some(l) => vec![PathBuf::from(format!("the live capture on {}", l.label))],
+        None => inputs.files.clone(),
+    };
+    let several = names.len() > 1;
     let mut times: Option<((i64, u32), (i64, u32))> = None;
     let dopts = inputs.decode.clone();
-    for (ordinal, path) in inputs.files.iter().enumerate() {
+    for (ordinal, path) in names.iter().enumerate() {
         if shared.stop.load(Ordering::Relaxed) {
             break;
         }
@@ -356,17 +608,30 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
             },
             None => line,
         };
-        let input = if path.as_os_str() == "-" {
+        let input = if let Some(l) = &inputs.live {
+            let Some(r) = l.take_reader() else {
+                fail(shared, format!("{}: read already", path.display()));
+                break;
+            };
             Follow {
                 file: None,
-                stdin: Some(std::io::stdin()),
+                stream: Some(Box::new(r)),
+                live: Some(Arc::clone(l)),
+                shared: Arc::clone(shared),
+            }
+        } else if path.as_os_str() == "-" {
+            Follow {
+                file: None,
+                stream: Some(Box::new(std::io::stdin())),
+                live: None,
                 shared: Arc::clone(shared),
             }
         } else {
             match File::open(path) {
                 Ok(f) if !path.is_dir() => Follow {
                     file: Some(f),
-                    stdin: None,
+                    stream: None,
+                    live: None,
                     shared: Arc::clone(shared),
                 },
                 Ok(_) => {
@@ -454,6 +719,10 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
         {
             let mut pend = shared.pending.lock().unwrap_or_else(|e| e.into_inner());
             shared.publish(&mut pend);
+        }
+        if let Some(l) = &inputs.live {
+            // The stream has ended: the child is reaped, and says how it ended.
+            l.reading_ended(shared);
         }
         if shared.stop.load(Ordering::Relaxed) {
             // Stopped on purpose: what waits for the rest of the capture is not said.
@@ -573,5 +842,13 @@ impl Source for Spool {
             .ok()?
             .get(&(capture, connection))
             .cloned()
+    }
+
+    fn live(&self) -> Option<String> {
+        self.live.as_ref().map(|l| l.status())
+    }
+
+    fn follows_end(&self) -> bool {
+        self.live.is_some() || self.shared.grew.load(Ordering::Relaxed)
     }
 }

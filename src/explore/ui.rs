@@ -102,6 +102,8 @@ fn status_line(app: &App) -> Line<'static> {
     let p = app.src.progress();
     let reading = if let Some(e) = &p.error {
         format!(" | {e}")
+    } else if let Some(l) = app.src.live() {
+        format!(" | {l}")
     } else if p.following {
         " | following the capture's end".to_string()
     } else if p.done {

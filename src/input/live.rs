@@ -904,6 +904,28 @@ impl LiveCapture {
         self.shared.ask(StopReason::Reader);
     }
 
+    /// Waits up to `within` for the child to end by itself; `Some(true)` if it ended with
+    /// success, `Some(false)` if it failed or was killed, `None` if it still runs. A
+    /// capture that cannot start (no such interface, a filter that does not compile, no
+    /// permission) ends within a few tens of milliseconds: a caller about to take over the
+    /// terminal asks this first, so that the error is said on the normal screen (read the
+    /// stream to its end, then [`LiveCapture::finish`] says what went wrong). The child is
+    /// left waitable (`waitid` with `WNOWAIT`): it is reaped by `finish` only, so its
+    /// process group stays its own while the supervisor may signal it.
+    pub fn ended_within(&self, within: Duration) -> Option<bool> {
+        use rustix::process::{waitid, WaitId, WaitIdOptions};
+        let start = Instant::now();
+        self.child.as_ref()?;
+        loop {
+            let opts = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+            match waitid(WaitId::Pid(self.shared.pid), opts) {
+                Ok(Some(st)) => return Some(st.exited() && st.exit_status() == Some(0)),
+                Ok(None) if start.elapsed() < within => std::thread::sleep(TICK),
+                Ok(None) | Err(_) => return None,
+            }
+        }
+    }
+
     /// Ends the capture: asks the child to stop if it still runs, waits for it (SIGKILL
     /// after 3 seconds) and reaps it, and says how it ended. Call it once the reader has
     /// reached its end or is dropped.
@@ -1377,6 +1399,41 @@ mod tests {
             Some(LiveError::Permission { message, .. }) => assert!(message.contains("permission")),
             e => panic!("{e:?}"),
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn ended_within_tells_a_failed_start_and_leaves_the_child_to_finish() {
+        // Fails at once: seen within the wait, still a zombie (not reaped) until finish.
+        let (c, dir) = script(
+            "early",
+            "echo 'dumpcap: There is no device named \"x\".' >&2; exit 1",
+        );
+        let (cap, mut reader) = LiveCapture::start(&c, &opts()).unwrap();
+        let pid = cap.child.as_ref().unwrap().id();
+        assert_eq!(cap.ended_within(Duration::from_secs(10)), Some(false));
+        assert!(!gone(pid), "ended_within reaped the child");
+        let mut b = Vec::new();
+        reader.read_to_end(&mut b).unwrap();
+        let end = cap.finish();
+        assert!(gone(pid));
+        assert!(
+            matches!(end.error, Some(LiveError::NoSuchInterface { .. })),
+            "{:?}",
+            end.error
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        // Still running after the wait: None, and the child runs on until stopped.
+        let (c, dir) = script("running", "exec sleep 30");
+        let (cap, reader) = LiveCapture::start(&c, &opts()).unwrap();
+        let pid = cap.child.as_ref().unwrap().id();
+        let t = Instant::now();
+        assert_eq!(cap.ended_within(Duration::from_millis(200)), None);
+        assert!(t.elapsed() >= Duration::from_millis(200));
+        drop(reader);
+        let end = cap.finish();
+        assert_eq!(end.reason, StopReason::Reader);
+        assert!(gone(pid));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
