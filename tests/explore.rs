@@ -1258,3 +1258,59 @@ fn the_tree_pane_shows_read_v_lines() {
         .unwrap();
     assert_eq!(s[after + 1], next.trim_end());
 }
+
+/// A capture file cut short under explore (its index maps it: reading the mapping past
+/// the new end would kill kwire with SIGBUS, the terminal left raw): the status bar says
+/// so, the program keeps running, `q` exits 0 and restores the terminal.
+#[test]
+fn a_capture_cut_under_explore_is_said_and_kwire_keeps_running() {
+    if !have_tmux("shrink") {
+        return;
+    }
+    let src = root().join("captures/lab/kp_old_formats.pcap");
+    let n = read_lines(&[src.to_str().unwrap()]).len();
+    let dir = root().join("target").join("explore-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("shrink.pcap");
+    std::fs::copy(&src, &p).unwrap();
+    let len = std::fs::metadata(&p).unwrap().len();
+    assert!(len > 8192, "a file of several pages");
+    let st = Command::new("touch")
+        .args(["-d", "1 hour ago"])
+        .arg(&p)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let t = Tmux::start("shrink", &[p.to_str().unwrap()]);
+    wait_read(&t, n);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    // The last message's bytes were past the new end.
+    std::thread::sleep(Duration::from_millis(100));
+    t.keys(&["G"]);
+    t.wait("the error in the status bar", |s| {
+        s.last().is_some_and(|l| {
+            l.contains(&format!(
+                "the file was cut from {len} to 4096 bytes under explore"
+            ))
+        })
+    });
+    t.keys(&["k", "g"]);
+    t.keys(&["q"]);
+    let s = t.wait("kwire to exit", |s| {
+        s.iter().any(|l| l.starts_with("KWIRE_EXIT="))
+    });
+    assert!(s.iter().any(|l| l == "KWIRE_EXIT=0"), "{s:?}");
+    let flags = t.tmux(&[
+        "display-message",
+        "-p",
+        "-t",
+        "t",
+        "#{alternate_on} #{mouse_any_flag} #{cursor_flag}",
+    ]);
+    assert_eq!(flags.trim(), "0 0 1", "alternate screen, mouse, cursor");
+}

@@ -45,6 +45,11 @@ pub struct Indexed {
     /// `read`'s closing lines on the requests without a response (made on the index
     /// thread once the index is built).
     unanswered: Arc<OnceLock<Vec<String>>>,
+    /// Set when the capture file was found shorter than when it was indexed: its bytes
+    /// are no longer read (reading a mapping past a file's end would kill the process).
+    changed: Mutex<Option<String>>,
+    /// When the file's length was last looked at.
+    checked: Mutex<Option<std::time::Instant>>,
     /// The broker ports, as `read`'s notice of no Kafka connection lists them.
     ports: String,
     /// `--detect` was given (the notice's advice then leaves it out).
@@ -201,6 +206,8 @@ impl Indexed {
             index,
             progress,
             copying,
+            changed: Mutex::new(None),
+            checked: Mutex::new(None),
             unanswered,
             spill,
             ports,
@@ -220,6 +227,43 @@ impl Indexed {
             }
             _ => None,
         }
+    }
+
+    /// Whether the indexed file may still be read: not shorter than when it was indexed
+    /// (looked at every 50 ms at most). A file cut under explore is refused from then
+    /// on, said in the status bar, instead of reading its mapping past the end.
+    fn intact(&self, c: &Capture) -> bool {
+        if let Ok(e) = self.changed.lock() {
+            if e.is_some() {
+                return false;
+            }
+        }
+        if self.spill.is_some() {
+            return true;
+        }
+        let Ok(mut at) = self.checked.lock() else {
+            return true;
+        };
+        if at.is_some_and(|t| t.elapsed() < std::time::Duration::from_millis(50)) {
+            return true;
+        }
+        *at = Some(std::time::Instant::now());
+        let was = self.progress.lock().map_or(0, |p| p.total);
+        // A file removed is still there for its mapping; only one cut short is not.
+        let Ok(m) = std::fs::metadata(c.path()) else {
+            return true;
+        };
+        if m.len() >= was {
+            return true;
+        }
+        if let Ok(mut e) = self.changed.lock() {
+            *e = Some(format!(
+                "{}: the file was cut from {was} to {} bytes under explore: its messages can no longer be read (start explore again)",
+                c.path().display(),
+                m.len()
+            ));
+        }
+        false
     }
 
     fn spool(&self) -> Option<Arc<Spool>> {
@@ -351,7 +395,7 @@ impl Source for Indexed {
                 bytes_total: p.total,
                 done: true,
                 following: false,
-                error: None,
+                error: self.changed.lock().ok().and_then(|e| e.clone()),
             },
             Some(Err(_)) => self.spool().map(|s| s.progress()).unwrap_or_default(),
             // stdin being copied: its bytes so far, of a total not known.
@@ -397,6 +441,9 @@ impl Source for Indexed {
         let Some(c) = self.ready() else {
             return self.spool().is_some_and(|s| s.with_message(i, detail, f));
         };
+        if !self.intact(c) {
+            return false;
+        }
         let Ok(frame) = c.frame(i) else {
             return false;
         };
