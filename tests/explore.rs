@@ -46,11 +46,14 @@ impl Tmux {
             cmd.push_str(&format!(" '{a}'"));
         }
         // After kwire: its exit status, then the session stays for the checks.
-        let script = format!("{cmd}; echo KWIRE_EXIT=$?; sleep 120");
+        // After kwire's status: whether the terminal is back in cooked mode.
+        let script = format!(
+            "{cmd}; echo KWIRE_EXIT=$?; echo TTY=$(stty -a | tr ' ' '\\n' | grep -Ex -- '-?(icanon|echo)' | tr '\\n' ' '); sleep 120"
+        );
         let st = Command::new("tmux")
             .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
             .args(["-x", "200", "-y", "50", "-s", "t"])
-            .args(["env", "TERM=xterm-256color"])
+            .args(["env", "-u", "COLORTERM", "TERM=xterm-256color"])
             .args(env)
             .args(["sh", "-c", &script])
             .current_dir(root())
@@ -662,6 +665,363 @@ fn colour_follows_no_color_and_the_option() {
     wait_read(&t, n);
     let raw = t.tmux(&["capture-pane", "-e", "-p", "-t", "t"]);
     assert!(has_colour(&raw), "--color always: {raw}");
+    drop(t);
+    let t = Tmux::start("colournever", &["--color", "never", "captures/demo.pcap"]);
+    wait_read(&t, n);
+    let raw = t.tmux(&["capture-pane", "-e", "-p", "-t", "t"]);
+    assert!(!has_colour(&raw), "--color never: {raw}");
+    assert!(raw.contains("\x1b[7m"), "{raw}");
+}
+
+/// The SGR colour codes of a `capture-pane -e` screen: (ANSI 16-colour codes,
+/// 256-colour codes `38;5;N`/`48;5;N`).
+fn colour_codes(raw: &str) -> (usize, usize) {
+    let (mut ansi, mut indexed) = (0, 0);
+    for seq in raw.split("\x1b[").skip(1) {
+        let params = seq.split('m').next().unwrap_or("");
+        let ps: Vec<&str> = params.split(';').collect();
+        let mut i = 0;
+        while i < ps.len() {
+            match ps[i] {
+                "38" | "48" if ps.get(i + 1) == Some(&"5") => {
+                    indexed += 1;
+                    i += 2;
+                }
+                "38" | "48" => i += 4,
+                p if matches!(
+                    p.parse::<u32>(),
+                    Ok(30..=37 | 40..=47 | 90..=97 | 100..=107)
+                ) =>
+                {
+                    ansi += 1
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+    (ansi, indexed)
+}
+
+/// A terminal of 16 colours (`TERM=xterm`, no `COLORTERM`) gets the ANSI colour codes
+/// (`31`, `90`, ...), never a 256-colour code; a 256-colour one gets the same colours as
+/// 256-colour codes (crossterm's way). tmux keeps the difference (`capture-pane -e`
+/// writes back what the program wrote).
+#[test]
+fn sixteen_colour_terminals_get_ansi_colour_codes() {
+    if !have_tmux("ansi16") {
+        return;
+    }
+    let n = read_lines(&["captures/demo.pcap"]).len();
+    let t = Tmux::start_env(
+        "ansi16",
+        &["TERM=xterm"],
+        &["--color", "always", "captures/demo.pcap"],
+    );
+    wait_read(&t, n);
+    // The screen as drawn to its end (under load a capture may come between writes).
+    let start = Instant::now();
+    let (raw, ansi, indexed) = loop {
+        let raw = t.tmux(&["capture-pane", "-e", "-p", "-t", "t"]);
+        let (ansi, indexed) = colour_codes(&raw);
+        if ansi > 10 || start.elapsed() > Duration::from_secs(20) {
+            break (raw, ansi, indexed);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(ansi > 10, "TERM=xterm: {ansi} ANSI colour codes: {raw}");
+    assert_eq!(indexed, 0, "TERM=xterm: 256-colour codes: {raw}");
+    drop(t);
+    let t = Tmux::start("ansi256", &["--color", "always", "captures/demo.pcap"]);
+    wait_read(&t, n);
+    let raw = t.tmux(&["capture-pane", "-e", "-p", "-t", "t"]);
+    let (_, indexed) = colour_codes(&raw);
+    assert!(
+        indexed > 0,
+        "TERM=xterm-256color: {indexed} 256-colour codes: {raw}"
+    );
+}
+
+/// A click (SGR mouse reporting, as a terminal writes it: press then release) at
+/// 0-based `col`, `row`.
+fn click(t: &Tmux, col: usize, row: usize) {
+    t.type_text(&format!("\x1b[<0;{};{}M", col + 1, row + 1));
+    t.type_text(&format!("\x1b[<0;{};{}m", col + 1, row + 1));
+    std::thread::sleep(Duration::from_millis(150));
+}
+
+#[test]
+fn the_mouse_selects_rows_nodes_and_bytes() {
+    if !have_tmux("mouse") {
+        return;
+    }
+    let lines = read_lines(&["captures/demo.pcap"]);
+    let t = Tmux::start("mouse", &["captures/demo.pcap"]);
+    let s = wait_read(&t, lines.len());
+    // A row: the list's fourth line.
+    let top = s.iter().position(|l| l.contains("Messages (")).unwrap() + 1;
+    click(&t, 10, top + 3);
+    wait_selected(&t, &lines[3]);
+    // The second message (the ApiVersions response), then a node of its tree.
+    click(&t, 10, top + 1);
+    wait_selected(&t, &lines[1]);
+    let s = t.wait("the second message's tree", |s| {
+        s.iter().any(|l| l.contains("Tree (message 2 of"))
+    });
+    let tree = s
+        .iter()
+        .position(|l| l.contains("Tree (message 2 of"))
+        .unwrap()
+        + 1;
+    let row = tree + 4;
+    let want = s[row].trim().to_string();
+    assert!(span_of(&want).is_some(), "a node line: {want:?}");
+    click(&t, 30, row);
+    let start = Instant::now();
+    loop {
+        let got = selected_tree_line(&t.screen_attrs());
+        if got.trim_end() == want || want.ends_with(got.trim_end()) && !got.trim().is_empty() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "selected {got:?}, not {want:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The node's bytes are the ones highlighted.
+    let (off, len) = span_of(&want).unwrap();
+    let got = reversed_bytes(&t.screen_attrs());
+    assert_eq!(got[0], off, "{want}");
+    assert!(got.len() <= len);
+    // A byte: byte 13 (the first ApiVersion's MinVersion) selects its deepest node.
+    let s = t.screen();
+    let bytes = s.iter().position(|l| l.contains(" Bytes:")).unwrap() + 1;
+    let w = s[bytes].split_once("  ").unwrap().0.len();
+    click(&t, w + 2 + 3 * 13, bytes);
+    t.wait("the cursor on byte 13", |s| {
+        s.iter()
+            .any(|l| l.contains(" Bytes:") && l.contains("cursor 0x000d"))
+    });
+    let line = selected_tree_line(&t.screen_attrs());
+    assert!(line.starts_with("MinVersion int16"), "{line}");
+    let (off, len) = span_of(&line).unwrap();
+    assert!(off <= 13 && 13 < off + len, "{line} does not cover byte 13");
+}
+
+/// A panic (forced by `KWIRE_EXPLORE_TEST_PANIC`, a hook of debug builds only) leaves a
+/// restored terminal: the main screen, no mouse reporting, a cursor, cooked mode; and
+/// its message is printed there, after the restoring (on the alternate screen it would
+/// be lost).
+#[test]
+fn a_panic_restores_the_terminal_before_its_message() {
+    if !have_tmux("panic") {
+        return;
+    }
+    let t = Tmux::start_env(
+        "panic",
+        &["KWIRE_EXPLORE_TEST_PANIC=1"],
+        &["captures/demo.pcap"],
+    );
+    let s = t.wait("kwire to end", |s| {
+        s.iter().any(|l| l.starts_with("KWIRE_EXIT="))
+    });
+    assert!(s.iter().any(|l| l == "KWIRE_EXIT=101"), "{s:?}");
+    assert!(
+        s.iter()
+            .any(|l| l.contains("KWIRE_EXPLORE_TEST_PANIC is set: a panic for the tests")),
+        "the panic's message on the main screen: {s:?}"
+    );
+    let tty = s.iter().find(|l| l.starts_with("TTY=")).unwrap();
+    assert_eq!(tty.trim_end(), "TTY=icanon echo", "cooked mode: {s:?}");
+    let flags = t.tmux(&[
+        "display-message",
+        "-p",
+        "-t",
+        "t",
+        "#{alternate_on} #{mouse_any_flag} #{cursor_flag}",
+    ]);
+    assert_eq!(flags.trim(), "0 0 1", "alternate screen, mouse, cursor");
+}
+
+/// Every notice `read` prints on stderr for a capture cut mid-stream (connections seen
+/// from their middle: resynchronisations, responses without their request) is in the
+/// notices view (`L`), in `read`'s order; only `read`'s closing count line is not.
+#[test]
+fn the_notices_view_has_reads_notices_of_a_cut_capture() {
+    if !have_tmux("cutnotices") {
+        return;
+    }
+    let p = cut_capture(20);
+    // A settled file (not one still being written): explore reads it through the index.
+    let st = Command::new("touch")
+        .args(["-d", "1 hour ago"])
+        .arg(&p)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let p = p.to_str().unwrap();
+    let o = Command::new(kwire_bin())
+        .args(["read", p])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let mut notices: Vec<&str> = err.lines().collect();
+    let summary = notices.pop().unwrap();
+    assert!(
+        summary.contains(" packets, "),
+        "read's count line: {summary}"
+    );
+    assert!(notices.len() >= 2, "{err}");
+    let n = read_lines(&[p]).len();
+    let t = Tmux::start("cutnotices", &[p]);
+    wait_read(&t, n);
+    t.keys(&["L"]);
+    let s = t.wait("the notices", |s| s[0].starts_with("Notices"));
+    let shown: Vec<&str> = s[1..]
+        .iter()
+        .map(String::as_str)
+        .filter(|l| l.starts_with("kwire: "))
+        .collect();
+    let want: Vec<String> = notices
+        .iter()
+        .map(|l| {
+            l.chars()
+                .take(200)
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        shown, want,
+        "the notices view against read's stderr:\n{err}"
+    );
+}
+
+/// A capture of `pairs` ApiVersions v0 exchanges, 50 requests then their 50 responses
+/// in each pair of segments: small frames, many messages for the bytes.
+fn many_messages(path: &Path, pairs: usize) {
+    use kwire::input::pcap_out::{PcapWriter, TcpFlow};
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    let mut w = PcapWriter::new(std::io::BufWriter::new(
+        std::fs::File::create(path).unwrap(),
+    ))
+    .unwrap();
+    let mut flow = TcpFlow::new(
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000),
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9092),
+        [1000, 5000],
+    );
+    flow.open(&mut w, 0).unwrap();
+    let mut us = 1000u64;
+    for chunk in (0..pairs).collect::<Vec<_>>().chunks(50) {
+        let mut req = Vec::new();
+        let mut resp = Vec::new();
+        for &i in chunk {
+            let corr = (i as i32).to_be_bytes();
+            // size, api_key 18, api_version 0, correlation_id, client_id null
+            req.extend([0, 0, 0, 10, 0, 18, 0, 0]);
+            req.extend(corr);
+            req.extend([0xff, 0xff]);
+            // size, correlation_id, error_code 0, ApiKeys: none
+            resp.extend([0, 0, 0, 10]);
+            resp.extend(corr);
+            resp.extend([0, 0, 0, 0, 0, 0]);
+        }
+        flow.send(&mut w, true, us, &req).unwrap();
+        flow.send(&mut w, false, us + 100, &resp).unwrap();
+        us += 1000;
+    }
+    flow.close(&mut w, us).unwrap();
+    use std::io::Write;
+    w.into_inner().flush().unwrap();
+}
+
+/// A capture on stdin costs what the same capture as a file costs: stdin is copied to a
+/// temporary file and indexed (64 bytes a message), not spooled (420 bytes a message
+/// in memory). 600,000 messages: the spool alone would hold about 250 MB; the peak RSS
+/// (GNU time, the copy's mapped pages counted) stays under 128 MiB.
+#[test]
+fn stdin_memory_stays_bounded() {
+    if !have_tmux("stdinmem") {
+        return;
+    }
+    let time = Path::new("/usr/bin/time");
+    if !time.exists() {
+        common::skip(
+            "stdin_memory_stays_bounded",
+            "no /usr/bin/time (Debian package time)",
+        );
+        return;
+    }
+    const PAIRS: usize = 300_000;
+    const BOUND_KIB: i64 = 128 << 10;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("explore");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = dir.join("many-messages.pcap");
+    many_messages(&cap, PAIRS);
+    let rss = dir.join("stdin-rss");
+    let _ = std::fs::remove_file(&rss);
+    let socket = format!("kwire-explore-{}-stdinmem", std::process::id());
+    let script = format!(
+        "cat '{}' | /usr/bin/time -f %M -o '{}' '{}' explore -; echo KWIRE_EXIT=$?; sleep 120",
+        cap.display(),
+        rss.display(),
+        kwire_bin().display()
+    );
+    let st = Command::new("tmux")
+        .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
+        .args(["-x", "200", "-y", "50", "-s", "t"])
+        .args([
+            "env",
+            "-u",
+            "COLORTERM",
+            "TERM=xterm-256color",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let t = Tmux { socket };
+    // Every message, the index built (no more reading): 2 minutes at most.
+    let want = format!("{0} of {0} messages", 2 * PAIRS);
+    let start = Instant::now();
+    loop {
+        let s = t.status();
+        if s.starts_with(&want) && !s.contains("reading") {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the status bar: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // The last message, decoded from the index.
+    t.keys(&["G"]);
+    t.wait("the last message's tree", |s| {
+        s.iter()
+            .any(|l| l.contains(&format!("Tree (message {} of", 2 * PAIRS)))
+    });
+    t.keys(&["q"]);
+    t.wait("kwire to exit", |s| s.iter().any(|l| l == "KWIRE_EXIT=0"));
+    let report = std::fs::read_to_string(&rss).unwrap();
+    let peak: i64 = report
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS in GNU time's report {report:?}"));
+    eprintln!("explore - on {} messages: peak RSS {peak} KiB", 2 * PAIRS);
+    assert!(
+        peak < BOUND_KIB,
+        "peak RSS {peak} KiB, over {BOUND_KIB} KiB"
+    );
+    let _ = std::fs::remove_file(&cap);
 }
 
 #[test]
@@ -897,4 +1257,60 @@ fn the_tree_pane_shows_read_v_lines() {
         .map(|l| l.to_string())
         .unwrap();
     assert_eq!(s[after + 1], next.trim_end());
+}
+
+/// A capture file cut short under explore (its index maps it: reading the mapping past
+/// the new end would kill kwire with SIGBUS, the terminal left raw): the status bar says
+/// so, the program keeps running, `q` exits 0 and restores the terminal.
+#[test]
+fn a_capture_cut_under_explore_is_said_and_kwire_keeps_running() {
+    if !have_tmux("shrink") {
+        return;
+    }
+    let src = root().join("captures/lab/kp_old_formats.pcap");
+    let n = read_lines(&[src.to_str().unwrap()]).len();
+    let dir = root().join("target").join("explore-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("shrink.pcap");
+    std::fs::copy(&src, &p).unwrap();
+    let len = std::fs::metadata(&p).unwrap().len();
+    assert!(len > 8192, "a file of several pages");
+    let st = Command::new("touch")
+        .args(["-d", "1 hour ago"])
+        .arg(&p)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let t = Tmux::start("shrink", &[p.to_str().unwrap()]);
+    wait_read(&t, n);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    // The last message's bytes were past the new end.
+    std::thread::sleep(Duration::from_millis(100));
+    t.keys(&["G"]);
+    t.wait("the error in the status bar", |s| {
+        s.last().is_some_and(|l| {
+            l.contains(&format!(
+                "the file was cut from {len} to 4096 bytes under explore"
+            ))
+        })
+    });
+    t.keys(&["k", "g"]);
+    t.keys(&["q"]);
+    let s = t.wait("kwire to exit", |s| {
+        s.iter().any(|l| l.starts_with("KWIRE_EXIT="))
+    });
+    assert!(s.iter().any(|l| l == "KWIRE_EXIT=0"), "{s:?}");
+    let flags = t.tmux(&[
+        "display-message",
+        "-p",
+        "-t",
+        "t",
+        "#{alternate_on} #{mouse_any_flag} #{cursor_flag}",
+    ]);
+    assert_eq!(flags.trim(), "0 0 1", "alternate screen, mouse, cursor");
 }

@@ -298,6 +298,13 @@ impl App {
         while !self.quit {
             self.tick();
             t.draw(|f| super::ui::draw(f, self))?;
+            // Tests only (debug builds; a release build has no such hook): a panic once
+            // the screen is up, to check that the terminal is restored before its
+            // message is printed (`tests/explore.rs`).
+            #[cfg(debug_assertions)]
+            if std::env::var_os("KWIRE_EXPLORE_TEST_PANIC").is_some() && self.src.count() > 0 {
+                panic!("KWIRE_EXPLORE_TEST_PANIC is set: a panic for the tests");
+            }
             if event::poll(Duration::from_millis(100))? {
                 match event::read()? {
                     Event::Key(k) if k.kind != event::KeyEventKind::Release => self.key(k),

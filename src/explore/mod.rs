@@ -106,7 +106,8 @@ pub fn restore_terminal() {
 }
 
 /// The source for `inputs`: one capture file that is not being written goes through the
-/// message index ([`indexed::Indexed`]); stdin, several captures and a file still being
+/// message index ([`indexed::Indexed`]), and so does stdin, copied to a temporary file
+/// first ([`indexed::Indexed::start_stdin`]); several captures and a file still being
 /// written are read by a [`Spool`] (which follows a growing file's end).
 ///
 /// # Errors
@@ -120,6 +121,7 @@ pub fn open(schema: Arc<Schema>, inputs: Inputs) -> std::io::Result<Arc<dyn Sour
             .is_some_and(|age| age >= source::FOLLOW_RECENT)
     };
     Ok(match inputs.files.as_slice() {
+        [one] if one.as_os_str() == "-" => Arc::new(indexed::Indexed::start_stdin(schema, inputs)?),
         [one] if one.as_os_str() != "-" && one.is_file() && settled(one) => {
             Arc::new(indexed::Indexed::start(schema, inputs)?)
         }
@@ -160,11 +162,123 @@ pub fn run(schema: Schema, inputs: Inputs, opts: Options) -> Result<(), ExploreE
         }
     }
     let res = (|| -> std::io::Result<()> {
-        let backend = ratatui::backend::CrosstermBackend::new(std::io::stdout());
+        let out = Ansi16 {
+            inner: std::io::stdout(),
+            buf: Vec::new(),
+            only16: only_16_colours(),
+        };
+        let backend = ratatui::backend::CrosstermBackend::new(out);
         let mut terminal = ratatui::Terminal::new(backend)?;
         let mut app = app::App::new(src, opts);
         app.run(&mut terminal)
     })();
     restore_terminal();
     res.map_err(ExploreError::Io)
+}
+
+/// Whether the terminal has only the 16 ANSI colours: neither `COLORTERM` (set by
+/// terminals with 24-bit colour) nor a `TERM` naming a 256-colour or direct-colour
+/// terminfo entry (`xterm-256color`, `tmux-256color`, `xterm-direct`). `TERM=xterm`,
+/// `screen`, `linux`, `vt100` have 8 or 16.
+pub fn only_16_colours() -> bool {
+    let colorterm = std::env::var_os("COLORTERM").is_some_and(|v| !v.is_empty());
+    let term = std::env::var("TERM").unwrap_or_default();
+    !(colorterm || term.contains("256col") || term.contains("direct"))
+}
+
+/// The terminal's output. crossterm writes every colour, the 16 named ones too, as a
+/// 256-colour code (`38;5;N`, `48;5;N`); on a terminal of 16 colours (`only16`) the
+/// codes of colours 0-15 are rewritten to the ANSI ones (`30`-`37`, `90`-`97`, `40`-`47`,
+/// `100`-`107`) that every colour terminal knows. Bytes are held until `flush` (ratatui
+/// flushes after each frame), so that no escape sequence is split.
+struct Ansi16<W: Write> {
+    inner: W,
+    buf: Vec<u8>,
+    only16: bool,
+}
+
+impl<W: Write> Write for Ansi16<W> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if !self.only16 {
+            return self.inner.write(b);
+        }
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            let out = to_16_colours(&self.buf);
+            self.buf.clear();
+            self.inner.write_all(&out)?;
+        }
+        self.inner.flush()
+    }
+}
+
+/// `b` with each SGR sequence's `38;5;N` and `48;5;N` of N below 16 written as the
+/// ANSI colour code (see [`Ansi16`]); everything else as it is.
+fn to_16_colours(b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == 0x1b && b.get(i + 1) == Some(&b'[') {
+            // CSI: parameters (digits and ';') up to the final byte.
+            let start = i + 2;
+            let mut end = start;
+            while end < b.len() && (b[end].is_ascii_digit() || b[end] == b';') {
+                end += 1;
+            }
+            if b.get(end) == Some(&b'm') {
+                let params = std::str::from_utf8(&b[start..end]).unwrap_or("");
+                out.extend_from_slice(b"\x1b[");
+                out.extend_from_slice(sgr_16(params).as_bytes());
+                out.push(b'm');
+                i = end + 1;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+/// One SGR parameter list with its 256-colour codes of colours 0-15 made ANSI ones.
+fn sgr_16(params: &str) -> String {
+    let ps: Vec<&str> = params.split(';').collect();
+    let mut out: Vec<String> = Vec::with_capacity(ps.len());
+    let mut i = 0;
+    while i < ps.len() {
+        let p = ps[i];
+        if (p == "38" || p == "48") && ps.get(i + 1) == Some(&"5") {
+            if let Some(n) = ps.get(i + 2).and_then(|n| n.parse::<u8>().ok()) {
+                if n < 16 {
+                    let base: u8 = if p == "38" { 30 } else { 40 };
+                    let code = if n < 8 { base + n } else { base + 60 + n - 8 };
+                    out.push(code.to_string());
+                    i += 3;
+                    continue;
+                }
+            }
+        }
+        out.push(p.to_string());
+        i += 1;
+    }
+    out.join(";")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_0_to_15_become_ansi_codes() {
+        let b = b"a\x1b[38;5;1mred\x1b[48;5;9m\x1b[1;38;5;8;48;5;200mx\x1b[39m\x1b[2J";
+        let out = String::from_utf8(to_16_colours(b)).unwrap();
+        assert_eq!(
+            out,
+            "a\x1b[31mred\x1b[101m\x1b[1;90;48;5;200mx\x1b[39m\x1b[2J"
+        );
+    }
 }

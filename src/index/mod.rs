@@ -250,6 +250,9 @@ struct Watch<'p> {
     next_report: u64,
     count: u64,
     messages: std::rc::Rc<std::cell::Cell<u64>>,
+    /// The file's mapping, and how much of it was given back (see [`Watch::record`]).
+    map: &'p memmap2::Mmap,
+    released: usize,
 }
 
 impl CaptureObserver for Watch<'_> {
@@ -260,6 +263,29 @@ impl CaptureObserver for Watch<'_> {
         }
         if offset >= self.next_report {
             self.next_report = offset + (4 << 20);
+            // The pages the pass has read (but the last 4 MiB) are given back: without
+            // this the whole file stays resident in the process's RSS after one pass
+            // (1.1 GiB for a 1 GB capture). They are the page cache's again, read back
+            // from the file when a message is decoded.
+            #[cfg(unix)]
+            let upto = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .saturating_sub(4 << 20)
+                & !((1 << 20) - 1);
+            #[cfg(unix)]
+            if upto > self.released {
+                // SAFETY: a read-only shared mapping of a file: MADV_DONTNEED drops the
+                // pages, and reading them again gives the file's bytes (no data is lost,
+                // as it would be for a private writable mapping).
+                let _ = unsafe {
+                    self.map.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        self.released,
+                        upto - self.released,
+                    )
+                };
+                self.released = upto;
+            }
             (self.progress)(&Progress {
                 bytes: offset,
                 total: self.total,
@@ -349,6 +375,8 @@ impl Capture {
             next_report: 0,
             count: 0,
             messages: messages.clone(),
+            map: &cap.map,
+            released: 0,
         };
         let plaus = SchemaPlausibility(&schema);
         let mut session = Session::new(&schema, &decode);
