@@ -195,6 +195,9 @@ pub struct App {
     pub zoom: bool,
     /// The list.
     pub shown: Shown,
+    /// The source's message count, taken once a frame (in [`App::tick`]): the list and
+    /// the status bar of one frame count the same messages while the index grows.
+    pub count: usize,
     /// The filter in force before `f` (restored by pressing `f` again).
     pub before_conn: Option<Option<String>>,
     /// The selected position in the list.
@@ -255,6 +258,7 @@ impl App {
             focus: Pane::List,
             zoom: false,
             shown: Shown::All,
+            count: 0,
             before_conn: None,
             sel: 0,
             top: 0,
@@ -319,7 +323,7 @@ impl App {
     /// Messages in the list now.
     pub fn shown_len(&self) -> usize {
         match &self.shown {
-            Shown::All => self.src.count(),
+            Shown::All => self.count,
             Shown::Filtered { scan, .. } => scan.found.lock().map_or(0, |h| h.len()),
         }
     }
@@ -327,7 +331,7 @@ impl App {
     /// The message (its number in the source) at list position `k`.
     pub fn shown_at(&self, k: usize) -> Option<usize> {
         match &self.shown {
-            Shown::All => (k < self.src.count()).then_some(k),
+            Shown::All => (k < self.count).then_some(k),
             Shown::Filtered { scan, .. } => scan.found.lock().ok()?.get(k).copied(),
         }
     }
@@ -335,7 +339,7 @@ impl App {
     /// The list position of message `i`, if the list shows it.
     pub fn position_of(&self, i: usize) -> Option<usize> {
         match &self.shown {
-            Shown::All => (i < self.src.count()).then_some(i),
+            Shown::All => (i < self.count).then_some(i),
             Shown::Filtered { scan, .. } => scan.found.lock().ok()?.binary_search(&i).ok(),
         }
     }
@@ -370,6 +374,7 @@ impl App {
 
     /// Called before each frame: follows a growing list, loads the selected message.
     pub fn tick(&mut self) {
+        self.count = self.src.count();
         // A live capture, a file growing: the list follows the end (once; keys leave it).
         if !self.auto_followed && self.src.follows_end() {
             self.auto_followed = true;

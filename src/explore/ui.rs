@@ -85,7 +85,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App) {
 }
 
 fn status_line(app: &App) -> Line<'static> {
-    let total = app.src.count();
+    let total = app.count;
     let shown = app.shown_len();
     let mut parts = vec![Span::styled(
         format!("{shown} of {total} messages"),
