@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::explore_screen::{have_tmux, list_lines, reverse_cells};
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -15,17 +17,6 @@ fn kwire_bin() -> PathBuf {
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn have_tmux(test: &str) -> bool {
-    let ok = Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        common::skip(test, "tmux is not installed");
-    }
-    ok
 }
 
 /// A detached tmux session running `kwire explore ARGS`, on a tmux server of its own.
@@ -127,52 +118,6 @@ impl Drop for Tmux {
     }
 }
 
-/// A line of `capture-pane -e` as its characters, each with whether it is in reverse
-/// video.
-fn reverse_cells(line: &str) -> Vec<(char, bool)> {
-    let mut out = Vec::new();
-    let mut rev = false;
-    let mut it = line.chars().peekable();
-    while let Some(c) = it.next() {
-        if c != '\x1b' {
-            out.push((c, rev));
-            continue;
-        }
-        if it.peek() != Some(&'[') {
-            continue;
-        }
-        it.next();
-        let mut params = String::new();
-        let mut fin = ' ';
-        for d in it.by_ref() {
-            if d.is_ascii_digit() || d == ';' || d == ':' {
-                params.push(d);
-            } else {
-                fin = d;
-                break;
-            }
-        }
-        if fin != 'm' {
-            continue;
-        }
-        let ps: Vec<&str> = params.split(';').collect();
-        let mut i = 0;
-        while i < ps.len() {
-            match ps[i] {
-                "" | "0" => rev = false,
-                "7" => rev = true,
-                "27" => rev = false,
-                "38" | "48" | "58" => {
-                    i += if ps.get(i + 1) == Some(&"5") { 2 } else { 4 };
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-    }
-    out
-}
-
 /// `kwire read ARGS` (summary lines) on stdout.
 fn read_lines(args: &[&str]) -> Vec<String> {
     let o = Command::new(kwire_bin())
@@ -184,24 +129,6 @@ fn read_lines(args: &[&str]) -> Vec<String> {
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .map(str::to_string)
-        .collect()
-}
-
-/// The list pane's lines: between the `Messages` title and the `Tree` title.
-fn list_lines(screen: &[String]) -> Vec<String> {
-    let start = screen
-        .iter()
-        .position(|l| l.contains("Messages ("))
-        .expect("the list's title");
-    // Up to the tree's title, or the status bar when the list is zoomed.
-    let end = screen
-        .iter()
-        .position(|l| l.contains(" Tree"))
-        .unwrap_or(screen.len() - 1);
-    screen[start + 1..end]
-        .iter()
-        .filter(|l| !l.is_empty())
-        .cloned()
         .collect()
 }
 
@@ -623,7 +550,12 @@ fn stdin_shows_reads_messages() {
         .unwrap();
     assert!(st.success());
     let t = Tmux { socket };
-    let s = wait_read(&t, expected.len());
+    wait_read(&t, expected.len());
+    // The list pane is drawn from the spooled index, which can be a tick behind the
+    // status bar's count: wait for its first rows too.
+    let s = t.wait("the list's first rows", |s| {
+        list_lines(s).first().is_some_and(|l| l.starts_with('#'))
+    });
     let shown = list_lines(&s);
     assert_eq!(shown[..], expected[..shown.len()]);
     // Keys come from the terminal, not from the piped stdin.
@@ -823,9 +755,8 @@ fn a_panic_restores_the_terminal_before_its_message() {
         &["KWIRE_EXPLORE_TEST_PANIC=1"],
         &["captures/demo.pcap"],
     );
-    let s = t.wait("kwire to end", |s| {
-        s.iter().any(|l| l.starts_with("KWIRE_EXIT="))
-    });
+    // The shell prints `TTY=` after `KWIRE_EXIT=`: wait for the later line.
+    let s = t.wait("kwire to end", |s| s.iter().any(|l| l.starts_with("TTY=")));
     assert!(s.iter().any(|l| l == "KWIRE_EXIT=101"), "{s:?}");
     assert!(
         s.iter()

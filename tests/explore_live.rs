@@ -13,6 +13,9 @@
 
 mod common;
 
+use common::explore_screen::{have_tmux, list_lines, reverse_cells};
+use common::live::{demo_on, free_port, on_path, replay};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,42 +30,9 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The folder on PATH holding `name`, if any.
-fn on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).find(|d| d.join(name).is_file())
-}
-
-fn have_tmux(test: &str) -> bool {
-    let ok = Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        common::skip(test, "tmux is not installed");
-    }
-    ok
-}
-
 /// Whether this test can capture and replay: root, tmux and the programs.
 fn can_capture(test: &str) -> bool {
-    if !rustix::process::geteuid().is_root() {
-        common::skip(test, "not root (capturing and replaying on lo need it)");
-        return false;
-    }
-    for p in ["dumpcap", "tcpreplay", "tcprewrite"] {
-        if on_path(p).is_none() {
-            common::skip(test, &format!("{p} is not on PATH"));
-            return false;
-        }
-    }
-    have_tmux(test)
-}
-
-/// A port no one listens on now.
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+    common::live::can_capture(test, &["dumpcap", "tcpreplay", "tcprewrite"]) && have_tmux(test)
 }
 
 /// A folder of the test's own under target/ (removed by the test when it passes).
@@ -73,45 +43,6 @@ fn scratch(test: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-/// `captures/demo.pcap` with the broker port 9092 rewritten to `port`.
-fn demo_on(port: u16, dir: &Path) -> PathBuf {
-    let out = dir.join("demo.pcap");
-    let st = Command::new("tcprewrite")
-        .arg(format!("--portmap=9092:{port}"))
-        .arg("-i")
-        .arg(root().join(DEMO))
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .unwrap();
-    assert!(st.success(), "tcprewrite failed");
-    out
-}
-
-/// Replays `file` onto `lo` at top speed (92 packets: a fraction of a second).
-fn replay(file: &Path) {
-    let mut c = Command::new("tcpreplay")
-        .args(["-q", "-i", "lo", "--topspeed"])
-        .arg(file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    loop {
-        if let Some(s) = c.try_wait().unwrap() {
-            assert!(s.success(), "tcpreplay failed");
-            return;
-        }
-        if t.elapsed() > Duration::from_secs(30) {
-            let _ = c.kill();
-            let _ = c.wait();
-            panic!("tcpreplay did not end in 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The running capture programs with `port` in their command line.
@@ -275,69 +206,6 @@ impl Drop for Tmux {
             .args(["-L", &self.socket, "kill-server"])
             .output();
     }
-}
-
-/// A line of `capture-pane -e` as its characters, each with whether it is in reverse
-/// video.
-fn reverse_cells(line: &str) -> Vec<(char, bool)> {
-    let mut out = Vec::new();
-    let mut rev = false;
-    let mut it = line.chars().peekable();
-    while let Some(c) = it.next() {
-        if c != '\x1b' {
-            out.push((c, rev));
-            continue;
-        }
-        if it.peek() != Some(&'[') {
-            continue;
-        }
-        it.next();
-        let mut params = String::new();
-        let mut fin = ' ';
-        for d in it.by_ref() {
-            if d.is_ascii_digit() || d == ';' || d == ':' {
-                params.push(d);
-            } else {
-                fin = d;
-                break;
-            }
-        }
-        if fin != 'm' {
-            continue;
-        }
-        let ps: Vec<&str> = params.split(';').collect();
-        let mut i = 0;
-        while i < ps.len() {
-            match ps[i] {
-                "" | "0" | "27" => rev = false,
-                "7" => rev = true,
-                "38" | "48" | "58" => {
-                    i += if ps.get(i + 1) == Some(&"5") { 2 } else { 4 };
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-    }
-    out
-}
-
-/// The list pane's lines: between the `Messages` title and the `Tree` title (or the
-/// status bar when the list is zoomed).
-fn list_lines(screen: &[String]) -> Vec<String> {
-    let start = screen
-        .iter()
-        .position(|l| l.contains("Messages ("))
-        .expect("the list's title");
-    let end = screen
-        .iter()
-        .position(|l| l.contains(" Tree"))
-        .unwrap_or(screen.len() - 1);
-    screen[start + 1..end]
-        .iter()
-        .filter(|l| !l.is_empty())
-        .cloned()
-        .collect()
 }
 
 /// `n of m messages` at the start of the status bar.

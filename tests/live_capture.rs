@@ -12,6 +12,8 @@
 
 mod common;
 
+use common::live::{can_capture, demo_on, free_port, on_path, replay, wait_until};
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,83 +24,12 @@ fn kwire_bin() -> &'static str {
     env!("CARGO_BIN_EXE_kwire")
 }
 
-/// The folder on PATH holding `name`, if any.
-fn on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).find(|d| d.join(name).is_file())
-}
-
-/// Whether this test can capture and replay: root, and the programs.
-fn can_capture(test: &str, programs: &[&str]) -> bool {
-    if !rustix::process::geteuid().is_root() {
-        common::skip(test, "not root (capturing and replaying on lo need it)");
-        return false;
-    }
-    for p in programs {
-        if on_path(p).is_none() {
-            common::skip(test, &format!("{p} is not on PATH"));
-            return false;
-        }
-    }
-    true
-}
-
-/// A port no one listens on now.
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
 /// A temporary folder of the test's own (removed by the test when it passes).
 fn scratch(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("kwire-live-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-/// `captures/demo.pcap` with the broker port 9092 rewritten to `port`.
-fn demo_on(port: u16, dir: &Path) -> PathBuf {
-    let out = dir.join("demo.pcap");
-    let st = Command::new("tcprewrite")
-        .arg(format!("--portmap=9092:{port}"))
-        .arg("-i")
-        .arg(DEMO)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .unwrap();
-    assert!(st.success(), "tcprewrite failed");
-    out
-}
-
-/// Replays `file` onto `lo` at top speed (92 packets: a fraction of a second).
-fn replay(file: &Path) {
-    let mut c = Command::new("tcpreplay")
-        .args(["-q", "-i", "lo", "--topspeed"])
-        .arg(file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let st = wait_until(&mut c, Duration::from_secs(30)).expect("tcpreplay did not end");
-    assert!(st.success(), "tcpreplay failed");
-}
-
-/// Waits for `c` up to `limit`; kills it and returns None after that.
-fn wait_until(c: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
-    let t = Instant::now();
-    loop {
-        if let Some(s) = c.try_wait().unwrap() {
-            return Some(s);
-        }
-        if t.elapsed() > limit {
-            let _ = c.kill();
-            let _ = c.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A kwire run with its output in files.

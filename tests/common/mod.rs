@@ -3,6 +3,9 @@
 //! `../shared/reference/delete-topics-v6.md` when it is there.
 #![allow(dead_code)]
 
+pub mod explore_screen;
+pub mod live;
+
 use std::path::PathBuf;
 
 use kwire::tree::{Children, Direction, Message, Node, NodeKind, Region, Value};
