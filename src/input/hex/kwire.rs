@@ -4,7 +4,8 @@
 use super::boxed::title_facts;
 use super::{HexChunk, HexError, HexErrorKind};
 
-/// `text` without ANSI escape sequences (CSI `ESC [ ... final` and two-byte `ESC x`):
+/// `text` without ANSI escape sequences (CSI `ESC [ ... final` and two-byte `ESC x`, neither
+/// taken across a line break, so lines keep their numbers):
 /// kwire's coloured output reads back as its plain text.
 pub fn strip_ansi(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -14,11 +15,25 @@ pub fn strip_ansi(text: &str) -> String {
             out.push(c);
             continue;
         }
-        if it.next() == Some('[') {
-            for d in it.by_ref() {
-                if ('@'..='~').contains(&d) {
-                    break;
+        // An escape never spans a line: a line break after ESC, or inside an unfinished
+        // CSI sequence, is kept, so the lines (and the line numbers of errors) stay those
+        // of the input.
+        match it.peek() {
+            Some('[') => {
+                it.next();
+                while let Some(&d) = it.peek() {
+                    if d == '\n' || d == '\r' {
+                        break;
+                    }
+                    it.next();
+                    if ('@'..='~').contains(&d) {
+                        break;
+                    }
                 }
+            }
+            Some('\n' | '\r') | None => {}
+            Some(_) => {
+                it.next();
             }
         }
     }

@@ -433,6 +433,22 @@ fn at(e: &HexError) -> (usize, usize) {
     (e.line, e.column)
 }
 
+/// An escape character at the end of a line, or a CSI sequence cut by a line break, is
+/// not taken with the line break: an error after it is on its own line (the fuzz target
+/// `hex` found the error of line 7 reported on line 6, at a column past its end).
+#[test]
+fn escapes_never_join_lines() {
+    assert_eq!(strip_ansi("ab\u{1b}\ncd"), "ab\ncd");
+    assert_eq!(strip_ansi("ab\u{1b}[3\ncd"), "ab\ncd");
+    assert_eq!(strip_ansi("ab\u{1b}[31mcd\u{1b}[0m"), "abcd");
+    assert_eq!(strip_ansi("ab\u{1b}c"), "ab");
+    let e = err("0000 00\u{1b}\n0001 01\n0002 0\u{0}\n");
+    assert_eq!(
+        (at(&e), e.kind),
+        ((3, 7), HexErrorKind::InvalidCharacter('\u{0}'))
+    );
+}
+
 #[test]
 fn errors_name_line_and_column() {
     let e = err("0000 0023\n0014 00g6\n");
