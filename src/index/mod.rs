@@ -87,8 +87,8 @@ pub struct IndexOptions {
     pub capture: CaptureOptions,
     /// Decoder limits.
     pub decode: DecodeOptions,
-    /// Most bytes of entries kept in memory (default 640 MiB: 12 M messages of 56 bytes); the entries
-    /// past it go to a temporary file.
+    /// Most bytes of entries kept in memory (default 640 MiB: 12 M messages of 56 bytes);
+    /// the entries past it go to a temporary file.
     pub memory_limit: usize,
 }
 
