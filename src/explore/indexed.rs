@@ -2,7 +2,7 @@
 //! while the index pass runs, the first [`FIRST_MESSAGES`] messages come from a capped
 //! [`Spool`] (the first screen at once); once the index is built, every message comes
 //! from it, decoded alone ([`Capture::decode`]), and the spool is dropped. Memory is then
-//! the index's 64 bytes a message, whatever the capture's size (past [`INDEX_MEMORY`] the
+//! the index's 56 bytes a message, whatever the capture's size (past [`INDEX_MEMORY`] the
 //! index keeps its entries in a temporary file).
 //!
 //! A capture on stdin ([`Indexed::start_stdin`]) is first copied to an unlinked temporary
@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Messages the spool reads while the index is built.
 pub const FIRST_MESSAGES: usize = 20_000;
 
-/// Bytes of index entries kept in memory (2 M messages); the rest go to the index's
+/// Bytes of index entries kept in memory (2.4 M messages); the rest go to the index's
 /// temporary file, so that the whole explorer stays under 256 MiB.
 pub const INDEX_MEMORY: usize = 128 << 20;
 

@@ -1,12 +1,21 @@
 //! The index's record of one message, packed in [`ENTRY_BYTES`] bytes, and the store that
 //! keeps the entries: in memory up to a limit, in a temporary file beyond it.
+//!
+//! [`Entry`] is the wide view the index works with; the store keeps each as a [`Packed`]
+//! of 56 bytes: the capture time as nanoseconds from the Unix epoch (a time outside
+//! 1678..2262 or with nanoseconds past 10^9 goes to a side table), and the three record
+//! deltas in 16 bits each (a frame spread over 65,535 records or more, or with a segment
+//! that far out of order, has its deltas in a side table). The side tables hold only the
+//! outliers, in index order, found by binary search; they stay in memory (24 and 20 bytes
+//! an outlier, counted by [`Entries::memory`]).
 
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-/// Bytes one message takes in the index: the budget is 64.
-pub const ENTRY_BYTES: usize = 64;
+/// Bytes one message's entry takes in the index (the budget is 64 a message, record
+/// offsets, connections and topic names included).
+pub const ENTRY_BYTES: usize = 56;
 
 /// Flag bits in [`Entry::len_flags`] above the length.
 pub(crate) const TO_CLIENT: u32 = 1 << 31;
@@ -52,21 +61,41 @@ pub(crate) struct Entry {
     pub api_version: i16,
 }
 
-const _: () = assert!(std::mem::size_of::<Entry>() == ENTRY_BYTES);
+/// A time that is not `secs * 10^9 + nanos` nanoseconds in an `i64`: in the side table.
+const TIME_OUTLIER: i64 = i64::MIN;
+/// Deltas that do not fit 16 bits each: in the side table.
+const DELTA_OUTLIER: u16 = u16::MAX;
+const NANOS: i64 = 1_000_000_000;
 
-impl Entry {
+/// An [`Entry`] as the store keeps it: see the module docs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Packed {
+    first_frame: u64,
+    place: u64,
+    /// Capture time in nanoseconds from the Unix epoch, or [`TIME_OUTLIER`].
+    time: i64,
+    seq: u32,
+    len_flags: u32,
+    connection: u32,
+    correlation_id: i32,
+    pair: i32,
+    api_key: i16,
+    api_version: i16,
+    /// `last_delta`, `low_delta`, `high_delta`, or all three [`DELTA_OUTLIER`].
+    deltas: [u16; 3],
+}
+
+const _: () = assert!(std::mem::size_of::<Packed>() == ENTRY_BYTES);
+
+impl Packed {
     fn to_bytes(self) -> [u8; ENTRY_BYTES] {
         let mut b = [0u8; ENTRY_BYTES];
         b[0..8].copy_from_slice(&self.first_frame.to_le_bytes());
-        b[8..16].copy_from_slice(&self.secs.to_le_bytes());
-        b[16..24].copy_from_slice(&self.place.to_le_bytes());
+        b[8..16].copy_from_slice(&self.place.to_le_bytes());
+        b[16..24].copy_from_slice(&self.time.to_le_bytes());
         let words = [
-            self.last_delta,
-            self.low_delta,
-            self.high_delta,
             self.seq,
             self.len_flags,
-            self.nanos,
             self.connection,
             self.correlation_id as u32,
             self.pair as u32,
@@ -74,45 +103,140 @@ impl Entry {
         for (k, w) in words.iter().enumerate() {
             b[24 + 4 * k..28 + 4 * k].copy_from_slice(&w.to_le_bytes());
         }
-        b[60..62].copy_from_slice(&self.api_key.to_le_bytes());
-        b[62..64].copy_from_slice(&self.api_version.to_le_bytes());
+        let halves = [
+            self.api_key as u16,
+            self.api_version as u16,
+            self.deltas[0],
+            self.deltas[1],
+            self.deltas[2],
+        ];
+        for (k, h) in halves.iter().enumerate() {
+            b[44 + 2 * k..46 + 2 * k].copy_from_slice(&h.to_le_bytes());
+        }
         b
     }
 
-    fn from_bytes(b: &[u8; ENTRY_BYTES]) -> Entry {
+    fn from_bytes(b: &[u8; ENTRY_BYTES]) -> Packed {
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or([0; 4]));
-        Entry {
+        let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+        Packed {
             first_frame: u64_at(0),
-            secs: u64_at(8) as i64,
-            place: u64_at(16),
-            last_delta: u32_at(24),
-            low_delta: u32_at(28),
-            high_delta: u32_at(32),
-            seq: u32_at(36),
-            len_flags: u32_at(40),
-            nanos: u32_at(44),
-            connection: u32_at(48),
-            correlation_id: u32_at(52) as i32,
-            pair: u32_at(56) as i32,
-            api_key: i16::from_le_bytes([b[60], b[61]]),
-            api_version: i16::from_le_bytes([b[62], b[63]]),
+            place: u64_at(8),
+            time: u64_at(16) as i64,
+            seq: u32_at(24),
+            len_flags: u32_at(28),
+            connection: u32_at(32),
+            correlation_id: u32_at(36) as i32,
+            pair: u32_at(40) as i32,
+            api_key: u16_at(44) as i16,
+            api_version: u16_at(46) as i16,
+            deltas: [u16_at(48), u16_at(50), u16_at(52)],
         }
     }
 }
 
-/// Entries a chunk of the in-memory store holds (256 KiB): the store grows a chunk at a
+/// The outliers of the packing, by entry index (pushed in index order, so sorted).
+#[derive(Default)]
+struct Outliers {
+    /// `(index, secs, nanos)`.
+    times: Vec<(u64, i64, u32)>,
+    /// `(index, [last_delta, low_delta, high_delta])`.
+    deltas: Vec<(u64, [u32; 3])>,
+}
+
+impl Outliers {
+    fn memory(&self) -> usize {
+        self.times.capacity() * std::mem::size_of::<(u64, i64, u32)>()
+            + self.deltas.capacity() * std::mem::size_of::<(u64, [u32; 3])>()
+    }
+
+    /// Packs `e`, entry `index` (the next one), keeping what does not fit.
+    fn pack(&mut self, index: u64, e: &Entry) -> Packed {
+        let time = match e
+            .secs
+            .checked_mul(NANOS)
+            .and_then(|t| t.checked_add(i64::from(e.nanos)))
+        {
+            Some(t) if i64::from(e.nanos) < NANOS && t != TIME_OUTLIER => t,
+            _ => {
+                self.times.push((index, e.secs, e.nanos));
+                TIME_OUTLIER
+            }
+        };
+        let wide = [e.last_delta, e.low_delta, e.high_delta];
+        let deltas = match wide.map(u16::try_from) {
+            [Ok(a), Ok(b), Ok(c)] if ![a, b, c].contains(&DELTA_OUTLIER) => [a, b, c],
+            _ => {
+                self.deltas.push((index, wide));
+                [DELTA_OUTLIER; 3]
+            }
+        };
+        Packed {
+            first_frame: e.first_frame,
+            place: e.place,
+            time,
+            seq: e.seq,
+            len_flags: e.len_flags,
+            connection: e.connection,
+            correlation_id: e.correlation_id,
+            pair: e.pair,
+            api_key: e.api_key,
+            api_version: e.api_version,
+            deltas,
+        }
+    }
+
+    fn unpack(&self, index: u64, p: &Packed) -> Entry {
+        let (secs, nanos) = if p.time == TIME_OUTLIER {
+            match self.times.binary_search_by_key(&index, |t| t.0) {
+                Ok(k) => (self.times[k].1, self.times[k].2),
+                Err(_) => (0, 0),
+            }
+        } else {
+            (p.time.div_euclid(NANOS), p.time.rem_euclid(NANOS) as u32)
+        };
+        let [last_delta, low_delta, high_delta] = if p.deltas == [DELTA_OUTLIER; 3] {
+            match self.deltas.binary_search_by_key(&index, |t| t.0) {
+                Ok(k) => self.deltas[k].1,
+                Err(_) => [0; 3],
+            }
+        } else {
+            p.deltas.map(u32::from)
+        };
+        Entry {
+            first_frame: p.first_frame,
+            secs,
+            place: p.place,
+            last_delta,
+            low_delta,
+            high_delta,
+            seq: p.seq,
+            len_flags: p.len_flags,
+            nanos,
+            connection: p.connection,
+            correlation_id: p.correlation_id,
+            pair: p.pair,
+            api_key: p.api_key,
+            api_version: p.api_version,
+        }
+    }
+}
+
+/// Entries a chunk of the in-memory store holds (224 KiB): the store grows a chunk at a
 /// time, never copying what it holds (no doubling, no moment with two copies).
 const CHUNK: usize = 1 << 12;
 
 /// The entries: the first `limit` in memory, in chunks of [`CHUNK`], the rest in a
-/// temporary file (deleted when the index is dropped), read back 64 bytes at a time.
+/// temporary file (deleted when the index is dropped), read back [`ENTRY_BYTES`] at a
+/// time; the outliers of the packing in memory.
 pub(crate) struct Entries {
-    chunks: Vec<Vec<Entry>>,
+    chunks: Vec<Vec<Packed>>,
     in_mem: usize,
     limit: usize,
     disk: Option<File>,
     on_disk: u64,
+    outliers: Outliers,
 }
 
 impl Entries {
@@ -124,6 +248,7 @@ impl Entries {
             limit,
             disk: None,
             on_disk: 0,
+            outliers: Outliers::default(),
         }
     }
 
@@ -143,14 +268,22 @@ impl Entries {
         self.on_disk
     }
 
-    /// Bytes of memory the entries hold (capacity included).
+    /// Bytes of memory the entries hold (capacity included), outliers included.
     pub fn memory(&self) -> usize {
         self.chunks.iter().map(|c| c.capacity()).sum::<usize>() * ENTRY_BYTES
-            + self.chunks.capacity() * std::mem::size_of::<Vec<Entry>>()
+            + self.chunks.capacity() * std::mem::size_of::<Vec<Packed>>()
+            + self.outliers.memory()
+    }
+
+    /// Gives back what the growth of the outlier tables left unused (after the pass).
+    pub fn shrink(&mut self) {
+        self.outliers.times.shrink_to_fit();
+        self.outliers.deltas.shrink_to_fit();
     }
 
     /// Adds an entry at the end.
     pub fn push(&mut self, e: Entry) -> io::Result<()> {
+        let p = self.outliers.pack(self.len(), &e);
         if self.in_mem < self.limit && self.on_disk == 0 {
             if self.chunks.last().is_none_or(|c| c.len() == CHUNK) {
                 // The last chunk may be smaller: no more than the limit allows.
@@ -158,7 +291,7 @@ impl Entries {
                     .push(Vec::with_capacity(CHUNK.min(self.limit - self.in_mem)));
             }
             if let Some(c) = self.chunks.last_mut() {
-                c.push(e);
+                c.push(p);
             }
             self.in_mem += 1;
             return Ok(());
@@ -167,7 +300,7 @@ impl Entries {
             self.disk = Some(tempfile::tempfile()?);
         }
         if let Some(f) = &self.disk {
-            f.write_all_at(&e.to_bytes(), self.on_disk * ENTRY_BYTES as u64)?;
+            f.write_all_at(&p.to_bytes(), self.on_disk * ENTRY_BYTES as u64)?;
         }
         self.on_disk += 1;
         Ok(())
@@ -178,34 +311,39 @@ impl Entries {
         Some((i / CHUNK, i % CHUNK))
     }
 
-    /// Entry `i`, when there is one.
-    pub fn get(&self, i: u64) -> io::Result<Option<Entry>> {
+    fn packed(&self, i: u64) -> io::Result<Option<Packed>> {
         if let Some((c, k)) = self.slot(i) {
             return Ok(self.chunks.get(c).and_then(|c| c.get(k)).copied());
         }
-        let k = i - self.in_mem as u64;
+        let k = i.wrapping_sub(self.in_mem as u64);
         match &self.disk {
-            Some(f) if k < self.on_disk => {
+            Some(f) if i >= self.in_mem as u64 && k < self.on_disk => {
                 let mut b = [0u8; ENTRY_BYTES];
                 f.read_exact_at(&mut b, k * ENTRY_BYTES as u64)?;
-                Ok(Some(Entry::from_bytes(&b)))
+                Ok(Some(Packed::from_bytes(&b)))
             }
             _ => Ok(None),
         }
     }
 
-    /// Replaces entry `i` (which exists).
-    pub fn set(&mut self, i: u64, e: Entry) -> io::Result<()> {
+    /// Entry `i`, when there is one.
+    pub fn get(&self, i: u64) -> io::Result<Option<Entry>> {
+        Ok(self.packed(i)?.map(|p| self.outliers.unpack(i, &p)))
+    }
+
+    /// Sets entry `i`'s (signed) distance to its pair; nothing when there is no entry `i`.
+    pub fn set_pair(&mut self, i: u64, pair: i32) -> io::Result<()> {
         if let Some((c, k)) = self.slot(i) {
             if let Some(slot) = self.chunks.get_mut(c).and_then(|c| c.get_mut(k)) {
-                *slot = e;
+                slot.pair = pair;
             }
             return Ok(());
         }
-        let k = i - self.in_mem as u64;
-        if let Some(f) = &self.disk {
-            if k < self.on_disk {
-                f.write_all_at(&e.to_bytes(), k * ENTRY_BYTES as u64)?;
+        if let Some(mut p) = self.packed(i)? {
+            p.pair = pair;
+            let k = i - self.in_mem as u64;
+            if let Some(f) = &self.disk {
+                f.write_all_at(&p.to_bytes(), k * ENTRY_BYTES as u64)?;
             }
         }
         Ok(())
@@ -219,7 +357,7 @@ mod tests {
     fn sample(n: u64) -> Entry {
         Entry {
             first_frame: n,
-            secs: -(n as i64),
+            secs: 1_700_000_000 - n as i64,
             place: n * 3,
             last_delta: 1,
             low_delta: 2,
@@ -235,16 +373,64 @@ mod tests {
         }
     }
 
+    /// Entries whose times or deltas do not pack (times before 1678 or past 2262,
+    /// nanoseconds past 10^9; deltas of 65,535 or more) come back equal, as do the usual
+    /// ones, from memory and from the temporary file.
     #[test]
-    fn bytes_round_trip() {
-        for n in [0, 1, 77, u32::MAX as u64] {
-            let e = sample(n);
-            assert_eq!(Entry::from_bytes(&e.to_bytes()), e);
+    fn outliers_round_trip() {
+        let mut odd = Vec::new();
+        for (k, (secs, nanos)) in [
+            (i64::MIN, 0),
+            (i64::MAX, 999_999_999),
+            (-9_300_000_000, 5),
+            (9_300_000_000, 5),
+            (-1, 999_999_999),
+            (0, 0),
+            (1, 1_500_000_000),
+            (i64::MIN / 1_000_000_000, 0),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut e = sample(k as u64);
+            (e.secs, e.nanos) = (secs, nanos);
+            odd.push(e);
+        }
+        for (k, d) in [0xfffe, 0xffff, 0x1_0000, u32::MAX].into_iter().enumerate() {
+            let mut e = sample(100 + k as u64);
+            e.high_delta = d;
+            odd.push(e);
+            let mut e = sample(200 + k as u64);
+            (e.last_delta, e.low_delta) = (d, d);
+            odd.push(e);
+        }
+        for limit in [usize::MAX, 5] {
+            let mut s = Entries::new(limit);
+            for (i, e) in odd.iter().enumerate() {
+                s.push(*e).unwrap();
+                s.push(sample(1000 + i as u64)).unwrap();
+            }
+            for (i, e) in odd.iter().enumerate() {
+                assert_eq!(s.get(2 * i as u64).unwrap(), Some(*e), "{i} {limit}");
+                let usual = s.get(2 * i as u64 + 1).unwrap();
+                assert_eq!(usual, Some(sample(1000 + i as u64)));
+            }
         }
     }
 
+    #[test]
+    fn bytes_round_trip() {
+        let mut o = Outliers::default();
+        for n in [0, 1, 77, u32::MAX as u64] {
+            let p = o.pack(n, &sample(n));
+            assert_eq!(Packed::from_bytes(&p.to_bytes()), p);
+            assert_eq!(o.unpack(n, &p), sample(n));
+        }
+        assert!(o.times.is_empty() && o.deltas.is_empty());
+    }
+
     /// Past the memory limit the entries go to the temporary file and come back equal,
-    /// and a spilled entry can be rewritten.
+    /// and a spilled entry's pair can be set.
     #[test]
     fn spills_past_the_limit() {
         let mut s = Entries::new(10);
@@ -256,10 +442,10 @@ mod tests {
             assert_eq!(s.get(n).unwrap(), Some(sample(n)));
         }
         assert_eq!(s.get(25).unwrap(), None);
-        let mut e = sample(20);
-        e.pair = 99;
-        s.set(20, e).unwrap();
+        s.set_pair(20, 99).unwrap();
+        s.set_pair(3, -4).unwrap();
         assert_eq!(s.get(20).unwrap().unwrap().pair, 99);
+        assert_eq!(s.get(3).unwrap().unwrap().pair, -4);
         // Ten entries and the list of chunks.
         assert!(s.memory() < 12 * ENTRY_BYTES, "{}", s.memory());
     }

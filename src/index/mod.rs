@@ -12,7 +12,7 @@
 //!   numbers), the TCP sequence number of its first byte and its length; every 16th
 //!   record's offset in the file is kept so that a record is found by walking at most 15
 //!   others; a frame decrypted from TLS has its plaintext (and the TLS record numbers)
-//!   written to a temporary spill file instead;
+//!   written to a temporary spill file instead (see [`Capture::frame`] for why);
 //! - its connection, direction, capture time, api_key, api_version and correlation_id
 //!   (for a response: its request's api_key and api_version) and its pair (the index of
 //!   the request a response answers, and back);
@@ -23,10 +23,15 @@
 //! replays into a fresh session the request it answers and the topic names learned before
 //! it, and decodes it: the message and its context equal what `kwire read` prints for it.
 //!
-//! Memory: [`ENTRY_BYTES`] (64) bytes a message, plus a few bytes a record, per
-//! connection and per topic name. Past [`IndexOptions::memory_limit`] the entries go to a
-//! temporary file and are read back 64 bytes at a time: a larger capture degrades to a
-//! disk read per entry, not to more memory.
+//! Memory: [`ENTRY_BYTES`] (56) bytes a message (the capture time as nanoseconds from the
+//! Unix epoch, the record deltas in 16 bits; the rare message whose time or deltas do not
+//! fit has them in a side table, 24 or 20 bytes more), plus half a byte a record (every
+//! 16th record's offset) and a few bytes per connection and per topic name: under the
+//! budget of 64 bytes a message. Past [`IndexOptions::memory_limit`] the entries go to a
+//! temporary file and are read back 56 bytes at a time: a capture larger than the limit
+//! degrades to a disk read (a page-cache hit while the system has memory to spare) per
+//! entry past the limit, not to more memory; the record offsets, side tables, topic names
+//! and connections stay in memory (about 1 byte a message on chatter).
 //!
 //! ```
 //! use kwire::index::Capture;
@@ -82,8 +87,8 @@ pub struct IndexOptions {
     pub capture: CaptureOptions,
     /// Decoder limits.
     pub decode: DecodeOptions,
-    /// Most bytes of entries kept in memory (default 640 MiB: 10 M messages); the entries
-    /// past it go to a temporary file.
+    /// Most bytes of entries kept in memory (default 640 MiB: 12 M messages of 56 bytes);
+    /// the entries past it go to a temporary file.
     pub memory_limit: usize,
 }
 
@@ -128,8 +133,9 @@ pub enum IndexError {
         /// The number of messages.
         len: usize,
     },
-    /// Message `index`'s bytes could not be read again as the index pass read them, from
-    /// its records nor from a whole pass (the file changed since): what was found.
+    /// Message `index`'s bytes could not be read again as the index pass read them (the
+    /// file changed since, or IP fragments the bounded window before the frame does not
+    /// reassemble as the whole pass did): what was found. Never a different message.
     Reread {
         /// The message.
         index: usize,
@@ -211,9 +217,6 @@ pub struct Capture {
     map: memmap2::Mmap,
     schema: Schema,
     dopts: DecodeOptions,
-    /// The capture options of the index pass (for a whole pass again: see
-    /// [`Capture::frame`]).
-    copts: CaptureOptions,
     max_out_of_order: usize,
     entries: Entries,
     /// File offset of record `RECORD_STEP * k + 1`.
@@ -351,7 +354,6 @@ impl Capture {
             map,
             schema: Schema::default(),
             dopts: decode.clone(),
-            copts: capture.clone(),
             max_out_of_order: capture.max_out_of_order,
             entries: Entries::new(memory_limit / ENTRY_BYTES),
             records: Vec::new(),
@@ -430,6 +432,7 @@ impl Capture {
         cap.records = watch.records;
         cap.links = watch.links;
         cap.records.shrink_to_fit();
+        cap.entries.shrink();
         cap.lessons.shrink_to_fit();
         cap.notices.shrink_to_fit();
         cap.schema = schema;
@@ -591,10 +594,19 @@ impl Capture {
     /// included) and its context. `ctx.stream_offset` is that of the TCP stream (of the
     /// decrypted stream for TLS), as the index pass saw it.
     ///
-    /// Reads only the records that carried the frame (plus at most 15 before them), or
-    /// for a TLS frame the spill file. When those records do not give the bytes the index
-    /// pass framed (segments that came in IP fragments), the frame is taken from a whole
-    /// pass over the capture instead: right, but as slow as [`Capture::open`].
+    /// Reads only the records that carried the frame (plus at most 15 before them; for a
+    /// segment that came in IP fragments, the 2,256 records before the frame's, where the
+    /// whole pass keeps fragments), or for a TLS frame the spill file: a bounded read,
+    /// whatever came before (gaps, resynchronisations, a capture started mid-stream).
+    /// The bytes read again must have the length and the header the index pass read, or
+    /// the answer is [`IndexError::Reread`], never another message.
+    ///
+    /// TLS frames come from the spill file, not from their TLS records decrypted again:
+    /// a TLS record does decrypt alone given its key and sequence number, but a frame
+    /// re-read from its records also needs where its plaintext starts inside the first
+    /// TLS record, the records that carry no application data in between (handshake
+    /// messages, KeyUpdate), and the traffic key epoch, kept per index point; that is not
+    /// built yet, and the spill costs disk (the plaintext once), not memory.
     ///
     /// # Errors
     /// [`IndexError::OutOfRange`]; [`IndexError::Reread`] when the records no longer give
@@ -611,15 +623,9 @@ impl Capture {
             let tls = session.map(|session| TlsFrameInfo { session, records });
             (bytes, offset, tls)
         } else {
-            let bytes = match reread::bytes(self, &info, low, high, e.seq, len) {
-                Ok(b) => b,
-                Err(why) => self
-                    .frame_by_pass(index, len)
-                    .map_err(|again| IndexError::Reread {
-                        index,
-                        why: format!("{why}; {again}"),
-                    })?,
-            };
+            let bytes = reread::bytes(self, &info, low, high, e.seq, len)
+                .map_err(|why| IndexError::Reread { index, why })?;
+            self.same_header(index, &e, &bytes)?;
             (bytes, e.place, None)
         };
         let ctx = FrameContext {
@@ -646,26 +652,27 @@ impl Capture {
         })
     }
 
-    /// Message `index`'s bytes from a whole pass over the capture, for the rare frame its
-    /// records alone do not give (segments that came in IP fragments, which are
-    /// reassembled across records before the frame's): the time of a whole pass.
-    fn frame_by_pass(&self, index: usize, len: usize) -> Result<Vec<u8>, String> {
-        let plaus = SchemaPlausibility(&self.schema);
-        let mut k = 0usize;
-        let mut found = None;
-        let res = input::read_capture(io::Cursor::new(&self.map[..]), &self.copts, &plaus, |ev| {
-            if let Event::Frame(f) = ev {
-                if k == index {
-                    found = Some(f.bytes);
-                }
-                k += 1;
-            }
-        });
-        match (res, found) {
-            (Ok(_), Some(b)) if b.len() == len => Ok(b),
-            (Ok(_), Some(b)) => Err(format!("a whole pass gives {} bytes, not {len}", b.len())),
-            (Ok(_), None) => Err(format!("a whole pass gives {k} messages")),
-            (Err(e), _) => Err(format!("a whole pass fails: {e}")),
+    /// The header the index pass read from message `index` (`e`) is the one of `bytes`,
+    /// read again: a file changed since, or records that no longer give the same bytes,
+    /// are an error, never a different message.
+    fn same_header(&self, index: usize, e: &Entry, bytes: &[u8]) -> Result<(), IndexError> {
+        if e.len_flags & SASL != 0 {
+            return Ok(());
+        }
+        let same = if e.len_flags & TO_CLIENT == 0 {
+            // The lengths are equal: both have a header or neither.
+            Pairer::request_header(bytes)
+                .is_none_or(|h| h == (e.api_key, e.api_version, e.correlation_id))
+        } else {
+            Pairer::response_correlation(bytes).is_none_or(|c| c == e.correlation_id)
+        };
+        if same {
+            Ok(())
+        } else {
+            Err(IndexError::Reread {
+                index,
+                why: "its records give a different header than the index pass read".into(),
+            })
         }
     }
 
@@ -913,10 +920,7 @@ impl Pass<'_> {
                 e.api_version = p.api_version;
                 if let Ok(d) = i32::try_from(index - p.tag) {
                     e.pair = -d;
-                    if let Some(mut r) = self.entries.get(p.tag)? {
-                        r.pair = d;
-                        self.entries.set(p.tag, r)?;
-                    }
+                    self.entries.set_pair(p.tag, d)?;
                 }
             }
         }

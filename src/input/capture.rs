@@ -30,7 +30,7 @@ use super::{
 /// Largest reader buffer (bytes) the reader grows to for a single record.
 const MAX_READ_BUFFER: usize = 16 << 20;
 /// IP fragments older than this many records are abandoned.
-const FRAG_WINDOW: u64 = 2000;
+pub(crate) const FRAG_WINDOW: u64 = 2000;
 
 /// Extract the IP packet from a link-layer frame, or `None` if it is not IPv4/IPv6.
 fn ip_payload(linktype: i32, d: &[u8]) -> Option<&[u8]> {

@@ -1506,7 +1506,11 @@ fn input_budget_sheds_the_oldest_partial_frames() {
 
 /// The message index ([`crate::index`]) on a frame whose segment came in two IP
 /// fragments: its records alone do not give it (fragments are reassembled across
-/// records), so the index takes it from a whole pass, and it equals the input layer's.
+/// records), so the index reads it again from the window before it where the whole pass
+/// keeps fragments, and it equals the input layer's. With the first fragment 3,000
+/// records before the second (kept by the whole pass, which drops old fragments only
+/// when a fragment comes at a multiple of 256 records), past that window, the frame is
+/// an error, never other bytes; the frame after it still reads.
 #[test]
 fn index_frame_from_ip_fragments() {
     use std::io::Write;
@@ -1536,23 +1540,33 @@ fn index_frame_from_ip_fragments() {
         (h, n)
     };
     let (r2, _) = flow.c(1 + r1.len() as u32, &req(18, 3, 2, 10));
-    let recs = vec![
-        flow.syn(true, 0),
-        mk(&payload[..64], 0, true),
-        mk(&payload[64..], 8, false),
-        (r2.clone(), r2.len() as u32),
-    ];
-    let bytes = pcap(Link::Raw, &recs);
-    let o = run(&bytes);
-    assert_eq!(o.frames.len(), 2);
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    f.write_all(&bytes).unwrap();
-    let cap = crate::index::Capture::open(f.path()).unwrap();
-    assert_eq!(cap.len(), 2);
-    for (i, want) in o.frames.iter().enumerate() {
-        let got = cap.frame(i).unwrap();
-        assert_eq!(got.bytes, want.bytes, "frame {i}");
-        assert_eq!(got.ctx.first_frame, want.ctx.first_frame);
-        assert_eq!(got.ctx.src, want.ctx.src);
+    // Another connection's bare segments between the fragments (not a Kafka port).
+    let other = Flow::v4(Link::Raw, 9999);
+    for filler in [0, 2000, 3000] {
+        let mut recs = vec![flow.syn(true, 0), mk(&payload[..64], 0, true)];
+        recs.extend((0..filler).map(|_| other.c(1, b"")));
+        recs.push(mk(&payload[64..], 8, false));
+        recs.push((r2.clone(), r2.len() as u32));
+        let bytes = pcap(Link::Raw, &recs);
+        let o = run(&bytes);
+        assert_eq!(o.frames.len(), 2);
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&bytes).unwrap();
+        let cap = crate::index::Capture::open(f.path()).unwrap();
+        assert_eq!(cap.len(), 2);
+        for (i, want) in o.frames.iter().enumerate() {
+            if filler == 3000 && i == 0 {
+                let e = cap.frame(i).unwrap_err();
+                assert!(
+                    matches!(e, crate::index::IndexError::Reread { index: 0, .. }),
+                    "{e}"
+                );
+                continue;
+            }
+            let got = cap.frame(i).unwrap();
+            assert_eq!(got.bytes, want.bytes, "frame {i} after {filler}");
+            assert_eq!(got.ctx.first_frame, want.ctx.first_frame);
+            assert_eq!(got.ctx.src, want.ctx.src);
+        }
     }
 }
