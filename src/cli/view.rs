@@ -15,8 +15,8 @@
 
 use super::output::ignored_options;
 use super::{CliError, OutputArgs, OutputFormat};
-use crate::render::time::TimeFormat;
 pub use crate::render::fields::Fields;
+use crate::render::time::TimeFormat;
 use crate::render::RenderOptions;
 use clap::{Args, ValueEnum};
 

@@ -38,8 +38,8 @@ mod select;
 
 pub use names::{did_you_mean, nearest, Known, DECODER_NAMES};
 pub use parse::column;
-pub use select::Select;
 use parse::{RawExpr, RawItem, RawLit, RelOp, Rhs};
+pub use select::Select;
 
 use crate::session::Context;
 use crate::tree::{Direction, Message, Node, Value};

@@ -99,10 +99,10 @@ impl Work for Printer {
     type Output = ();
     fn message(&self, m: &Message<'_>, ctx: &Context, out: &mut dyn Write) -> std::io::Result<()> {
         // Locked only on the reading thread's path (workers never wait for it).
-        let mut shown = self.previous_shown.as_ref().map(|p| {
-            p.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        });
+        let mut shown = self
+            .previous_shown
+            .as_ref()
+            .map(|p| p.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         if !self.quiet {
             let previous = shown.as_deref().copied().flatten();
             self.print(m, ctx, &with_times(&self.opts, ctx, previous), out)?;
