@@ -380,6 +380,22 @@ impl Stats {
     }
 }
 
+/// `kwire stats`'s per-message work ([`crate::run::Work`]): each message's [`Item`],
+/// gathered in capture order by [`Stats::add_item`].
+pub struct Count;
+
+impl crate::run::Work for Count {
+    type Output = Item;
+    fn message(
+        &self,
+        m: &Message<'_>,
+        ctx: &Context,
+        _: &mut dyn std::io::Write,
+    ) -> std::io::Result<Item> {
+        Ok(Item::of(m, ctx))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::quantile;

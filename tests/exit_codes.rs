@@ -230,6 +230,20 @@ fn table(i: &Inputs) -> Vec<(&'static str, &'static str, Vec<String>, i32)> {
             v(&["log", "captures/logdirs", "-Y", "baseOffsett == 0"]),
             1,
         ),
+        // md and html are documents of API messages: refused when the arguments are
+        // parsed, before any file is opened (so a missing file does not matter).
+        (
+            "log",
+            "--format md",
+            v(&["log", "no/such.log", "--format", "md"]),
+            1,
+        ),
+        (
+            "log",
+            "--format html",
+            v(&["log", "captures/logdirs", "--format", "html"]),
+            1,
+        ),
         ("log", "missing", v(&["log", "no/such.log"]), 2),
         ("log", "cut", v(&["log", &i.cut_log]), 2),
         ("log", "garbage", v(&["log", &i.garbage_log]), 2),
@@ -240,6 +254,20 @@ fn table(i: &Inputs) -> Vec<(&'static str, &'static str, Vec<String>, i32)> {
             "good",
             v(&["record", "--topic", "__consumer_offsets", "--key", KEY]),
             0,
+        ),
+        (
+            "record",
+            "--format html",
+            v(&[
+                "record",
+                "--topic",
+                "__consumer_offsets",
+                "--key",
+                KEY,
+                "--format",
+                "html",
+            ]),
+            1,
         ),
         (
             "record",

@@ -7,10 +7,8 @@ use super::CliError;
 use super::{say, EXIT_OK};
 use crate::decode::DecodeOptions;
 use crate::export::{self, table::FileOptions, CaptureExport, ExportOptions, PartitionBy};
-use crate::filter::{self, Filter};
+use crate::filter::{Filter, Select};
 use crate::schema::Schema;
-use crate::session::Context;
-use crate::tree::Message;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -318,20 +316,11 @@ fn export_one(
         let unanswered =
             unanswered_first_pass(schema, &a.capture, file, flt).map_err(|e| e.to_string())?;
         // The writer takes rows in capture order: the export runs on the reading thread.
-        let exp = std::sync::Mutex::new(CaptureExport::new(opts, index, name)?);
-        let work = |m: &Message<'_>, ctx: &Context, _: &mut dyn std::io::Write| {
-            let fctx = filter::MessageFacts {
-                capture: Some(ctx),
-                unanswered: unanswered.as_ref(),
-            };
-            if !flt.is_none_or(|f| f.matches(m, &fctx)) {
-                return Ok(false);
-            }
-            exp.lock()
-                .map_err(|_| std::io::Error::other("export writer poisoned"))?
-                .add(m, ctx)
-                .map_err(std::io::Error::other)?;
-            Ok(true)
+        let exp = export::Exporter::new(CaptureExport::new(opts, index, name)?);
+        let work = Select {
+            filter: flt,
+            unanswered: unanswered.as_ref(),
+            inner: &exp,
         };
         let mut run = RunOptions {
             threads: 1,
@@ -351,14 +340,12 @@ fn export_one(
             &mut run,
             &mut std::io::sink(),
             &work,
-            &mut |shown| {
-                exported.fetch_add(u64::from(shown), Ordering::Relaxed);
-                shown
+            &mut |shown: Option<()>| {
+                exported.fetch_add(u64::from(shown.is_some()), Ordering::Relaxed);
+                shown.is_some()
             },
         );
-        let mut exp = exp
-            .into_inner()
-            .map_err(|_| "export writer poisoned".to_string())?;
+        let mut exp = exp.into_inner()?;
         match ran {
             Ok(outcome) => {
                 let sum = exp.finish()?;

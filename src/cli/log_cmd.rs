@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 /// `kwire log` options.
 #[derive(clap::Args, Debug, Clone)]
-#[command(after_help = LOG_HELP)]
+#[command(after_help = LOG_HELP, mut_arg("format", super::message_formats_only))]
 pub struct LogArgs {
     /// Log directories, partition folders or files (`.log`, `.index`, `.timeindex`,
     /// `.txnindex`, `.snapshot`, `.checkpoint`, `quorum-state`, `*-checkpoint`,
@@ -38,7 +38,7 @@ pub struct LogArgs {
     /// `-Y 'offset == 1234'`. Findings are all printed.
     #[arg(short = 'Y', long = "display-filter", value_name = "EXPR")]
     pub display_filter: Option<String>,
-    /// Output options (`--format summary`: one line per batch or entry).
+    /// Output options (`--format summary`: one line per batch or entry; no md or html).
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -63,6 +63,7 @@ Examples:
 
 /// `kwire record` options.
 #[derive(clap::Args, Debug, Clone)]
+#[command(mut_arg("format", super::message_formats_only))]
 pub struct RecordArgs {
     /// The topic the record belongs to (`__consumer_offsets`, `__transaction_state`,
     /// `__share_group_state`, `__cluster_metadata`).
@@ -373,11 +374,10 @@ pub fn log_command(
     for l in super::output::ignored_options(&a.out, format) {
         super::say(&l);
     }
-    if matches!(format, OutputFormat::MD | OutputFormat::HTML) {
-        return Err(CliError::Msg(
-            "kwire log prints text, json, summary or hexdump; md and html pages are for \
-             API messages (kwire read, kwire decode)"
-                .to_string(),
+    // md and html are refused when the arguments are parsed (`message_formats_only`).
+    if matches!(format, OutputFormat::Document(_)) {
+        return Err(CliError::Usage(
+            "kwire log prints text, json, summary or hexdump".to_string(),
         ));
     }
     if format == OutputFormat::VALUES {

@@ -141,6 +141,21 @@ impl ValueEnum for OutputFormat {
     }
 }
 
+/// `--format` of the commands that print one item at a time and no document (`kwire
+/// log`, `kwire record`): the values of [`OutputFormat::Message`] only, so `md` and
+/// `html` are refused when the arguments are parsed (clap's error, exit status 1).
+pub fn message_formats_only(a: clap::Arg) -> clap::Arg {
+    use clap::builder::TypedValueParser;
+    let names = OutputFormat::value_variants()
+        .iter()
+        .filter(|f| matches!(f, OutputFormat::Message(_)))
+        .filter_map(ValueEnum::to_possible_value);
+    a.value_parser(
+        clap::builder::PossibleValuesParser::new(names)
+            .try_map(|s: String| OutputFormat::from_str(&s, true)),
+    )
+}
+
 /// Options wherever messages are printed.
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {

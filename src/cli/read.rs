@@ -4,21 +4,22 @@
 //! (which capture, where Kafka is, notices, `--strict`), [`FilterArgs`] (`-Y` and its
 //! shorthands, for `read` and `stats`), [`super::view::ViewArgs`] (tshark's output flags).
 
-use super::output::{print_message, render_options};
+use super::output::render_options;
 use super::view::{self, View, ViewArgs};
 use super::{say, Cli, CliError, OutputArgs, OutputFormat, EXIT_INPUT, EXIT_OK, EXIT_STRICT};
 use crate::decode::{DecodeOptions, Detail};
+use crate::filter::Select;
 use crate::filter::{self, Filter};
+use crate::page::frames::{PageFormat, Pages as PagesPrinter};
+use crate::render::printer::{Printer, Shape};
 pub use crate::run::{CaptureFile, MessageWork, Outcome, RunOptions};
-use crate::run::{RunError, Sink};
+use crate::run::{RunError, Sink, Work};
 use crate::schema::Schema;
-use crate::session::Context;
 use crate::tree::Message;
 use clap::Args;
 use std::collections::HashSet;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 /// Which capture to read, how to find Kafka in it, and what to say about it.
 #[derive(Args, Debug, Clone)]
@@ -334,15 +335,15 @@ impl<O, F: FnMut(O) -> bool> Sink<O> for Terminal<F> {
 /// # Errors
 /// As [`crate::run::run_capture`].
 #[allow(clippy::too_many_arguments)]
-pub fn run_capture<O: Send>(
+pub fn run_capture<W: Work + ?Sized>(
     schema: &Schema,
     a: &CaptureArgs,
     file: &CaptureFile<'_>,
     dopts: DecodeOptions,
     run: &mut RunOptions,
     out: &mut dyn Write,
-    work: &MessageWork<'_, O>,
-    collect: &mut dyn FnMut(O) -> bool,
+    work: &W,
+    collect: &mut dyn FnMut(W::Output) -> bool,
 ) -> Result<Outcome, CliError> {
     let mut sink = Terminal {
         collect,
@@ -375,7 +376,7 @@ pub(super) fn unanswered_first_pass(
         schema,
         &a.settings(),
         file,
-        f,
+        f.is_some_and(Filter::uses_unanswered),
         a.threads(),
     )?)
 }
@@ -438,7 +439,11 @@ pub fn read_command(
         say(line);
     }
     let fields = match &v.view {
-        View::Fields => Some(view::Fields::new(&a.view)?.checked(schema)?),
+        View::Fields => Some(
+            view::fields(&a.view)?
+                .checked(schema)
+                .map_err(CliError::Usage)?,
+        ),
         _ => None,
     };
     // The summary line needs a fraction of the tree: decode only that much, unless the
@@ -465,10 +470,14 @@ pub fn read_command(
         ..DecodeOptions::default()
     };
     let limit = a.view.count;
-    let pages = matches!(v.view, View::Format(OutputFormat::MD | OutputFormat::HTML));
+    let pages = match v.view {
+        View::Format(OutputFormat::Document(super::Document::Md)) => Some(PageFormat::Md),
+        View::Format(OutputFormat::Document(super::Document::Html)) => Some(PageFormat::Html),
+        _ => None,
+    };
     // What depends on the messages shown before (numbered pages, -t dd, -c) or must come
     // out as it is read (a terminal, -l) runs on the reading thread.
-    let ordered = pages
+    let ordered = pages.is_some()
         || flush_each
         || limit.is_some()
         || ropts.time == crate::render::time::TimeFormat::DeltaShown;
@@ -477,18 +486,30 @@ pub fn read_command(
         threads: if ordered { 1 } else { a.capture.threads() },
         ..RunOptions::default()
     };
-    // The state only the reading thread touches (with one thread): the pages' numbering
-    // and the HTML document, the time of the previous message shown.
-    struct Ordered {
-        n: usize,
-        doc: crate::page::frames::Doc,
-        previous_shown: Option<(i64, u32)>,
+    // The printer: the pages (one document over the captures), or one of the others.
+    let mut printer = match (pages, v.view, fields) {
+        (Some(format), _, _) => Picked::Pages(PagesPrinter::new(
+            schema,
+            format,
+            ropts,
+            "Kafka messages decoded by kwire",
+        )),
+        (None, _, Some(f)) => Picked::Printer(Printer::new(Shape::Fields(f), ropts, ordered)),
+        (None, View::LineGrid, None) => {
+            Picked::Printer(Printer::new(Shape::LineGrid, ropts, ordered))
+        }
+        (None, View::Format(OutputFormat::Message(f)), None) => {
+            Picked::Printer(Printer::new(Shape::Format(f), ropts, ordered))
+        }
+        // A document format is `pages`; -T fields has `fields`.
+        (None, View::Format(OutputFormat::Document(_)) | View::Fields, None) => {
+            return Err(CliError::Usage("no printer for this view".into()))
+        }
+    };
+    match &mut printer {
+        Picked::Pages(p) => (p.quiet, p.flush_each) = (quiet, flush_each),
+        Picked::Printer(p) => (p.quiet, p.flush_each) = (quiet, flush_each),
     }
-    let state = Mutex::new(Ordered {
-        n: 0,
-        doc: crate::page::frames::Doc::new("Kafka messages decoded by kwire"),
-        previous_shown: None,
-    });
     let mut shown = 0u64;
     let mut status = EXIT_OK;
     for_each_capture(&a.capture, |file| {
@@ -499,75 +520,48 @@ pub fn read_command(
         }
         run.limit = left;
         let unanswered = unanswered_first_pass(schema, &a.capture, file, flt.as_ref())?;
-        let ropts = &ropts;
-        let work = |m: &Message<'_>, ctx: &Context, out: &mut dyn Write| {
-            let fctx = filter::MessageFacts {
-                capture: Some(ctx),
-                unanswered: unanswered.as_ref(),
-            };
-            let pass = flt.as_ref().is_none_or(|f| f.matches(m, &fctx));
-            // Locked only on the reading thread's path (workers never wait for it).
-            let mut st = ordered.then(|| {
-                state
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-            });
-            if pass && !quiet {
-                let previous_shown = st.as_ref().and_then(|s| s.previous_shown);
-                let ropts = &view::with_times(ropts, ctx, previous_shown);
-                match (&v.view, &fields, st.as_mut()) {
-                    (_, Some(f), _) => f.row(m, &fctx, out)?,
-                    (View::LineGrid, _, _) => view::line_and_grid(m, ctx, ropts, out)?,
-                    (View::Format(OutputFormat::MD), _, Some(st)) => {
-                        st.n += 1;
-                        crate::page::frames::markdown(out, schema, st.n, m, Some(ctx), ropts)?
-                    }
-                    (View::Format(OutputFormat::HTML), _, Some(st)) => {
-                        st.n += 1;
-                        st.doc.add(out, schema, m, Some(ctx), 0, ropts)?
-                    }
-                    (View::Format(OutputFormat::Message(fmt)), _, _) => {
-                        print_message(m, Some(ctx), ropts, *fmt, out)?
-                    }
-                    // Documents are written on the reading thread (`ordered`), with `st`.
-                    (View::Format(OutputFormat::Document(_)), _, None) => {}
-                    (View::Fields, None, _) => {}
-                }
-                if flush_each {
-                    out.flush()?;
-                }
-            }
-            if let (true, Some(st)) = (pass, st.as_mut()) {
-                st.previous_shown = Some(ctx.time);
-            }
-            Ok(pass)
+        let mut collect = |pass: Option<()>| {
+            shown += u64::from(pass.is_some());
+            pass.is_some()
         };
-        let outcome = run_capture(
-            schema,
-            &a.capture,
-            file,
-            dopts.clone(),
-            &mut run,
-            out,
-            &work,
-            &mut |pass| {
-                shown += u64::from(pass);
-                pass
-            },
-        )?;
+        let outcome = match &mut printer {
+            Picked::Pages(p) => {
+                let work = Select {
+                    filter: flt.as_ref(),
+                    unanswered: unanswered.as_ref(),
+                    inner: &*p,
+                };
+                let (s, d) = (&a.capture, dopts.clone());
+                run_capture(schema, s, file, d, &mut run, out, &work, &mut collect)?
+            }
+            Picked::Printer(p) => {
+                p.unanswered.clone_from(&unanswered);
+                let work = Select {
+                    filter: flt.as_ref(),
+                    unanswered: unanswered.as_ref(),
+                    inner: &*p,
+                };
+                let (s, d) = (&a.capture, dopts.clone());
+                run_capture(schema, s, file, d, &mut run, out, &work, &mut collect)?
+            }
+        };
         out.flush()?;
         outcome.closing.iter().for_each(|l| say(l));
         status = worse(status, exit_status(&outcome, a.capture.strict));
         Ok(())
     })?;
-    if matches!(v.view, View::Format(OutputFormat::HTML)) {
-        let mut st = state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        st.doc.finish(out)?;
-        out.flush()?;
+    if let Picked::Pages(p) = &printer {
+        p.finish(out)?;
     }
     Ok(status)
+}
+
+/// The printer `kwire read` picked.
+enum Picked<'s> {
+    /// `--format md|html`.
+    Pages(PagesPrinter<'s>),
+    /// The others.
+    Printer(Printer),
 }
 
 /// Two exit statuses combined, as [`exit_status`] ranks them: a capture cut short
@@ -686,13 +680,10 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         st.capture = ordinal;
         ordinal += 1;
         let unanswered = unanswered_first_pass(schema, &a.capture, file, flt.as_ref())?;
-        let work = |m: &Message<'_>, ctx: &Context, _: &mut dyn Write| {
-            let fctx = filter::MessageFacts {
-                capture: Some(ctx),
-                unanswered: unanswered.as_ref(),
-            };
-            let pass = flt.as_ref().is_none_or(|f| f.matches(m, &fctx));
-            Ok(pass.then(|| crate::traffic::Item::of(m, ctx)))
+        let work = Select {
+            filter: flt.as_ref(),
+            unanswered: unanswered.as_ref(),
+            inner: &crate::traffic::Count,
         };
         let mut run = RunOptions {
             threads: a.capture.threads(),

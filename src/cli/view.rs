@@ -15,13 +15,10 @@
 
 use super::output::ignored_options;
 use super::{CliError, OutputArgs, OutputFormat};
-use crate::filter;
+pub use crate::render::fields::Fields;
 use crate::render::time::TimeFormat;
-use crate::render::{summary, text, RenderOptions};
-use crate::session::Context;
-use crate::tree::Message;
+use crate::render::RenderOptions;
 use clap::{Args, ValueEnum};
-use std::io::Write;
 
 /// tshark's output flags.
 #[derive(Args, Debug, Clone)]
@@ -239,196 +236,10 @@ pub fn apply(v: &ViewArgs, r: &Resolved, ropts: &mut RenderOptions) {
     ropts.time = v.time.format();
 }
 
-/// The render options for a message with capture context `ctx`: with `-t r`, `-t d` or
-/// `-t dd`, a copy whose time references are the first message read and the previous one
-/// read (from `ctx`, set in capture order by the reader) and the previous one shown
-/// (`previous_shown`, known only on the reading thread); `opts` itself otherwise.
-pub fn with_times<'o>(
-    opts: &'o RenderOptions,
-    ctx: &Context,
-    previous_shown: Option<(i64, u32)>,
-) -> std::borrow::Cow<'o, RenderOptions> {
-    use std::borrow::Cow;
-    match opts.time {
-        TimeFormat::Relative | TimeFormat::Delta | TimeFormat::DeltaShown => {
-            let mut o = opts.clone();
-            o.time_refs.first = ctx.first_time;
-            o.time_refs.previous = ctx.previous_time;
-            o.time_refs.previous_shown = previous_shown;
-            Cow::Owned(o)
-        }
-        _ => Cow::Borrowed(opts),
-    }
-}
-
-/// `-x` alone: the summary line, the byte grids (frame, then decompressed buffers) and
-/// an empty line.
+/// `-T fields` output ([`crate::render::fields::Fields`]) from `-e` and `-E`.
 ///
 /// # Errors
-/// The writer's errors.
-pub fn line_and_grid(
-    m: &Message<'_>,
-    ctx: &Context,
-    ropts: &RenderOptions,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    summary::render(out, m, Some(ctx), ropts)?;
-    text::grid(out, m, 0, ropts.color)?;
-    for id in 1..=m.buffers.len() as u32 {
-        text::grid(out, m, id, ropts.color)?;
-    }
-    writeln!(out)
-}
-
-/// Which occurrences `-E occurrence=` keeps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Which {
-    All,
-    First,
-    Last,
-    Nth(usize),
-}
-
-/// `-T fields` output: the `-e` fields and the `-E` options.
-#[derive(Clone, Debug)]
-pub struct Fields {
-    names: Vec<String>,
-    header: bool,
-    separator: String,
-    quote: Option<char>,
-    which: Which,
-    aggregator: String,
-}
-
-/// tshark's `/t` and `/s` for tab and space.
-fn sep_value(s: &str) -> String {
-    match s {
-        "/t" => "\t".into(),
-        "/s" => " ".into(),
-        s => s.into(),
-    }
-}
-
-impl Fields {
-    /// The fields and options of `-T fields`.
-    ///
-    /// # Errors
-    /// An `-E` option tshark does not have, or a value it does not take.
-    pub fn new(v: &ViewArgs) -> Result<Fields, CliError> {
-        let mut f = Fields {
-            names: v.fields.clone(),
-            header: false,
-            separator: "\t".into(),
-            quote: None,
-            which: Which::All,
-            aggregator: ",".into(),
-        };
-        for o in &v.field_opts {
-            let bad = || {
-                CliError::Usage(format!("-E {o}: expected header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a|N or aggregator=,|/s|C"))
-            };
-            let (k, val) = o.split_once('=').ok_or_else(bad)?;
-            match (k, val) {
-                ("header", "y") => f.header = true,
-                ("header", "n") => f.header = false,
-                ("separator", s) if !s.is_empty() => f.separator = sep_value(s),
-                ("quote", "d") => f.quote = Some('"'),
-                ("quote", "s") => f.quote = Some('\''),
-                ("quote", "n") => f.quote = None,
-                ("occurrence", "f") => f.which = Which::First,
-                ("occurrence", "l") => f.which = Which::Last,
-                ("occurrence", "a") => f.which = Which::All,
-                ("occurrence", n) => {
-                    f.which = match n.parse::<usize>() {
-                        Ok(0) | Err(_) => return Err(bad()),
-                        Ok(n) => Which::Nth(n),
-                    }
-                }
-                ("aggregator", s) if !s.is_empty() => f.aggregator = sep_value(s),
-                _ => return Err(bad()),
-            }
-        }
-        Ok(f)
-    }
-
-    /// These fields, once every `-e` name is known to `schema` (a property, a predicate,
-    /// or a field of some definition, as `-Y` takes them).
-    ///
-    /// # Errors
-    /// The first unknown name, with the nearest known names.
-    pub fn checked(self, schema: &crate::schema::Schema) -> Result<Fields, CliError> {
-        let known = filter::Known::of(schema);
-        for n in &self.names {
-            filter::check_name(n, &known)
-                .map_err(|(_, m)| CliError::Usage(format!("-e {n}: {m}")))?;
-        }
-        Ok(self)
-    }
-
-    /// Whether a field is a schema field (so messages must be decoded whole).
-    pub fn needs_full_tree(&self) -> bool {
-        self.names.iter().any(|n| !filter::is_property(n))
-    }
-
-    fn quoted(&self, s: &str) -> String {
-        match self.quote {
-            None => s.to_string(),
-            Some(q) => {
-                let mut o = String::with_capacity(s.len() + 2);
-                o.push(q);
-                for c in s.chars() {
-                    if c == q || c == '\\' {
-                        o.push('\\');
-                    }
-                    o.push(c);
-                }
-                o.push(q);
-                o
-            }
-        }
-    }
-
-    /// The header row, with `-E header=y`.
-    ///
-    /// # Errors
-    /// The writer's errors.
-    pub fn header(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        if self.header {
-            let cells: Vec<String> = self.names.iter().map(|n| self.quoted(n)).collect();
-            writeln!(out, "{}", cells.join(&self.separator))?;
-        }
-        Ok(())
-    }
-
-    /// One message's row.
-    ///
-    /// # Errors
-    /// The writer's errors.
-    pub fn row(
-        &self,
-        m: &Message<'_>,
-        ctx: &filter::MessageFacts<'_>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        let mut cells = Vec::with_capacity(self.names.len());
-        for n in &self.names {
-            let occ = filter::occurrences(n, m, ctx);
-            let texts: Vec<String> = match self.which {
-                Which::All => occ.iter().map(|o| o.text()).collect(),
-                Which::First => occ.first().map(|o| o.text()).into_iter().collect(),
-                Which::Last => occ.last().map(|o| o.text()).into_iter().collect(),
-                Which::Nth(k) => occ.get(k - 1).map(|o| o.text()).into_iter().collect(),
-            };
-            // Control characters would break the row: they are escaped as in the tree.
-            let joined = texts.join(&self.aggregator);
-            let safe = if joined.chars().any(char::is_control) {
-                let q = crate::render::quote(&joined);
-                q[1..q.len() - 1].to_string()
-            } else {
-                joined
-            };
-            cells.push(self.quoted(&safe));
-        }
-        writeln!(out, "{}", cells.join(&self.separator))
-    }
+/// An `-E` option tshark does not have, or a value it does not take.
+pub fn fields(v: &ViewArgs) -> Result<Fields, CliError> {
+    Fields::new(v.fields.clone(), &v.field_opts).map_err(CliError::Usage)
 }

@@ -518,6 +518,48 @@ pub fn table_dirs(out: &Path) -> [PathBuf; 4] {
     ["messages", "partitions", "records", "batches"].map(|t| out.join(t))
 }
 
+/// `kwire export`'s per-message work ([`crate::run::Work`]): each message goes to one
+/// capture's [`CaptureExport`]. Its Parquet writer takes rows in capture order, so the
+/// run that drives it has one thread (the lock is then never contended).
+pub struct Exporter {
+    inner: std::sync::Mutex<CaptureExport>,
+}
+
+impl Exporter {
+    /// The work of exporting into `e`.
+    pub fn new(e: CaptureExport) -> Exporter {
+        Exporter {
+            inner: std::sync::Mutex::new(e),
+        }
+    }
+
+    /// The export, to finish or abandon once the run is over.
+    ///
+    /// # Errors
+    /// A worker panicked while holding the writer.
+    pub fn into_inner(self) -> Result<CaptureExport, String> {
+        self.inner
+            .into_inner()
+            .map_err(|_| "export writer poisoned".to_string())
+    }
+}
+
+impl crate::run::Work for Exporter {
+    type Output = ();
+    fn message(
+        &self,
+        m: &Message<'_>,
+        ctx: &Context,
+        _: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        self.inner
+            .lock()
+            .map_err(|_| std::io::Error::other("export writer poisoned"))?
+            .add(m, ctx)
+            .map_err(std::io::Error::other)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

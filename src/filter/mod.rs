@@ -34,10 +34,12 @@
 pub mod log;
 mod names;
 mod parse;
+mod select;
 
 pub use names::{did_you_mean, nearest, Known, DECODER_NAMES};
 pub use parse::column;
 use parse::{RawExpr, RawItem, RawLit, RelOp, Rhs};
+pub use select::Select;
 
 use crate::session::Context;
 use crate::tree::{Direction, Message, Node, Value};
@@ -778,7 +780,7 @@ impl Occurrence<'_> {
             Occ::Num(Num::Float(f)) => format!("{f}"),
             Occ::Str(s) => s.to_string(),
             Occ::Ci(s) | Occ::Addr(s) => s.to_string(),
-            Occ::Bytes(b) => crate::render::hex(b),
+            Occ::Bytes(b) => crate::text::hex(b),
             Occ::Uuid(u) => u.to_string(),
             Occ::Bool(b) => b.to_string(),
             Occ::Null | Occ::Empty => String::new(),

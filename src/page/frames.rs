@@ -325,3 +325,92 @@ impl Doc {
         h::doc_tail(w)
     }
 }
+
+/// Which document [`Pages`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageFormat {
+    /// [`markdown`], one numbered section a message.
+    Md,
+    /// One [`Doc`].
+    Html,
+}
+
+/// `kwire read --format md|html` as the capture engine's per-message work
+/// ([`crate::run::Work`]): each message numbered and written into one document. The
+/// numbering and the document follow the messages shown before, so the run that drives
+/// it has one thread; [`Pages::finish`] ends the document once every capture is read.
+pub struct Pages<'s> {
+    schema: &'s Schema,
+    format: PageFormat,
+    opts: RenderOptions,
+    /// Flush the output after each message.
+    pub flush_each: bool,
+    /// Print nothing (`-q`).
+    pub quiet: bool,
+    state: std::sync::Mutex<PagesState>,
+}
+
+/// What [`Pages`] carries from message to message.
+struct PagesState {
+    n: usize,
+    doc: Doc,
+    previous_shown: Option<(i64, u32)>,
+}
+
+impl<'s> Pages<'s> {
+    /// Pages of `format`, with `opts`, titled `title` (HTML).
+    pub fn new(schema: &'s Schema, format: PageFormat, opts: RenderOptions, title: &str) -> Self {
+        Pages {
+            schema,
+            format,
+            opts,
+            flush_each: false,
+            quiet: false,
+            state: std::sync::Mutex::new(PagesState {
+                n: 0,
+                doc: Doc::new(title),
+                previous_shown: None,
+            }),
+        }
+    }
+
+    /// Ends the document (HTML: the rows still waiting, the contents list and the
+    /// script; Markdown: nothing).
+    ///
+    /// # Errors
+    /// The writer's errors.
+    pub fn finish(&self, w: &mut dyn Write) -> io::Result<()> {
+        if self.format == PageFormat::Html {
+            let mut st = self
+                .state
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            st.doc.finish(w)?;
+            w.flush()?;
+        }
+        Ok(())
+    }
+}
+
+impl crate::run::Work for Pages<'_> {
+    type Output = ();
+    fn message(&self, m: &Message<'_>, ctx: &Context, out: &mut dyn Write) -> io::Result<()> {
+        let mut st = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !self.quiet {
+            let opts = &crate::render::time::with_times(&self.opts, ctx, st.previous_shown);
+            st.n += 1;
+            match self.format {
+                PageFormat::Md => markdown(out, self.schema, st.n, m, Some(ctx), opts)?,
+                PageFormat::Html => st.doc.add(out, self.schema, m, Some(ctx), 0, opts)?,
+            }
+            if self.flush_each {
+                out.flush()?;
+            }
+        }
+        st.previous_shown = Some(ctx.time);
+        Ok(())
+    }
+}

@@ -8,13 +8,19 @@
 //! | values | [`values`] | the message's fields alone, nested by name: the input of `kwire encode` |
 //! | summary | [`summary`] | one line a message, like tshark's default output |
 //! | hexdump | [`hexdump`] | the raw frame through hexyl |
+//! | fields | [`fields`] | `-T fields`: the `-e` fields, one row a message |
+//!
+//! [`printer::Printer`] is all of them as the capture engine's per-message work
+//! ([`crate::run::Work`]).
 //!
 //! The value formatting (numbers, strings, bytes, uuids, counts) lives here and is
 //! shared by every printer. Every printer returns `io::Result` so that a closed pipe can
 //! end the output quietly.
 
+pub mod fields;
 pub mod hexdump;
 pub mod json;
+pub mod printer;
 pub mod summary;
 pub mod text;
 pub mod time;

@@ -52,6 +52,28 @@ pub struct TimeRefs {
     pub previous_shown: Option<(i64, u32)>,
 }
 
+/// The render options for a message with capture context `ctx`: with `-t r`, `-t d` or
+/// `-t dd`, a copy whose time references are the first message read and the previous one
+/// read (from `ctx`, set in capture order by the reader) and the previous one shown
+/// (`previous_shown`, known only on the reading thread); `opts` itself otherwise.
+pub fn with_times<'o>(
+    opts: &'o super::RenderOptions,
+    ctx: &crate::session::Context,
+    previous_shown: Option<(i64, u32)>,
+) -> std::borrow::Cow<'o, super::RenderOptions> {
+    use std::borrow::Cow;
+    match opts.time {
+        TimeFormat::Relative | TimeFormat::Delta | TimeFormat::DeltaShown => {
+            let mut o = opts.clone();
+            o.time_refs.first = ctx.first_time;
+            o.time_refs.previous = ctx.previous_time;
+            o.time_refs.previous_shown = previous_shown;
+            Cow::Owned(o)
+        }
+        _ => Cow::Borrowed(opts),
+    }
+}
+
 /// `t - base` in seconds with nine decimals, signed.
 fn seconds_since(t: (i64, u32), base: Option<(i64, u32)>) -> String {
     let b = base.unwrap_or(t);

@@ -16,7 +16,6 @@
 mod live;
 
 use crate::decode::{DecodeOptions, Detail};
-use crate::filter::Filter;
 use crate::input::{self, CaptureOptions, Event, FrameKind};
 use crate::schema::Schema;
 use crate::session::{Context, Prepared, SchemaPlausibility, Session};
@@ -355,7 +354,38 @@ pub struct CaptureFile<'p> {
 
 /// The work done for each message, on a worker thread (or on the reading thread with
 /// one thread): write the message's output, if any, to the writer given, and return
-/// what the reading thread gathers in capture order.
+/// what the reading thread gathers in capture order and hands to the [`Sink`]. The
+/// printers (`render::Printer`, `page::frames::Pages`), the display filter wrapping one
+/// (`filter::Select`), `kwire stats`'s count (`traffic::Count`) and `kwire export`'s
+/// rows are works; so is any closure `Fn(&Message, &Context, &mut dyn Write) ->
+/// io::Result<O> + Sync`.
+pub trait Work: Sync {
+    /// What one message's work gives the reading thread.
+    type Output: Send;
+    /// Does the work for message `m` with capture context `ctx`, writing its output to
+    /// `out`.
+    ///
+    /// # Errors
+    /// The writer's errors, or the work's own (they end the run).
+    fn message(
+        &self,
+        m: &Message<'_>,
+        ctx: &Context,
+        out: &mut dyn Write,
+    ) -> std::io::Result<Self::Output>;
+}
+
+impl<O: Send, F> Work for F
+where
+    F: Fn(&Message<'_>, &Context, &mut dyn Write) -> std::io::Result<O> + Sync + ?Sized,
+{
+    type Output = O;
+    fn message(&self, m: &Message<'_>, ctx: &Context, out: &mut dyn Write) -> std::io::Result<O> {
+        self(m, ctx, out)
+    }
+}
+
+/// The per-message work as a trait object of closures (kept for callers that name it).
 pub type MessageWork<'w, O> =
     dyn Fn(&Message<'_>, &Context, &mut dyn Write) -> std::io::Result<O> + Sync + 'w;
 
@@ -412,15 +442,15 @@ pub struct RunOptions {
 /// something another command reads); the first error `work` returns or writing to `out`
 /// gives.
 #[allow(clippy::too_many_arguments)]
-pub fn run_capture<O: Send>(
+pub fn run_capture<W: Work + ?Sized>(
     schema: &Schema,
     a: &Settings,
     file: &CaptureFile<'_>,
     dopts: DecodeOptions,
     run: &mut RunOptions,
     out: &mut dyn Write,
-    work: &MessageWork<'_, O>,
-    sink: &mut dyn Sink<O>,
+    work: &W,
+    sink: &mut dyn Sink<W::Output>,
 ) -> Result<Outcome, RunError> {
     let (quiet, limit) = (run.quiet, run.limit);
     let path = file.path;
@@ -501,7 +531,7 @@ pub fn run_capture<O: Send>(
     let all = a.all_notices;
     // Counted in capture order as each message's output is written.
     let (mut shown, mut with_errors, mut undecodable) = (0u64, 0u64, 0u64);
-    let mut count = |o: O, (errors, undec): (bool, bool)| {
+    let mut count = |o: W::Output, (errors, undec): (bool, bool)| {
         shown += u64::from(sink.borrow_mut().message(o));
         with_errors += u64::from(errors);
         undecodable += u64::from(undec);
@@ -539,7 +569,7 @@ pub fn run_capture<O: Send>(
                     for n in session.notices.drain(..) {
                         tally.tell(&n, all, &say_line);
                     }
-                    match work(&m, &ctx, out) {
+                    match work.message(&m, &ctx, out) {
                         Ok(o) => count(o, problems(&m)),
                         Err(e) => {
                             io_err = Some(e);
@@ -570,7 +600,7 @@ pub fn run_capture<O: Send>(
                     arena.reset();
                     let arena = &*arena;
                     let m = p.decode(schema, dopts, f, arena);
-                    let o = work(&m, &p.ctx, w)?;
+                    let o = work.message(&m, &p.ctx, w)?;
                     outs.push((o, problems(&m)));
                 }
                 arena.reset();
@@ -771,16 +801,20 @@ fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// The requests of the capture that get no response, read in a first pass (for
-/// `-Y unanswered`, which must know the future when it sees a request).
+/// The requests of the capture that get no response, as (connection, last frame), read
+/// in a first pass when `needed` (for `-Y unanswered`, which must know the future when it
+/// sees a request: `filter::Filter::uses_unanswered`); `None` when not needed.
+///
+/// # Errors
+/// A capture on stdin (it cannot be read twice); those of [`run_capture`].
 pub fn unanswered_first_pass(
     schema: &Schema,
     a: &Settings,
     file: &CaptureFile<'_>,
-    f: Option<&Filter>,
+    needed: bool,
     threads: usize,
 ) -> Result<Option<HashSet<(u32, u64)>>, RunError> {
-    if !f.is_some_and(Filter::uses_unanswered) {
+    if !needed {
         return Ok(None);
     }
     if file.path.as_os_str() == "-" {

@@ -1,0 +1,43 @@
+//! The display filter as a wrapper of the engine's per-message work: `-Y` (and its
+//! shorthands) in front of a printer, `kwire stats`'s count or `kwire export`'s rows.
+
+use super::{Filter, MessageFacts};
+use crate::run::Work;
+use crate::session::Context;
+use crate::tree::Message;
+use std::collections::HashSet;
+use std::io::Write;
+
+/// A [`Work`] that runs `inner` only on the messages `filter` keeps (all of them when
+/// there is no filter): its output is `Some(inner's output)` for a message kept, `None`
+/// for one left out, so the sink can count what was shown.
+pub struct Select<'f, W: ?Sized> {
+    /// The filter (none: every message is kept).
+    pub filter: Option<&'f Filter>,
+    /// The capture's requests that got no response, as (connection, last frame), read in
+    /// a first pass ([`crate::run::unanswered_first_pass`]) when the filter uses
+    /// `unanswered` ([`Filter::uses_unanswered`]).
+    pub unanswered: Option<&'f HashSet<(u32, u64)>>,
+    /// The work done on each message kept.
+    pub inner: &'f W,
+}
+
+impl<W: Work + ?Sized> Work for Select<'_, W> {
+    type Output = Option<W::Output>;
+    fn message(
+        &self,
+        m: &Message<'_>,
+        ctx: &Context,
+        out: &mut dyn Write,
+    ) -> std::io::Result<Option<W::Output>> {
+        let facts = MessageFacts {
+            capture: Some(ctx),
+            unanswered: self.unanswered,
+        };
+        if self.filter.is_none_or(|f| f.matches(m, &facts)) {
+            self.inner.message(m, ctx, out).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
