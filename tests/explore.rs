@@ -881,8 +881,9 @@ fn have_gnu_time(test: &str) -> bool {
 
 /// Runs `kwire explore ARGS` under GNU time in tmux, the shell line `feed |` before it
 /// (or nothing), waits until all `messages` are read (2 minutes at most), shows the
-/// last one (`G`), quits, and returns the peak RSS in KiB.
-fn explore_peak_rss(test: &str, feed: &str, args: &str, messages: usize) -> i64 {
+/// last one (`G`), quits, and returns the peak RSS in KiB and the status bar once every
+/// message was read.
+fn explore_peak_rss(test: &str, feed: &str, args: &str, messages: usize) -> (i64, String) {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("explore");
     std::fs::create_dir_all(&dir).unwrap();
     let rss = dir.join(format!("{test}-rss"));
@@ -913,18 +914,18 @@ fn explore_peak_rss(test: &str, feed: &str, args: &str, messages: usize) -> i64 
     // Every message, the index built (no more reading): 2 minutes at most.
     let want = format!("{0} of {0} messages", messages);
     let start = Instant::now();
-    loop {
+    let status = loop {
         let s = t.status();
         if s.starts_with(&want) && !s.contains("reading") {
-            break;
+            break s;
         }
         assert!(
             start.elapsed() < Duration::from_secs(120),
             "the status bar: {s}"
         );
         std::thread::sleep(Duration::from_millis(250));
-    }
-    // The last message, decoded from the index.
+    };
+    // The last message, decoded again.
     t.keys(&["G"]);
     t.wait("the last message's tree", |s| {
         s.iter()
@@ -933,11 +934,12 @@ fn explore_peak_rss(test: &str, feed: &str, args: &str, messages: usize) -> i64 
     t.keys(&["q"]);
     t.wait("kwire to exit", |s| s.iter().any(|l| l == "KWIRE_EXIT=0"));
     let report = std::fs::read_to_string(&rss).unwrap();
-    report
+    let peak = report
         .lines()
         .rev()
         .find_map(|l| l.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no peak RSS in GNU time's report {report:?}"))
+        .unwrap_or_else(|| panic!("no peak RSS in GNU time's report {report:?}"));
+    (peak, status)
 }
 
 /// A capture on stdin costs what the same capture as a file costs: stdin is copied to a
@@ -956,7 +958,7 @@ fn stdin_memory_stays_bounded() {
     let cap = dir.join("many-messages.pcap");
     many_messages(&cap, PAIRS);
     let feed = format!("cat '{}' |", cap.display());
-    let peak = explore_peak_rss("stdinmem", &feed, "-", 2 * PAIRS);
+    let (peak, _) = explore_peak_rss("stdinmem", &feed, "-", 2 * PAIRS);
     eprintln!("explore - on {} messages: peak RSS {peak} KiB", 2 * PAIRS);
     assert!(
         peak < BOUND_KIB,
@@ -994,7 +996,7 @@ fn several_captures_memory_stays_bounded() {
             .unwrap();
     }
     let args = format!("'{}' '{}'", a.display(), b.display());
-    let peak = explore_peak_rss("severalmem", "", &args, 4 * PAIRS);
+    let (peak, _) = explore_peak_rss("severalmem", "", &args, 4 * PAIRS);
     eprintln!("explore A B on {} messages: peak RSS {peak} KiB", 4 * PAIRS);
     assert!(
         peak < BOUND_KIB,
@@ -1002,6 +1004,45 @@ fn several_captures_memory_stays_bounded() {
     );
     let _ = std::fs::remove_file(&a);
     let _ = std::fs::remove_file(&b);
+}
+
+/// What the index cannot read goes through the spool, whose entries stay in memory
+/// (about 420 bytes a message): it stops at `MAX_SPOOLED` (300,000) messages and says
+/// so, and the peak RSS stays under the 256 MiB. A file still being written
+/// (modified in the last 5 seconds) of 700,000 messages: the spool would hold about
+/// 330 MB.
+#[test]
+fn the_spool_stops_at_its_bound_and_says_so() {
+    if !have_tmux("spoolmem") || !have_gnu_time("the_spool_stops_at_its_bound_and_says_so") {
+        return;
+    }
+    const PAIRS: usize = 350_000;
+    const SPOOLED: usize = 300_000;
+    const BOUND_KIB: i64 = 256 << 10;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("explore");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = dir.join("growing-many.pcap");
+    many_messages(&cap, PAIRS);
+    // Modified now: a file being written, read by the spool (the index would count all
+    // 700,000 messages, and the wait for 300,000 would fail).
+    std::fs::File::options()
+        .write(true)
+        .open(&cap)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now())
+        .unwrap();
+    let args = format!("'{}'", cap.display());
+    let (peak, status) = explore_peak_rss("spoolmem", "", &args, SPOOLED);
+    eprintln!("explore of a growing file, {SPOOLED} messages spooled: peak RSS {peak} KiB");
+    assert!(
+        status.contains(&format!("stopped at {SPOOLED} messages")),
+        "the status bar says why the reading stopped: {status}"
+    );
+    assert!(
+        peak < BOUND_KIB,
+        "peak RSS {peak} KiB, over {BOUND_KIB} KiB"
+    );
+    let _ = std::fs::remove_file(&cap);
 }
 
 /// `kwire explore A B` lists what `kwire read A B` prints: the second capture's
