@@ -10,7 +10,8 @@
 # and its peak RSS (GNU time: the largest of termshark and the tshark processes it
 # waited for). The captures are deleted afterwards (KEEP=1 keeps them). Each wait gives
 # up after TIMEOUT seconds (default 1800) and says so, with the screen it last saw.
-# The load average is printed before each capture. The figures go to docs/benchmarks.md
+# MODES (default file) also runs the explorer on the capture from stdin (stdin) and on
+# the capture given twice (two). The load average is printed before each capture. The figures go to docs/benchmarks.md
 # by hand.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -90,21 +91,35 @@ for SIZE in $SIZES; do
   # An older modification time: a settled file (not one still being written).
   touch -d '1 hour ago' "$CAP"
   BYTES=$(stat -c %s "$CAP")
+  # What the explorer's count is checked against (each mode: once, or twice for two).
+  READ=$("$KW" read "$CAP" 2>/dev/null | wc -l)
   echo "$KIND $SIZE ($BYTES bytes): load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 
-  # kwire explore
-  T="target/bench/explore-$SIZE.time"
-  t0=$(now)
-  run "$T" "'$KW' explore '$CAP'"
-  first="-" last="-" TOTAL="?"
-  if wait_for "kwire's first screen" "$t0" kw_first; then
-    first=$(since "$t0")
-    tmux -L "$SOCK" send-keys -t b G
-    wait_for "kwire's last message" "$t0" kw_last && last=$(since "$t0")
-  fi
-  tmux -L "$SOCK" send-keys -t b q
-  wait_for "kwire to exit" "$(now)" test -s "$T" || true
-  echo "  kwire explore: $TOTAL messages; first screen $first s; last message (G) $last s; peak RSS $(peak "$T") MiB"
+  # kwire explore, on the file (MODES: file; also stdin, `cat F | kwire explore -`, and
+  # two, `kwire explore F F`: the capture twice, as two captures)
+  for MODE in ${MODES:-file}; do
+    case "$MODE" in
+      file) CMD="'$KW' explore '$CAP'" ;;
+      stdin) CMD="sh -c \"cat '$CAP' | '$KW' explore -\"" ;;
+      two) CMD="'$KW' explore '$CAP' '$CAP'" ;;
+      *) echo "bench-explore: MODES: file, stdin or two, not $MODE" >&2; exit 1 ;;
+    esac
+    T="target/bench/explore-$SIZE-$MODE.time"
+    t0=$(now)
+    run "$T" "$CMD"
+    first="-" last="-" TOTAL="?"
+    if wait_for "kwire's first screen ($MODE)" "$t0" kw_first; then
+      first=$(since "$t0")
+      tmux -L "$SOCK" send-keys -t b G
+      wait_for "kwire's last message ($MODE)" "$t0" kw_last && last=$(since "$t0")
+    fi
+    tmux -L "$SOCK" send-keys -t b q
+    wait_for "kwire to exit" "$(now)" test -s "$T" || true
+    want=$READ
+    [ "$MODE" = two ] && want=$((2 * READ))
+    [ "$TOTAL" = "$want" ] || echo "bench-explore: $MODE: the explorer counted $TOTAL messages, kwire read $want" >&2
+    echo "  kwire explore ($MODE): $TOTAL messages; first screen $first s; last message (G) $last s; peak RSS $(peak "$T") MiB"
+  done
 
   # tshark's first line
   if command -v tshark >/dev/null 2>&1; then
