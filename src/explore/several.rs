@@ -20,6 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+/// A capture time: seconds and nanoseconds since the Unix epoch.
+type Time = (i64, u32);
+
 /// One capture of several.
 struct Part {
     /// The name notices and the tree give it: the path as given on the command line.
@@ -97,7 +100,7 @@ impl Several {
 
     /// The capture time of the message before capture `k`'s first (the last one of the
     /// nearest capture before it that has messages), and of the first message of all.
-    fn times_around(&self, k: usize) -> (Option<(i64, u32)>, Option<(i64, u32)>) {
+    fn times_around(&self, k: usize) -> (Option<Time>, Option<Time>) {
         let parts = &self.shared.parts;
         let last = |p: &Part| {
             let n = *p.done.get()?;
