@@ -870,35 +870,27 @@ fn many_messages(path: &Path, pairs: usize) {
     w.into_inner().flush().unwrap();
 }
 
-/// A capture on stdin costs what the same capture as a file costs: stdin is copied to a
-/// temporary file and indexed (64 bytes a message), not spooled (420 bytes a message
-/// in memory). 600,000 messages: the spool alone would hold about 250 MB; the peak RSS
-/// (GNU time, the copy's mapped pages counted) stays under 128 MiB.
-#[test]
-fn stdin_memory_stays_bounded() {
-    if !have_tmux("stdinmem") {
-        return;
+/// Whether GNU time is there (`/usr/bin/time`); says the skip when it is not.
+fn have_gnu_time(test: &str) -> bool {
+    let ok = Path::new("/usr/bin/time").exists();
+    if !ok {
+        common::skip(test, "no /usr/bin/time (Debian package time)");
     }
-    let time = Path::new("/usr/bin/time");
-    if !time.exists() {
-        common::skip(
-            "stdin_memory_stays_bounded",
-            "no /usr/bin/time (Debian package time)",
-        );
-        return;
-    }
-    const PAIRS: usize = 300_000;
-    const BOUND_KIB: i64 = 128 << 10;
+    ok
+}
+
+/// Runs `kwire explore ARGS` under GNU time in tmux, the shell line `feed |` before it
+/// (or nothing), waits until all `messages` are read (2 minutes at most), shows the
+/// last one (`G`), quits, and returns the peak RSS in KiB and the status bar once every
+/// message was read.
+fn explore_peak_rss(test: &str, feed: &str, args: &str, messages: usize) -> (i64, String) {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("explore");
     std::fs::create_dir_all(&dir).unwrap();
-    let cap = dir.join("many-messages.pcap");
-    many_messages(&cap, PAIRS);
-    let rss = dir.join("stdin-rss");
+    let rss = dir.join(format!("{test}-rss"));
     let _ = std::fs::remove_file(&rss);
-    let socket = format!("kwire-explore-{}-stdinmem", std::process::id());
+    let socket = format!("kwire-explore-{}-{test}", std::process::id());
     let script = format!(
-        "cat '{}' | /usr/bin/time -f %M -o '{}' '{}' explore -; echo KWIRE_EXIT=$?; sleep 120",
-        cap.display(),
+        "{feed} /usr/bin/time -f %M -o '{}' '{}' explore {args}; echo KWIRE_EXIT=$?; sleep 120",
         rss.display(),
         kwire_bin().display()
     );
@@ -920,39 +912,171 @@ fn stdin_memory_stays_bounded() {
     assert!(st.success());
     let t = Tmux { socket };
     // Every message, the index built (no more reading): 2 minutes at most.
-    let want = format!("{0} of {0} messages", 2 * PAIRS);
+    let want = format!("{0} of {0} messages", messages);
     let start = Instant::now();
-    loop {
+    let status = loop {
         let s = t.status();
         if s.starts_with(&want) && !s.contains("reading") {
-            break;
+            break s;
         }
         assert!(
             start.elapsed() < Duration::from_secs(120),
             "the status bar: {s}"
         );
         std::thread::sleep(Duration::from_millis(250));
-    }
-    // The last message, decoded from the index.
+    };
+    // The last message, decoded again.
     t.keys(&["G"]);
     t.wait("the last message's tree", |s| {
         s.iter()
-            .any(|l| l.contains(&format!("Tree (message {} of", 2 * PAIRS)))
+            .any(|l| l.contains(&format!("Tree (message {messages} of")))
     });
     t.keys(&["q"]);
     t.wait("kwire to exit", |s| s.iter().any(|l| l == "KWIRE_EXIT=0"));
     let report = std::fs::read_to_string(&rss).unwrap();
-    let peak: i64 = report
+    let peak = report
         .lines()
         .rev()
         .find_map(|l| l.trim().parse().ok())
         .unwrap_or_else(|| panic!("no peak RSS in GNU time's report {report:?}"));
+    (peak, status)
+}
+
+/// A capture on stdin costs what the same capture as a file costs: stdin is copied to a
+/// temporary file and indexed (64 bytes a message), not spooled (420 bytes a message
+/// in memory). 600,000 messages: the spool alone would hold about 250 MB; the peak RSS
+/// (GNU time, the copy's mapped pages counted) stays under 128 MiB.
+#[test]
+fn stdin_memory_stays_bounded() {
+    if !have_tmux("stdinmem") || !have_gnu_time("stdin_memory_stays_bounded") {
+        return;
+    }
+    const PAIRS: usize = 300_000;
+    const BOUND_KIB: i64 = 128 << 10;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("explore");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = dir.join("many-messages.pcap");
+    many_messages(&cap, PAIRS);
+    let feed = format!("cat '{}' |", cap.display());
+    let (peak, _) = explore_peak_rss("stdinmem", &feed, "-", 2 * PAIRS);
     eprintln!("explore - on {} messages: peak RSS {peak} KiB", 2 * PAIRS);
     assert!(
         peak < BOUND_KIB,
         "peak RSS {peak} KiB, over {BOUND_KIB} KiB"
     );
     let _ = std::fs::remove_file(&cap);
+}
+
+/// Several captures cost what one costs: each goes through its index in turn, the
+/// indexes sharing one memory budget, not through the spool (420 bytes a message in
+/// memory). Two captures of 300,000 messages: the spool would hold about 250 MB; the
+/// peak RSS stays under 128 MiB.
+#[test]
+fn several_captures_memory_stays_bounded() {
+    if !have_tmux("severalmem") || !have_gnu_time("several_captures_memory_stays_bounded") {
+        return;
+    }
+    const PAIRS: usize = 150_000;
+    const BOUND_KIB: i64 = 128 << 10;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("explore");
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = dir.join("several-a.pcap");
+    let b = dir.join("several-b.pcap");
+    many_messages(&a, PAIRS);
+    many_messages(&b, PAIRS);
+    // Settled files (a file modified in the last 5 seconds is followed as one being
+    // written, through the spool).
+    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+    for f in [&a, &b] {
+        std::fs::File::options()
+            .write(true)
+            .open(f)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    let args = format!("'{}' '{}'", a.display(), b.display());
+    let (peak, _) = explore_peak_rss("severalmem", "", &args, 4 * PAIRS);
+    eprintln!("explore A B on {} messages: peak RSS {peak} KiB", 4 * PAIRS);
+    assert!(
+        peak < BOUND_KIB,
+        "peak RSS {peak} KiB, over {BOUND_KIB} KiB"
+    );
+    let _ = std::fs::remove_file(&a);
+    let _ = std::fs::remove_file(&b);
+}
+
+/// What the index cannot read goes through the spool, whose entries stay in memory
+/// (about 420 bytes a message): it stops at `MAX_SPOOLED` (300,000) messages and says
+/// so, and the peak RSS stays under the 256 MiB. A file still being written
+/// (modified in the last 5 seconds) of 700,000 messages: the spool would hold about
+/// 330 MB.
+#[test]
+fn the_spool_stops_at_its_bound_and_says_so() {
+    if !have_tmux("spoolmem") || !have_gnu_time("the_spool_stops_at_its_bound_and_says_so") {
+        return;
+    }
+    const PAIRS: usize = 350_000;
+    const SPOOLED: usize = 300_000;
+    const BOUND_KIB: i64 = 256 << 10;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("explore");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = dir.join("growing-many.pcap");
+    many_messages(&cap, PAIRS);
+    // Modified now: a file being written, read by the spool (the index would count all
+    // 700,000 messages, and the wait for 300,000 would fail).
+    std::fs::File::options()
+        .write(true)
+        .open(&cap)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now())
+        .unwrap();
+    let args = format!("'{}'", cap.display());
+    let (peak, status) = explore_peak_rss("spoolmem", "", &args, SPOOLED);
+    eprintln!("explore of a growing file, {SPOOLED} messages spooled: peak RSS {peak} KiB");
+    assert!(
+        status.contains(&format!("stopped at {SPOOLED} messages")),
+        "the status bar says why the reading stopped: {status}"
+    );
+    assert!(
+        peak < BOUND_KIB,
+        "peak RSS {peak} KiB, over {BOUND_KIB} KiB"
+    );
+    let _ = std::fs::remove_file(&cap);
+}
+
+/// `kwire explore A B` lists what `kwire read A B` prints: the second capture's
+/// messages after the first's (its own connections, times from the first capture's
+/// first message), from the first screen to the last message.
+#[test]
+fn several_captures_show_reads_messages() {
+    if !have_tmux("several") {
+        return;
+    }
+    let args = [
+        "captures/lab/kcat_old_librdkafka.pcap",
+        "captures/demo.pcap",
+    ];
+    let expected = read_lines(&args);
+    let first = read_lines(&args[..1]).len();
+    assert!(first > 0 && expected.len() > first + 20, "{expected:?}");
+    let t = Tmux::start("several", &args);
+    wait_read(&t, expected.len());
+    let s = t.wait("the list's first rows", |s| list_lines(s).len() > first + 1);
+    let shown = list_lines(&s);
+    assert!(
+        shown.len() > first + 1,
+        "the first screen crosses into the second capture"
+    );
+    assert_eq!(shown[..], expected[..shown.len()]);
+    t.keys(&["G"]);
+    let s = t.wait("the last message", |s| {
+        list_lines(s).last() == expected.last()
+    });
+    let shown = list_lines(&s);
+    assert_eq!(shown[..], expected[expected.len() - shown.len()..]);
+    t.keys(&["q"]);
+    t.wait("kwire to exit", |s| s.iter().any(|l| l == "KWIRE_EXIT=0"));
 }
 
 #[test]

@@ -198,6 +198,10 @@ pub struct App {
     /// The source's message count, taken once a frame (in [`App::tick`]): the list and
     /// the status bar of one frame count the same messages while the index grows.
     pub count: usize,
+    /// The source's progress, taken once a frame before [`App::count`]: a frame whose
+    /// status bar says the reading is done counts every message (taken after the count,
+    /// it could say done over the first-screen spool's count, as the index took over).
+    pub progress: super::source::Progress,
     /// The filter in force before `f` (restored by pressing `f` again).
     pub before_conn: Option<Option<String>>,
     /// The selected position in the list.
@@ -259,6 +263,7 @@ impl App {
             zoom: false,
             shown: Shown::All,
             count: 0,
+            progress: Default::default(),
             before_conn: None,
             sel: 0,
             top: 0,
@@ -374,6 +379,7 @@ impl App {
 
     /// Called before each frame: follows a growing list, loads the selected message.
     pub fn tick(&mut self) {
+        self.progress = self.src.progress();
         self.count = self.src.count();
         // A live capture, a file growing: the list follows the end (once; keys leave it).
         if !self.auto_followed && self.src.follows_end() {

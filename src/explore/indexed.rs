@@ -63,9 +63,28 @@ impl Indexed {
     /// # Errors
     /// The spool file cannot be made.
     pub fn start(schema: Arc<Schema>, inputs: Inputs) -> std::io::Result<Indexed> {
+        Indexed::start_within(schema, inputs, INDEX_MEMORY)
+    }
+
+    /// [`Indexed::start`] keeping at most `memory` bytes of index entries in memory
+    /// (the rest in the index's temporary file): what one of several captures gets of
+    /// [`INDEX_MEMORY`] ([`super::several::Several`]).
+    ///
+    /// # Errors
+    /// As [`Indexed::start`].
+    pub fn start_within(
+        schema: Arc<Schema>,
+        inputs: Inputs,
+        memory: usize,
+    ) -> std::io::Result<Indexed> {
         let progress = Arc::new(Mutex::new(crate::index::Progress::default()));
         let copying = Arc::new(AtomicBool::new(false));
-        Indexed::start_after(schema, inputs, None, copying, progress, None)
+        Indexed::start_after(schema, inputs, None, copying, progress, None, memory)
+    }
+
+    /// Bytes of memory the index holds ([`Capture::memory`]), once it is built; 0 before.
+    pub fn memory(&self) -> usize {
+        self.ready().map_or(0, Capture::memory)
     }
 
     /// The capture on stdin: copied to an unlinked temporary file as it comes (the
@@ -142,6 +161,7 @@ impl Indexed {
             copying,
             progress,
             Some((keep, name)),
+            INDEX_MEMORY,
         )
     }
 
@@ -152,6 +172,7 @@ impl Indexed {
         copying: Arc<AtomicBool>,
         progress: Arc<Mutex<crate::index::Progress>>,
         spill: Option<(std::fs::File, String)>,
+        memory: usize,
     ) -> std::io::Result<Indexed> {
         let path = inputs.files[0].clone();
         let ports: Vec<String> = inputs.capture.ports.iter().map(u16::to_string).collect();
@@ -170,7 +191,7 @@ impl Indexed {
                 schema: (*schema).clone(),
                 capture: inputs.capture.clone(),
                 decode: inputs.decode.clone(),
-                memory_limit: INDEX_MEMORY,
+                memory_limit: memory,
             };
             std::thread::Builder::new()
                 .name("kwire-index".into())

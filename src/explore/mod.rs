@@ -14,6 +14,7 @@
 pub mod app;
 pub mod indexed;
 pub mod scan;
+pub mod several;
 pub mod source;
 pub mod tree;
 mod ui;
@@ -107,8 +108,11 @@ pub fn restore_terminal() {
 
 /// The source for `inputs`: one capture file that is not being written goes through the
 /// message index ([`indexed::Indexed`]), and so does stdin, copied to a temporary file
-/// first ([`indexed::Indexed::start_stdin`]); several captures and a file still being
-/// written are read by a [`Spool`] (which follows a growing file's end).
+/// first ([`indexed::Indexed::start_stdin`]); several capture files none of which is
+/// being written, each through its index in turn ([`several::Several`]); a file still
+/// being written (alone or among others), `-` among several inputs, and a live capture
+/// are read by a [`Spool`] (which follows a growing file's end, and keeps about 420
+/// bytes a message in memory).
 ///
 /// # Errors
 /// The spool file cannot be made.
@@ -124,6 +128,15 @@ pub fn open(schema: Arc<Schema>, inputs: Inputs) -> std::io::Result<Arc<dyn Sour
         [one] if one.as_os_str() == "-" => Arc::new(indexed::Indexed::start_stdin(schema, inputs)?),
         [one] if one.as_os_str() != "-" && one.is_file() && settled(one) => {
             Arc::new(indexed::Indexed::start(schema, inputs)?)
+        }
+        [_, _, ..]
+            if inputs.live.is_none()
+                && inputs
+                    .files
+                    .iter()
+                    .all(|p| p.as_os_str() != "-" && p.is_file() && settled(p)) =>
+        {
+            Arc::new(several::Several::start(schema, inputs)?)
         }
         _ => Arc::new(Spool::start(schema, inputs)?),
     })

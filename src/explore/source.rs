@@ -102,6 +102,14 @@ pub trait Source: Send + Sync {
 /// Notice lines kept for the notices view; the rest are only counted.
 pub const MAX_NOTICE_LINES: usize = 10_000;
 
+/// Most messages a [`Spool`] reads: its entries stay in memory (about 420 bytes a
+/// message, more with TLS or many topic names; the frames are in the spool file), so
+/// that 300,000 of them keep the explorer under 256 MiB. Only what the message index
+/// cannot read goes through the spool alone (a live capture, a file still being
+/// written, stdin among several inputs); past this many messages its reading stops, and
+/// says so (a notice and the status bar).
+pub const MAX_SPOOLED: usize = 300_000;
+
 /// What the spool needs to decode one message again.
 struct Entry {
     prepared: Prepared,
@@ -652,6 +660,10 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
         let res = input::read_capture(input, &inputs.capture, &plaus, |ev| match ev {
             Event::Notice(n) => shared.say(named(format!("kwire: {n}"))),
             Event::Frame(f) => {
+                if shared.stop.load(Ordering::Relaxed) {
+                    // Past the cap (the rest of a packet already read): not kept.
+                    return;
+                }
                 let mut p = session.prepare(&f);
                 p.ctx.capture.clone_from(&label);
                 let (first, previous) = match times {
@@ -699,6 +711,16 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
                 let read = shared.entries.read().map_or(0, |e| e.len()) + pend.entries.len();
                 if read + 1 >= shared.cap {
                     shared.stop.store(true, Ordering::Relaxed);
+                }
+                if read + 1 == MAX_SPOOLED && shared.cap > MAX_SPOOLED {
+                    // Not the first-screen spool of an index: its memory's bound.
+                    shared.stop.store(true, Ordering::Relaxed);
+                    fail(
+                        shared,
+                        format!(
+                            "explore: stopped at {MAX_SPOOLED} messages: what the message index cannot take (a live capture, a file still being written, stdin among several inputs) is held in memory, {MAX_SPOOLED} messages at most; `kwire read` decodes all of it, and `kwire explore FILE` on the finished file indexes it"
+                        ),
+                    );
                 }
                 pend.entries.push(Entry {
                     prepared: p,

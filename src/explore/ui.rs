@@ -99,7 +99,7 @@ fn status_line(app: &App) -> Line<'static> {
         }
         parts.push(Span::raw(t));
     }
-    let p = app.src.progress();
+    let p = &app.progress;
     let reading = if let Some(e) = &p.error {
         format!(" | {e}")
     } else if let Some(l) = app.src.live() {
@@ -220,7 +220,7 @@ fn list_pane(f: &mut Frame<'_>, app: &mut App, area: Rect) {
         lines.push(Line::styled(l.text, style));
     }
     if n == 0 {
-        let p = app.src.progress();
+        let p = &app.progress;
         let t = if p.done {
             if app.filter_text().is_some() {
                 "(no message matches the filter)"
