@@ -47,7 +47,7 @@ Budget: one pass through the engine, then one index pass (no body decoded) of ea
 that has chosen messages; memory: 8 bytes per paired response (exact quantiles, as `kwire
 stats`) plus a few MiB of fixed-size buckets and capped tables, the index's entries past
 64 MiB go to a temporary file; the file: under 20 MB at the defaults whatever the capture's
-size (200 time buckets a plot, 2000 rows a table, 96 KiB a message page, 16 MiB of pages).
+size (200 time buckets a plot, 2000 rows a table, 256 KiB a message page, 14 MiB of pages).
 
 Examples:
   kwire report captures/demo.pcap -o demo.html

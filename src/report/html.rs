@@ -1211,6 +1211,13 @@ fn pages(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                 anchor(*x),
                 esc(&p.title)
             )?;
+            if p.cut {
+                writeln!(
+                    w,
+                    "<p class=\"intro cut\">Its whole page is over {} KiB: the tree shows 3 elements an array and 8 levels (`kwire read -V` shows it all).</p>",
+                    super::pages::PAGE_BYTES >> 10
+                )?;
+            }
             w.write_all(p.html.as_bytes())?;
             writeln!(w, "</section>")?;
         }

@@ -21,9 +21,9 @@ use crate::schema::Schema;
 use crate::tree::Direction;
 
 /// Largest page (the HTML of one message).
-pub const PAGE_BYTES: usize = 96 << 10;
+pub const PAGE_BYTES: usize = 256 << 10;
 /// Largest total of the pages' HTML.
-pub const PAGES_BYTES: usize = 16 << 20;
+pub const PAGES_BYTES: usize = 14 << 20;
 /// Memory the index of one capture may hold its entries in.
 pub const INDEX_MEMORY: usize = 64 << 20;
 
@@ -40,6 +40,9 @@ pub struct Page {
     pub mate: Option<MsgRef>,
     /// A request (else a response).
     pub request: bool,
+    /// The tree was cut (3 elements an array, 8 levels) to keep the page under
+    /// [`PAGE_BYTES`].
+    pub cut: bool,
 }
 
 /// The messages to render, at most `max` of them, in priority order: each slow response
@@ -195,7 +198,7 @@ fn page(
                 ..ropts.clone()
             },
         ];
-        for o in &tries {
+        for (n, o) in tries.iter().enumerate() {
             let mut buf = Vec::new();
             if crate::page::html::message_html(&mut buf, m, &sid, o).is_err() {
                 return None;
@@ -214,6 +217,7 @@ fn page(
                     html: String::from_utf8_lossy(&buf).into_owned(),
                     mate: None,
                     request: m.direction == Direction::Request,
+                    cut: n > 0,
                 });
             }
         }
