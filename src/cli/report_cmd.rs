@@ -164,6 +164,7 @@ pub fn report_command(
         g.stats.add_tls(o.tls);
         Ok(())
     })?;
+    g.finish();
     // The pages: chosen after the pass, read again through the index.
     let settings = a.capture.settings();
     let (keys, _) = crate::run::load_keylogs(&settings.keylogs, false)?;

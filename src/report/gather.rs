@@ -27,6 +27,8 @@ pub const ERRORS_KEEP: usize = 200;
 pub const EVENTS_KEEP: usize = 5_000;
 /// Topics, clients and connections kept in their tables (the rest are counted).
 pub const ROWS_KEEP: usize = 2_000;
+/// Connections whose client_id is remembered (to count their responses' errors under it).
+const CONN_CLIENTS_KEEP: usize = 100_000;
 /// Partitions counted per topic.
 const PARTITIONS_KEEP: usize = 10_000;
 /// Bins per octave of the latency histograms.
@@ -586,7 +588,9 @@ impl Gather {
         }
         if req {
             let id = f.client_id.clone().unwrap_or_default();
-            self.conn_client.entry(ck).or_insert_with(|| id.clone());
+            if self.conn_client.len() < CONN_CLIENTS_KEEP || self.conn_client.contains_key(&ck) {
+                self.conn_client.entry(ck).or_insert_with(|| id.clone());
+            }
             let known = self.clients.contains_key(&id);
             if known || self.clients.len() < ROWS_KEEP {
                 let cl = self.clients.entry(id).or_default();
@@ -715,6 +719,14 @@ impl Gather {
                     e.1 += p.bytes;
                 }
             }
+        }
+    }
+
+    /// Ends the gathering: sorts each API's latencies in place (the tables and plots then
+    /// read quantiles without copying them).
+    pub fn finish(&mut self) {
+        for a in self.stats.apis.values_mut() {
+            a.latencies.sort_unstable();
         }
     }
 

@@ -40,7 +40,7 @@ pub struct Report<'a> {
     pub captures: &'a [CaptureLine],
     /// The display filter (`-Y` and its shorthands), printed at the top.
     pub filter: Option<&'a str>,
-    /// The counts.
+    /// The counts, finished ([`Gather::finish`]: the latencies sorted in place).
     pub gather: &'a Gather,
     /// The message pages by message.
     pub pages: &'a BTreeMap<MsgRef, Page>,
@@ -141,6 +141,17 @@ const SORT_SCRIPT: &str = r#"
   });
 })();
 "#;
+
+/// `v` itself when sorted (as [`Gather::finish`] leaves it), else a sorted copy.
+fn sorted(v: &[u64]) -> std::borrow::Cow<'_, [u64]> {
+    if v.is_sorted() {
+        std::borrow::Cow::Borrowed(v)
+    } else {
+        let mut c = v.to_vec();
+        c.sort_unstable();
+        std::borrow::Cow::Owned(c)
+    }
+}
 
 /// `#msg-C-I`, the anchor of message (C, I)'s page.
 pub fn anchor(at: MsgRef) -> String {
@@ -896,8 +907,7 @@ fn apis(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         ],
     )?;
     for ((k, v), a) in &st.apis {
-        let mut l = a.latencies.clone();
-        l.sort_unstable();
+        let l = &sorted(&a.latencies);
         let errs: u64 = a.errors.values().sum();
         let names: Vec<String> = a.errors.iter().map(|(n, c)| format!("{n} x{c}")).collect();
         writeln!(
@@ -911,9 +921,9 @@ fn apis(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             td_n(a.bytes),
             td_n(errs),
             td_n(a.malformed),
-            td_ms(quantile(&l, 0.5)),
-            td_ms(quantile(&l, 0.9)),
-            td_ms(quantile(&l, 0.99)),
+            td_ms(quantile(l, 0.5)),
+            td_ms(quantile(l, 0.9)),
+            td_ms(quantile(l, 0.99)),
             td_ms(l.last().copied()),
             td(&names.join(", "))
         )?;

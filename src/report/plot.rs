@@ -630,7 +630,7 @@ mod tests {
     #[test]
     fn nice_steps_and_numbers() {
         assert_eq!(nice_step(10.0, 5.0), 2.0);
-        assert_eq!(nice_step(0.9, 6.0), 0.2);
+        assert_eq!(nice_step(1.0, 4.0), 0.2);
         assert_eq!(num(1500.0), "1500");
         assert_eq!(num(15000.0), "15k");
         assert_eq!(num(0.125), "0.125");
