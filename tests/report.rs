@@ -329,10 +329,10 @@ fn read_trees(args: &[String]) -> Vec<Vec<String>> {
 
 #[test]
 fn linked_pages_show_the_tree_read_v_prints() {
+    let link = Regex::new(r##"<a href="#(msg-0-(\d+))">"##).unwrap();
     for c in cases() {
         let (html, _) = report(&format!("{}-pages", c.name), &c.args, &[]);
         let trees = read_trees(&c.args);
-        let link = Regex::new(r##"<a href="#(msg-0-(\d+))">"##).unwrap();
         let slow = section(&html, "id=\"t-slowest\"", "</table>");
         let (mut checked, mut cut) = (0, 0);
         for l in link.captures_iter(slow).take(10) {

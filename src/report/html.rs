@@ -369,13 +369,20 @@ fn overview(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     )?;
     writeln!(w, "</div>")?;
     if let Some((a, b)) = g.span {
+        // Clock times as -t chooses: local with `a`, else UTC.
         let utc = |ns: i64| {
-            chrono::DateTime::from_timestamp(
+            let t = chrono::DateTime::from_timestamp(
                 ns.div_euclid(1_000_000_000),
                 ns.rem_euclid(1_000_000_000) as u32,
-            )
-            .map(|t| t.format("%Y-%m-%d %H:%M:%S%.6f UTC").to_string())
-            .unwrap_or_default()
+            );
+            match (t, r.time) {
+                (Some(t), TimeLabels::Local) => t
+                    .with_timezone(&chrono::Local)
+                    .format("%Y-%m-%d %H:%M:%S%.6f %:z")
+                    .to_string(),
+                (Some(t), _) => t.format("%Y-%m-%d %H:%M:%S%.6f UTC").to_string(),
+                (None, _) => String::new(),
+            }
         };
         writeln!(w, "<p>From {} to {}.</p>", esc(&utc(a)), esc(&utc(b)))?;
     }
