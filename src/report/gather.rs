@@ -506,7 +506,7 @@ impl Gather {
     /// The bucket of time `t` (ns since the epoch), widening the buckets as needed.
     fn bucket(&mut self, t: i64) -> &mut Bucket {
         let t0 = *self.t0.get_or_insert(t);
-        let off = (t - t0).max(0);
+        let off = t.saturating_sub(t0).max(0);
         while off / self.width_ns >= BUCKETS as i64 {
             let old = std::mem::take(&mut self.buckets);
             let mut merged = Vec::with_capacity(BUCKETS);
@@ -742,7 +742,7 @@ impl Gather {
         match self.span {
             Some((_, hi)) => {
                 let t0 = self.t0.unwrap_or(hi);
-                (((hi - t0).max(0) / self.width_ns) as usize + 1).min(BUCKETS)
+                ((hi.saturating_sub(t0).max(0) / self.width_ns) as usize + 1).min(BUCKETS)
             }
             None => 0,
         }

@@ -211,8 +211,8 @@ fn time_text(r: &Report<'_>, ns: i64) -> String {
         labels: r.time,
     };
     match r.time {
-        TimeLabels::Relative => format!("{:.6} s", (ns - t0) as f64 / 1e9),
-        _ => ta.label((ns - t0) as f64 / 1e9, 0.001),
+        TimeLabels::Relative => format!("{:.6} s", ns.saturating_sub(t0) as f64 / 1e9),
+        _ => ta.label(ns.saturating_sub(t0) as f64 / 1e9, 0.001),
     }
 }
 
@@ -308,7 +308,7 @@ fn overview(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         .fold((0, 0), |(a, b), x| (a + x.requests, b + x.responses));
     writeln!(w, "<div class=\"cards\">")?;
     card(w, "captures", "captures", r.captures.len() as u64, None)?;
-    let span = g.span.map_or(0, |(a, b)| (b - a).max(0) as u64);
+    let span = g.span.map_or(0, |(a, b)| b.saturating_sub(a).max(0) as u64);
     card(
         w,
         "span_ns",
@@ -630,7 +630,7 @@ fn plots(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         hi = hi.max(ms);
         let color = lkeys.iter().position(|k| *k == s.api.0).unwrap_or(7);
         marks.push(Mark {
-            x: (s.time_ns - t0) as f64 / 1e9,
+            x: s.time_ns.saturating_sub(t0) as f64 / 1e9,
             y: ms,
             color,
             title: format!(
@@ -831,7 +831,7 @@ fn plots(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             _ => 3,
         };
         marks.push(Mark {
-            x: (e.time_ns - t0) as f64 / 1e9,
+            x: e.time_ns.saturating_sub(t0) as f64 / 1e9,
             y: row as f64,
             color,
             title: format!(
@@ -1076,8 +1076,8 @@ fn connections(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             td_n(x.map_or(0, |x| x.errors)),
             span.0,
             esc(&time_text(r, span.0)),
-            span.1 - span.0,
-            (span.1 - span.0) as f64 / 1e9
+            span.1.saturating_sub(span.0),
+            span.1.saturating_sub(span.0) as f64 / 1e9
         )?;
     }
     writeln!(w, "</tbody></table></div></section>")
