@@ -131,6 +131,7 @@ pub mod memory;
 pub mod page;
 pub mod pipeline;
 pub mod render;
+pub mod report;
 pub mod run;
 pub mod schema;
 pub mod session;

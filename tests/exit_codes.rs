@@ -112,6 +112,7 @@ fn code(args: &[&str]) -> (i32, String) {
 fn table(i: &Inputs) -> Vec<(&'static str, &'static str, Vec<String>, i32)> {
     let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let export_out = format!("{}/export", i.out_dir);
+    let report_out = i.out_dir.clone();
     let log_out = format!("{}/export-log", i.out_dir);
     vec![
         ("read", "good", v(&["read", DEMO]), 0),
@@ -208,6 +209,60 @@ fn table(i: &Inputs) -> Vec<(&'static str, &'static str, Vec<String>, i32)> {
                 "--strict",
             ]),
             3,
+        ),
+        (
+            "report",
+            "good",
+            v(&["report", DEMO, "-o", &format!("{report_out}/r.html")]),
+            0,
+        ),
+        (
+            "report",
+            "bad argument",
+            v(&[
+                "report",
+                DEMO,
+                "-o",
+                &format!("{report_out}/r.html"),
+                "-Y",
+                "kind == requestt",
+            ]),
+            1,
+        ),
+        (
+            "report",
+            "missing",
+            v(&[
+                "report",
+                "no/such.pcap",
+                "-o",
+                &format!("{report_out}/r.html"),
+            ]),
+            2,
+        ),
+        (
+            "report",
+            "cut",
+            v(&["report", &i.cut_pcap, "-o", &format!("{report_out}/r.html")]),
+            2,
+        ),
+        (
+            "report",
+            "--strict",
+            v(&[
+                "report",
+                &i.bad_pcap,
+                "-o",
+                &format!("{report_out}/r.html"),
+                "--strict",
+            ]),
+            3,
+        ),
+        (
+            "report",
+            "output not written",
+            v(&["report", DEMO, "-o", "/dev/full"]),
+            2,
         ),
         // explore is a terminal program: with stdout not a terminal it says so (1); a bad
         // filter is refused before that (1).
@@ -518,7 +573,7 @@ fn closed_and_full_stdout_never_panic() {
                     assert_eq!(got, *want, "{cmd} {how}: {err}")
                 }
                 // Nothing could be written: 2, said, for commands that print to stdout.
-                _ if !matches!(*cmd, "export" | "pages") => {
+                _ if !matches!(*cmd, "export" | "pages" | "report") => {
                     assert_eq!(got, 2, "{cmd} {how}: {err}");
                     assert!(err.contains("cannot write the output"), "{cmd}: {err}");
                 }

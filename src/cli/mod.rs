@@ -17,6 +17,7 @@ pub mod log_cmd;
 pub mod output;
 pub mod page_cmd;
 pub mod read;
+pub mod report_cmd;
 pub mod schema_cmd;
 pub mod view;
 
@@ -257,6 +258,9 @@ pub enum Command {
     Decode(DecodeArgs),
     /// Per-API counts, error names, latencies and bytes; per-connection client ids.
     Stats(read::StatsArgs),
+    /// A capture as one self-contained HTML page: overview, plots, sortable tables and
+    /// linked message pages (`kwire report CAPTURE -o REPORT.html`).
+    Report(report_cmd::ReportArgs),
     /// Explore captures in the terminal: the message list, the selected message's tree
     /// and its bytes, linked; display filter, search, connections and statistics.
     Explore(explore_cmd::ExploreArgs),
@@ -592,6 +596,13 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<i32, CliError> {
             let schema = load_schema(cli.schema.as_deref())?;
             read::stats_command(&schema, a, out)
         }
+        Command::Report(a) => {
+            if let Some(code) = live::before(&a.capture, out)? {
+                return Ok(code);
+            }
+            let schema = load_schema(cli.schema.as_deref())?;
+            report_cmd::report_command(&schema, a, out)
+        }
         Command::Export(a) => {
             if let Some(code) = live::before(&a.capture, out)? {
                 return Ok(code);
@@ -703,6 +714,7 @@ fn run_other(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
         }
         Command::Read(_)
         | Command::Stats(_)
+        | Command::Report(_)
         | Command::Explore(_)
         | Command::Export(_)
         | Command::Decode(_)

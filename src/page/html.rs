@@ -567,6 +567,17 @@ pub fn doc_head(w: &mut dyn Write, title: &str) -> io::Result<()> {
     head_with(w, title, DOC_CSS)
 }
 
+/// The CSS of a document of captured messages (the page CSS and `DOC_CSS`), for a
+/// document that writes its own head (`kwire report`).
+pub fn doc_css() -> String {
+    format!("{CSS}{DOC_CSS}")
+}
+
+/// The hover script of such a document (without its `<script>` element).
+pub fn hover_script() -> &'static str {
+    SCRIPT
+}
+
 /// The end of such a document: the hover script.
 ///
 /// # Errors

@@ -266,6 +266,10 @@ pub struct Outcome {
     pub unanswered: HashSet<(u32, u64)>,
     /// Each TLS connection's summary (for `kwire stats`).
     pub tls: Vec<input::tls::TlsSummary>,
+    /// Packets (capture records) read (for `kwire report`).
+    pub packets: u64,
+    /// Kafka connections found (for `kwire report`).
+    pub connections: u64,
 }
 
 /// The capture input, with what the reader needs besides the bytes: a flag that ends
@@ -772,6 +776,8 @@ pub fn run_capture<W: Work + ?Sized>(
             .iter()
             .map(|p| (p.connection, p.request.frame))
             .collect(),
+        packets: stats.packets,
+        connections: stats.connections.into(),
         tls: stats.tls,
     })
 }
