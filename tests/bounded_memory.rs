@@ -1224,3 +1224,70 @@ fn tls_partial_records_on_4000_connections_share_one_budget() {
         "{dropped} Dropped notices, {records} records: {summary}"
     );
 }
+
+/// A thousand connections, each with 1,500 requests that get no response (a
+/// broker that stopped answering; a capture of one direction): the requests waiting
+/// for a response share one cap over all connections (100,000), so the session's memory
+/// stays bounded; past it the oldest are given up and reported unanswered then, and the
+/// closing lines count every one of them.
+#[test]
+fn unanswered_requests_on_1000_connections_share_one_cap() {
+    const N: usize = 1000;
+    const M: usize = 1500;
+    let p = scratch("unanswered-1000.pcap");
+    {
+        let mut w =
+            PcapWriter::new(std::io::BufWriter::new(std::fs::File::create(&p).unwrap())).unwrap();
+        let mut flows: Vec<TcpFlow> = (0..N).map(flow_of).collect();
+        let mut t = 1_000_000u64;
+        for f in &mut flows {
+            f.open(&mut w, t).unwrap();
+            t += 200;
+        }
+        for f in &mut flows {
+            let reqs: Vec<u8> = (1..=M as i32).flat_map(api_versions).collect();
+            f.send(&mut w, true, t, &reqs).unwrap();
+            t += 1000;
+        }
+        use std::io::Write;
+        w.into_inner().flush().unwrap();
+    }
+    let run = run_under(
+        &[
+            "read",
+            p.to_str().unwrap(),
+            "--format",
+            "summary",
+            "--threads",
+            "1",
+            "-Y",
+            "api == Fetch",
+        ],
+        LOSSY_PEAK_KIB,
+    );
+    std::fs::remove_file(&p).ok();
+    let Some((out, err, _)) = run else {
+        return;
+    };
+    assert!(out.is_empty(), "nothing matches the filter");
+    let tail = &err[err.len().saturating_sub(3000)..];
+    let summary = err.lines().last().unwrap_or("");
+    assert!(
+        summary.contains(&format!("{} unanswered requests", N * M)),
+        "every request counted unanswered: {summary}"
+    );
+    let given_up = format!(
+        "{} requests given up unanswered before the end",
+        N * M - 100_000
+    );
+    assert!(err.contains(&given_up), "{tail}");
+    // Each given up with a notice at the time (the first few shown, all counted).
+    assert!(
+        err.contains("gave up the oldest, request correlation_id 1 (api_key 18 v0"),
+        "{tail}"
+    );
+    assert!(
+        summary.contains(&format!("Unanswered x{}", N * M - 100_000)),
+        "{summary}"
+    );
+}

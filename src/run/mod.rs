@@ -677,6 +677,9 @@ pub fn run_capture<O: Send>(
             waiting.len() - listed
         ));
     }
+    if let Some(n) = session.pairer.given_up_notice() {
+        lines.push(format!("kwire: {n}"));
+    }
     if stats.connections == 0 && stats.tcp_segments > 0 {
         let ports: Vec<String> = copts.ports.iter().map(u16::to_string).collect();
         let advice = if a.detect {
@@ -726,7 +729,12 @@ pub fn run_capture<O: Send>(
         if stopped {
             counted(waiting.len() as u64, "request", "requests") + " waiting when reading stopped"
         } else {
-            counted(waiting.len() as u64, "unanswered request", "unanswered requests")
+            // Those given up before the end for the pairer's cap are unanswered too.
+            counted(
+                waiting.len() as u64 + session.pairer.given_up(),
+                "unanswered request",
+                "unanswered requests",
+            )
         },
         answers_without_request(&session),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }
