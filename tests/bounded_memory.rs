@@ -558,14 +558,60 @@ fn zstd_batch_of_150k_records_as_html_is_bounded() {
             "{args:?}: the elements past --max-elements said"
         );
     }
-    let Some((md, peak)) = run_peak(&["read", f, "--format", "md"]) else {
-        return;
-    };
-    assert!(peak < 96 * 1024, "md: peak RSS {peak} KiB");
-    assert!(
-        md.contains("records read and checked, not shown"),
-        "md folds"
-    );
+    for args in [
+        vec!["read", f, "--format", "md"],
+        vec!["decode", "--raw", r, "--format", "md"],
+        vec![
+            "read",
+            f,
+            "--format",
+            "md",
+            "--max-nodes",
+            "20000",
+            "--max-elements",
+            "1000",
+        ],
+    ] {
+        let Some((md, peak)) = run_peak(&args) else {
+            return;
+        };
+        assert!(peak < 96 * 1024, "{args:?}: peak RSS {peak} KiB");
+        // The grid grows with the tree, not with the 1.05 MB of records (4.9 MB before).
+        assert!(
+            md.len() < 1 << 20,
+            "{args:?}: {} bytes of Markdown",
+            md.len()
+        );
+        assert!(
+            md.contains("records read and checked, not shown"),
+            "{args:?}: md folds"
+        );
+        // Buffer 1's grid: the bytes of its rows plus those its collapsed lines stand
+        // for are every byte of the records.
+        let grid = md
+            .split("decompressed buffer 1 (")
+            .nth(1)
+            .and_then(|g| g.split("```").next())
+            .expect("the decompressed buffer's grid");
+        let (mut shown, mut collapsed) = (0usize, 0usize);
+        for l in grid.lines().skip(2) {
+            let Some((_, rest)) = l.split_once(' ') else {
+                continue;
+            };
+            if let Some(n) = rest
+                .split_once(" B), not shown in the tree")
+                .and_then(|(a, _)| a.rsplit_once('('))
+                .and_then(|(_, n)| n.parse::<usize>().ok())
+            {
+                collapsed += n;
+            } else {
+                let hex = rest.trim_start().split("  ").next().unwrap_or("");
+                shown += hex.split_whitespace().count();
+            }
+        }
+        assert_eq!(shown + collapsed, N * TINY.len(), "{args:?}");
+        assert!(collapsed > 0, "{args:?}: rows collapsed");
+    }
 }
 
 // Lossy captures (issue 25 parts 1 and 6): connections that lose segments, or hold
