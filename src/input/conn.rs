@@ -266,9 +266,11 @@ impl Conn {
         }
         if let (false, Some(a)) = (seg.syn, ack) {
             // Bytes of the other side acknowledged but not in the capture are lost: the
-            // frame they cut comes out now, before what this segment carries.
+            // frame they cut comes out now, before what this segment carries (past the
+            // last byte seen only when this segment answers: data, FIN or RST).
             let mut other = Vec::new();
-            self.reasm[1 - side].acked(a, seg.frame, &mut other);
+            let answers = !seg.data.is_empty() || seg.missing > 0 || seg.fin || seg.rst;
+            self.reasm[1 - side].acked(a, answers, seg.frame, &mut other);
             for d in other {
                 self.deliver(1 - side, d, sink);
             }

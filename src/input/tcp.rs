@@ -153,12 +153,16 @@ impl Reassembler {
 
     /// The peer acknowledged sequence number `ack` (RFC 9293 SEG.ACK: every byte before it
     /// reached the receiver). Missing bytes before it will never be sent again: they are
-    /// delivered as a gap now, with the buffered data after them. That holds past the
-    /// last byte the capture saw too (the end of a frame lost), except for an ACK just one
-    /// past it, which counts a FIN the capture missed more likely than one lost byte (a
-    /// FIN takes one sequence number; a FIN seen ends the gap). An ACK before the next
-    /// expected byte, or more than 1 GiB ahead of it, is ignored.
-    pub fn acked(&mut self, ack: u32, frame: u64, out: &mut Vec<Delivery>) {
+    /// delivered as a gap now, with the buffered data after them. With `beyond` (the ACK
+    /// comes with the peer's own data, FIN or RST: the peer answers, so what it
+    /// acknowledges is all it will get), that holds past the last byte the capture saw
+    /// too (the end of a frame lost), except for an ACK just one past it, which counts a
+    /// FIN the capture missed more likely than one lost byte (a FIN takes one sequence
+    /// number; a FIN seen ends the gap). A bare ACK does not reach past the last byte
+    /// seen: during a transfer the receiver's delayed ACKs would cut one loss into many
+    /// gaps. An ACK before the next expected byte, or more than 1 GiB ahead of it, is
+    /// ignored.
+    pub fn acked(&mut self, ack: u32, beyond: bool, frame: u64, out: &mut Vec<Delivery>) {
         if self.closed {
             return;
         }
@@ -172,6 +176,7 @@ impl Reassembler {
         let acked = self.offset + rel as u64;
         let to = match self.fin {
             Some(f) => acked.min(f),
+            None if !beyond => acked.min(self.high),
             // One past everything seen: a FIN the capture missed, most likely.
             None if acked == self.high + 1 => self.high,
             None => acked,

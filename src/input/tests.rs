@@ -1559,8 +1559,9 @@ fn index_frame_from_ip_fragments() {
     }
 }
 
-/// A request whose last segment the capture lost, then a pause: the server's ACK (which
-/// covers the lost bytes) shows the request incomplete at once, before the response, not
+/// A request whose last segment the capture lost, then a pause: the server's bare ACK
+/// (which covers the lost bytes) is not enough alone (delayed ACKs in a transfer), but
+/// its response's ACK shows the request incomplete at once, before the response, not
 /// when the client's next data reveals the hole; the next exchange is framed as before.
 #[test]
 fn loss_at_the_end_of_a_frame_is_known_at_the_ack() {
@@ -1578,8 +1579,9 @@ fn loss_at_the_end_of_a_frame_is_known_at_the_ack() {
     let last = (segments - 1) * MSS;
     f.send_losing(&mut w, true, 1000, &r1, last..r1.len(), false)
         .unwrap();
-    // Records: the handshake (3), the segments kept, then the server's ACK.
-    let ack_record = 3 + (segments - 1) as u64 + 1;
+    // Records: the handshake (3), the segments kept, the server's bare ACK, then its
+    // response.
+    let ack_record = 3 + (segments - 1) as u64 + 2;
     f.ack(&mut w, false, 2000).unwrap();
     let (p1, r2, p2) = (resp(1, &[0; 6]), req(18, 3, 2, 10), resp(2, &[0; 6]));
     f.send(&mut w, false, 3000, &p1).unwrap();
