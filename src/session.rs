@@ -3,7 +3,8 @@
 //! request's api_key and api_version, and carrying the group protocol type from
 //! JoinGroup/SyncGroup requests to their responses.
 //!
-//! Memory for pairing is bounded by [`Pairer`]'s cap per connection.
+//! Memory for pairing is bounded by [`Pairer`]'s caps, per connection and over all
+//! connections.
 
 use crate::decode::guess::{GuessContext, Guesser};
 use crate::decode::internal_topics::InternalTopic;

@@ -558,14 +558,60 @@ fn zstd_batch_of_150k_records_as_html_is_bounded() {
             "{args:?}: the elements past --max-elements said"
         );
     }
-    let Some((md, peak)) = run_peak(&["read", f, "--format", "md"]) else {
-        return;
-    };
-    assert!(peak < 96 * 1024, "md: peak RSS {peak} KiB");
-    assert!(
-        md.contains("records read and checked, not shown"),
-        "md folds"
-    );
+    for args in [
+        vec!["read", f, "--format", "md"],
+        vec!["decode", "--raw", r, "--format", "md"],
+        vec![
+            "read",
+            f,
+            "--format",
+            "md",
+            "--max-nodes",
+            "20000",
+            "--max-elements",
+            "1000",
+        ],
+    ] {
+        let Some((md, peak)) = run_peak(&args) else {
+            return;
+        };
+        assert!(peak < 96 * 1024, "{args:?}: peak RSS {peak} KiB");
+        // The grid grows with the tree, not with the 1.05 MB of records (4.9 MB before).
+        assert!(
+            md.len() < 1 << 20,
+            "{args:?}: {} bytes of Markdown",
+            md.len()
+        );
+        assert!(
+            md.contains("records read and checked, not shown"),
+            "{args:?}: md folds"
+        );
+        // Buffer 1's grid: the bytes of its rows plus those its collapsed lines stand
+        // for are every byte of the records.
+        let grid = md
+            .split("decompressed buffer 1 (")
+            .nth(1)
+            .and_then(|g| g.split("```").next())
+            .expect("the decompressed buffer's grid");
+        let (mut shown, mut collapsed) = (0usize, 0usize);
+        for l in grid.lines().skip(2) {
+            let Some((_, rest)) = l.split_once(' ') else {
+                continue;
+            };
+            if let Some(n) = rest
+                .split_once(" B), not shown in the tree")
+                .and_then(|(a, _)| a.rsplit_once('('))
+                .and_then(|(_, n)| n.parse::<usize>().ok())
+            {
+                collapsed += n;
+            } else {
+                let hex = rest.trim_start().split("  ").next().unwrap_or("");
+                shown += hex.split_whitespace().count();
+            }
+        }
+        assert_eq!(shown + collapsed, N * TINY.len(), "{args:?}");
+        assert!(collapsed > 0, "{args:?}: rows collapsed");
+    }
 }
 
 // Lossy captures (issue 25 parts 1 and 6): connections that lose segments, or hold
@@ -1011,4 +1057,283 @@ fn lab_session_with_lost_segments_replicated_stays_bounded() {
             "{summary}"
         );
     }
+}
+
+// TLS connections under the one budget (issue 25 part 6): TLS 1.3 records built here
+// with the key log's secrets (RFC 8446 section 7: HKDF-Expand-Label, nonce = IV XOR the
+// record's sequence number, the header as additional data).
+
+/// HKDF-Expand-Label(secret, label, "", len) with SHA-256 (RFC 8446 section 7.1).
+fn expand_label(secret: &[u8], label: &str, len: usize) -> Vec<u8> {
+    let full = format!("tls13 {label}");
+    let mut info = (len as u16).to_be_bytes().to_vec();
+    info.push(full.len() as u8);
+    info.extend(full.as_bytes());
+    info.push(0);
+    let mut out = vec![0u8; len];
+    hkdf::Hkdf::<sha2::Sha256>::from_prk(secret)
+        .unwrap()
+        .expand(&info, &mut out)
+        .unwrap();
+    out
+}
+
+/// A TLS 1.3 record (TLS_AES_128_GCM_SHA256) of `inner` with content type `ctype`,
+/// sealed with the traffic secret `secret` at sequence number `seq`.
+fn seal13(secret: &[u8], seq: u64, inner: &[u8], ctype: u8) -> Vec<u8> {
+    use aes_gcm::aead::{AeadInPlace, KeyInit};
+    let key = expand_label(secret, "key", 16);
+    let mut nonce: [u8; 12] = expand_label(secret, "iv", 12).try_into().unwrap();
+    for (a, b) in nonce[4..].iter_mut().zip(seq.to_be_bytes()) {
+        *a ^= b;
+    }
+    let mut pt = inner.to_vec();
+    pt.push(ctype);
+    let len = pt.len() + 16;
+    let mut rec = vec![23, 3, 3, (len >> 8) as u8, len as u8];
+    aes_gcm::Aes128Gcm::new_from_slice(&key)
+        .unwrap()
+        .encrypt_in_place(aes_gcm::Nonce::from_slice(&nonce), &rec.clone(), &mut pt)
+        .unwrap();
+    rec.extend(pt);
+    rec
+}
+
+/// A plaintext handshake record holding one message of type `msg_type`.
+fn handshake_record(msg_type: u8, body: &[u8]) -> Vec<u8> {
+    let n = body.len();
+    let mut msg = vec![msg_type, 0, (n >> 8) as u8, n as u8];
+    msg.extend(body);
+    let m = msg.len();
+    let mut rec = vec![22, 3, 3, (m >> 8) as u8, m as u8];
+    rec.extend(msg);
+    rec
+}
+
+/// The four TLS 1.3 secrets every connection of [`tls_partial_records`] uses (client
+/// and server handshake, client and server application traffic).
+const TLS_SECRETS: [[u8; 32]; 4] = [[1; 32], [2; 32], [3; 32], [4; 32]];
+
+/// Connection `i`'s client random.
+fn client_random(i: usize) -> [u8; 32] {
+    let mut r = [0x5a; 32];
+    r[..8].copy_from_slice(&(i as u64).to_be_bytes());
+    r
+}
+
+/// `n` TLS 1.3 connections, all open at once, each holding a partial record of a Produce
+/// request when the next one starts: the handshake, an ApiVersions exchange (corr 1),
+/// then a Produce (corr 2, 20 kB) in three records, of which the second (16,000 bytes of
+/// plaintext) is sent only in part (15,000 bytes of its 16,022) before the next
+/// connection's turn. Then each connection sends the rest, an ApiVersions request
+/// (corr 3), gets both responses, and closes. Writes the capture and its key log.
+fn tls_partial_records(cap: &Path, keys: &Path, n: usize) {
+    let [chs, shs, cts, sts] = TLS_SECRETS;
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let mut log = String::new();
+    for i in 0..n {
+        let r = hex(&client_random(i));
+        for (label, s) in [
+            ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", chs),
+            ("SERVER_HANDSHAKE_TRAFFIC_SECRET", shs),
+            ("CLIENT_TRAFFIC_SECRET_0", cts),
+            ("SERVER_TRAFFIC_SECRET_0", sts),
+        ] {
+            log.push_str(&format!("{label} {r} {}\n", hex(&s)));
+        }
+    }
+    std::fs::write(keys, log).unwrap();
+    let finished = {
+        let mut f = vec![20, 0, 0, 32];
+        f.extend([0u8; 32]);
+        f
+    };
+    let server_first = {
+        let mut sh = vec![3, 3];
+        sh.extend([9u8; 32]);
+        // no session id, TLS_AES_128_GCM_SHA256, no compression, supported_versions 1.3
+        sh.extend([0, 0x13, 0x01, 0, 0, 6, 0, 43, 0, 2, 3, 4]);
+        let mut b = handshake_record(2, &sh);
+        b.extend([20, 3, 3, 0, 1, 1]);
+        b.extend(seal13(&shs, 0, &finished, 22));
+        b
+    };
+    let produce = produce_of(2, 2, 10_000);
+    let (a, b, c) = (&produce[..4000], &produce[4000..20_000], &produce[20_000..]);
+    // Per connection: its ClientHello; its Finished, ApiVersions, the Produce's first
+    // record and part of its second; the rest.
+    let flights: Vec<[Vec<u8>; 3]> = (0..n)
+        .map(|i| {
+            let mut ch = vec![3, 3];
+            ch.extend(client_random(i));
+            ch.extend([0, 0, 2, 0x13, 0x01, 1, 0, 0, 0]);
+            let hello = handshake_record(1, &ch);
+            let mut first = seal13(&chs, 0, &finished, 22);
+            first.extend(seal13(&cts, 0, &api_versions(1), 23));
+            first.extend(seal13(&cts, 1, a, 23));
+            let rec_b = seal13(&cts, 2, b, 23);
+            first.extend(&rec_b[..15_000]);
+            let mut rest = rec_b[15_000..].to_vec();
+            rest.extend(seal13(&cts, 3, c, 23));
+            rest.extend(seal13(&cts, 4, &api_versions(3), 23));
+            [hello, first, rest]
+        })
+        .collect();
+    let mut w =
+        PcapWriter::new(std::io::BufWriter::new(std::fs::File::create(cap).unwrap())).unwrap();
+    let mut flows: Vec<TcpFlow> = (0..n).map(flow_of).collect();
+    let mut t = 1_000_000u64;
+    for (i, f) in flows.iter_mut().enumerate() {
+        f.open(&mut w, t).unwrap();
+        f.send(&mut w, true, t + 200, &flights[i][0]).unwrap();
+        f.send(&mut w, false, t + 300, &server_first).unwrap();
+        f.send(&mut w, true, t + 400, &flights[i][1]).unwrap();
+        let answer = seal13(&sts, 0, &api_versions_response(1), 23);
+        f.send(&mut w, false, t + 800, &answer).unwrap();
+        t += 1000;
+    }
+    for (i, f) in flows.iter_mut().enumerate() {
+        f.send(&mut w, true, t, &flights[i][2]).unwrap();
+        let mut answers = seal13(&sts, 1, &produce_response(2), 23);
+        answers.extend(seal13(&sts, 2, &api_versions_response(3), 23));
+        f.send(&mut w, false, t + 200, &answers).unwrap();
+        f.close(&mut w, t + 400).unwrap();
+        t += 1000;
+    }
+    use std::io::Write;
+    w.into_inner().flush().unwrap();
+}
+
+/// 4,000 TLS 1.3 connections each holding 15,000 bytes of an unfinished record (and
+/// 4,000 bytes of the Produce frame it continues): 60 MB of TLS records alone, without
+/// the budget. With it, the oldest partial records are given up (skipped by their
+/// headers' lengths, the sequence number moved on), and every later record still
+/// decrypts: each connection's ApiVersions after the loss is decoded and paired, and
+/// so is each Produce response (its request shown incomplete).
+#[test]
+fn tls_partial_records_on_4000_connections_share_one_budget() {
+    const N: usize = 4000;
+    let (cap, keys) = (
+        scratch("tls-partial-4000.pcap"),
+        scratch("tls-partial-4000.keys"),
+    );
+    tls_partial_records(&cap, &keys, N);
+    let run = run_under(
+        &[
+            "read",
+            cap.to_str().unwrap(),
+            "--tls-keylog",
+            keys.to_str().unwrap(),
+            "--format",
+            "summary",
+            "--threads",
+            "1",
+        ],
+        LOSSY_PEAK_KIB,
+    );
+    std::fs::remove_file(&cap).ok();
+    std::fs::remove_file(&keys).ok();
+    let Some((out, err, _)) = run else {
+        return;
+    };
+    let tail = &err[err.len().saturating_sub(3000)..];
+    assert!(!err.contains("does not decrypt"), "{tail}");
+    assert!(!err.contains("stayed encrypted"), "{tail}");
+    let count = |s: &str| out.lines().filter(|l| l.contains(s)).count();
+    assert_eq!(count("ApiVersions v0 request"), 2 * N, "{tail}");
+    assert_eq!(count("Produce v3 request"), N, "{tail}");
+    let responses: Vec<&str> = out.lines().filter(|l| l.contains(" response ")).collect();
+    assert_eq!(responses.len(), 3 * N, "{tail}");
+    let unpaired = responses.iter().filter(|l| !l.contains("latency=")).count();
+    assert_eq!(unpaired, 0, "every response paired: {tail}");
+    let budget = err
+        .lines()
+        .find(|l| l.contains("partial TLS records given up"))
+        .unwrap_or_else(|| panic!("no budget notice: {tail}"));
+    let records: usize = budget
+        .split(", ")
+        .find_map(|s| s.strip_suffix(" partial TLS records given up and the rest of each skipped"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {budget:?}"));
+    // All but the ones that fit in the budget at the end (16 MiB of about 20 kB each).
+    assert!(records > N / 2 && records < N, "{records}: {budget}");
+    // One notice for each record given up and each frame cut.
+    let summary = err.lines().last().unwrap_or("");
+    let dropped: usize = summary
+        .split("Dropped x")
+        .nth(1)
+        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no Dropped count: {summary}"));
+    assert!(
+        dropped >= records,
+        "{dropped} Dropped notices, {records} records: {summary}"
+    );
+}
+
+/// A thousand connections, each with 1,500 requests that get no response (a
+/// broker that stopped answering; a capture of one direction): the requests waiting
+/// for a response share one cap over all connections (100,000), so the session's memory
+/// stays bounded; past it the oldest are given up and reported unanswered then, and the
+/// closing lines count every one of them.
+#[test]
+fn unanswered_requests_on_1000_connections_share_one_cap() {
+    const N: usize = 1000;
+    const M: usize = 1500;
+    let p = scratch("unanswered-1000.pcap");
+    {
+        let mut w =
+            PcapWriter::new(std::io::BufWriter::new(std::fs::File::create(&p).unwrap())).unwrap();
+        let mut flows: Vec<TcpFlow> = (0..N).map(flow_of).collect();
+        let mut t = 1_000_000u64;
+        for f in &mut flows {
+            f.open(&mut w, t).unwrap();
+            t += 200;
+        }
+        for f in &mut flows {
+            let reqs: Vec<u8> = (1..=M as i32).flat_map(api_versions).collect();
+            f.send(&mut w, true, t, &reqs).unwrap();
+            t += 1000;
+        }
+        use std::io::Write;
+        w.into_inner().flush().unwrap();
+    }
+    let run = run_under(
+        &[
+            "read",
+            p.to_str().unwrap(),
+            "--format",
+            "summary",
+            "--threads",
+            "1",
+            "-Y",
+            "api == Fetch",
+        ],
+        LOSSY_PEAK_KIB,
+    );
+    std::fs::remove_file(&p).ok();
+    let Some((out, err, _)) = run else {
+        return;
+    };
+    assert!(out.is_empty(), "nothing matches the filter");
+    let tail = &err[err.len().saturating_sub(3000)..];
+    let summary = err.lines().last().unwrap_or("");
+    assert!(
+        summary.contains(&format!("{} unanswered requests", N * M)),
+        "every request counted unanswered: {summary}"
+    );
+    let given_up = format!(
+        "{} requests given up unanswered before the end",
+        N * M - 100_000
+    );
+    assert!(err.contains(&given_up), "{tail}");
+    // Each given up with a notice at the time (the first few shown, all counted).
+    assert!(
+        err.contains("gave up the oldest, request correlation_id 1 (api_key 18 v0"),
+        "{tail}"
+    );
+    assert!(
+        summary.contains(&format!("Unanswered x{}", N * M - 100_000)),
+        "{summary}"
+    );
 }

@@ -457,6 +457,13 @@ pub fn tls(data: &[u8]) {
                 next_plain[side] += bytes.len() as u64;
             }
             TlsOut::Plain(_, Delivery::Gap { .. }) => {}
+            // Plaintext of a record the budget gave up (`TlsConn::shed`): a gap in it.
+            TlsOut::Lost {
+                side, offset, len, ..
+            } => {
+                assert_eq!(offset, next_plain[side], "plaintext not end to end");
+                next_plain[side] += len;
+            }
         }
     }
     let sum = conn.summary();

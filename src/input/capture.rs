@@ -177,7 +177,9 @@ pub(crate) fn segment<'b>(
 pub struct Extractor<'p> {
     opts: CaptureOptions,
     plaus: &'p dyn FramePlausibility,
-    conns: HashMap<(SocketAddr, SocketAddr), Conn>,
+    /// Open connections, boxed: the table's slots stay small, so growing it (which holds
+    /// the old table and the new one at once) costs little with thousands open.
+    conns: HashMap<(SocketAddr, SocketAddr), Box<Conn>>,
     closed: HashSet<(SocketAddr, SocketAddr)>,
     closed_order: VecDeque<(SocketAddr, SocketAddr)>,
     next_id: u32,
@@ -215,8 +217,10 @@ struct Budget {
     /// Connections holding bytes, oldest held byte first.
     oldest: BTreeSet<(u64, u32)>,
     total: usize,
-    /// Partial frames cut, connections shed, times the budget was passed.
+    /// Partial frames cut, TLS records given up, connections shed, times the budget
+    /// was passed.
     cut: u64,
+    tls_records: u64,
     shed: u64,
     passed: u64,
 }
@@ -472,8 +476,10 @@ impl<'p> Extractor<'p> {
                 return; // a bare ACK/FIN/RST tells nothing
             }
             self.next_id += 1;
-            self.conns
-                .insert(key, Conn::new(self.next_id, [src, dst], &self.opts));
+            self.conns.insert(
+                key,
+                Box::new(Conn::new(self.next_id, [src, dst], &self.opts)),
+            );
         }
         let Some(conn) = self.conns.get_mut(&key) else {
             return;
@@ -540,7 +546,9 @@ impl<'p> Extractor<'p> {
             now: frame,
             keys: &self.keys,
         };
-        self.budget.cut += u64::from(conn.shed(frame, self.opts.max_in_flight, &mut sink));
+        let (cut, records) = conn.shed(frame, self.opts.max_in_flight, &mut sink);
+        self.budget.cut += u64::from(cut);
+        self.budget.tls_records += u64::from(records);
         self.budget.shed += 1;
         let (floor, held, since) = (conn.hold_floor(), conn.held(), conn.held_since());
         self.set_floor(id, floor);
@@ -614,7 +622,7 @@ impl<'p> Extractor<'p> {
     /// End of input: flush every open connection (in order of first appearance) and return
     /// the counters.
     pub fn finish(mut self, out: &mut dyn FnMut(Event)) -> CaptureStats {
-        let mut conns: Vec<Conn> = self.conns.drain().map(|(_, c)| c).collect();
+        let mut conns: Vec<Box<Conn>> = self.conns.drain().map(|(_, c)| c).collect();
         conns.sort_by_key(|c| c.id);
         let frame = self.frame_no;
         let mut sink = Sink {
@@ -629,10 +637,14 @@ impl<'p> Extractor<'p> {
             c.finish(frame, &mut sink);
         }
         if self.budget.passed > 0 {
+            let tls = match self.budget.tls_records {
+                0 => String::new(),
+                r => format!(", {r} partial TLS records given up and the rest of each skipped"),
+            };
             let mut n = Notice::new(
                 NoticeKind::Budget,
                 format!(
-                    "in-flight budget of {} bytes (all connections) passed {} times: {} partial frames shown incomplete and the rest of each skipped, {} times a connection gave up what it held",
+                    "in-flight budget of {} bytes (all connections) passed {} times: {} partial frames shown incomplete and the rest of each skipped{tls}, {} times a connection gave up what it held",
                     self.opts.max_in_flight, self.budget.passed, self.budget.cut, self.budget.shed
                 ),
             );

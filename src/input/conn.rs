@@ -187,7 +187,8 @@ impl Conn {
     /// if it holds any: the order in which the budget sheds connections.
     pub fn held_since(&self) -> Option<u64> {
         let framers = (0..2).filter_map(|s| self.framers[s].as_ref().and_then(Framer::held_since));
-        [self.hold_floor()]
+        let tls = self.tls.as_ref().and_then(|t| t.held_since());
+        [self.hold_floor(), tls]
             .into_iter()
             .flatten()
             .chain(framers)
@@ -198,8 +199,11 @@ impl Conn {
     /// of all connections (`budget` bytes): missing segments are declared lost (a gap) and
     /// the data after them delivered, an undecided connection is decided on what it has,
     /// and each partial frame is emitted as incomplete with a notice (the rest of it is
-    /// skipped as it comes). Returns how many partial frames were cut.
-    pub fn shed(&mut self, frame: u64, budget: usize, sink: &mut Sink<'_>) -> u32 {
+    /// skipped as it comes); a TLS connection's unfinished records are given up too
+    /// ([`TlsConn::shed`]: skipped by their headers' lengths, the records after them
+    /// still decrypted). Returns how many partial frames and how many TLS records were
+    /// cut.
+    pub fn shed(&mut self, frame: u64, budget: usize, sink: &mut Sink<'_>) -> (u32, u32) {
         for s in 0..2 {
             let mut dl = Vec::new();
             self.reasm[s].give_up(frame, &mut dl);
@@ -218,7 +222,15 @@ impl Conn {
             }
             self.framer_out(s, fo, sink);
         }
-        cut
+        // After the framers: a partial frame is cut (and counted) first, and the
+        // plaintext of the record given up falls in the part of it that is skipped.
+        let mut records = 0;
+        if let Some(t) = self.tls.as_mut() {
+            let mut outs = Vec::new();
+            records = t.shed(frame, budget, &mut outs);
+            self.tls_out(outs, sink);
+        }
+        (cut, records)
     }
 
     fn dir_of(&self, side: usize) -> Direction {
@@ -254,9 +266,11 @@ impl Conn {
         }
         if let (false, Some(a)) = (seg.syn, ack) {
             // Bytes of the other side acknowledged but not in the capture are lost: the
-            // frame they cut comes out now, before what this segment carries.
+            // frame they cut comes out now, before what this segment carries (past the
+            // last byte seen only when this segment answers: data, FIN or RST).
             let mut other = Vec::new();
-            self.reasm[1 - side].acked(a, seg.frame, &mut other);
+            let answers = !seg.data.is_empty() || seg.missing > 0 || seg.fin || seg.rst;
+            self.reasm[1 - side].acked(a, answers, seg.frame, &mut other);
             for d in other {
                 self.deliver(1 - side, d, sink);
             }
@@ -446,6 +460,24 @@ impl Conn {
         for o in outs {
             match o {
                 TlsOut::Notice(n) => sink.notice(n),
+                TlsOut::Lost {
+                    side,
+                    offset,
+                    len,
+                    frame,
+                    exact,
+                } => {
+                    // Said by the notice before it: the framing goes on past it.
+                    sink.stats.bytes_skipped += len;
+                    let mut fo = Vec::new();
+                    if let Some(fr) = self.framers[side].as_mut() {
+                        fr.gap(offset, len, frame, &mut fo);
+                        if !exact {
+                            fr.resync("after a TLS record given up");
+                        }
+                    }
+                    self.framer_out(side, fo, sink);
+                }
                 TlsOut::Plain(side, d) => {
                     if self.framers[side].is_none() {
                         let c = self.client.unwrap_or(1 - side);

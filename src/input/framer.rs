@@ -559,6 +559,20 @@ impl Framer {
         self.buf_off = gap_end;
     }
 
+    /// Framing is lost (bytes of unknown length are gone, `reason` says why): the next
+    /// frame start is looked for by the resync evidence, whatever the last size prefix
+    /// said. Call after [`Framer::gap`], which emits the frame the loss cut.
+    pub fn resync(&mut self, reason: &'static str) {
+        if let Mode::Resync { .. } = self.mode {
+            return;
+        }
+        self.mode = Mode::Resync {
+            skipped: 0,
+            from: self.buf_off,
+            reason,
+        };
+    }
+
     /// End of stream: judge what is left; a partial frame is emitted as incomplete.
     pub fn finish(&mut self, plaus: &dyn FramePlausibility, out: &mut Vec<FramerOut>) {
         self.process(plaus, true, out);

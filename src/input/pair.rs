@@ -5,6 +5,10 @@
 //! int32` at 0. The decoder calls [`Pairer::request`] for each request (telling whether a
 //! response is expected: Produce with `acks=0` gets none) and [`Pairer::response`] for each
 //! response.
+//!
+//! Memory is bounded per connection ([`DEFAULT_MAX_PENDING`]) and over all connections
+//! together ([`DEFAULT_MAX_PENDING_TOTAL`]): past either cap, the oldest request waiting
+//! (of the connection, or of all) is given up, reported unanswered by a notice then.
 
 use foldhash::{HashMap, HashMapExt};
 use std::collections::VecDeque;
@@ -13,6 +17,11 @@ use super::{Notice, NoticeKind, Timestamp};
 
 /// Default cap on pending requests per connection.
 pub const DEFAULT_MAX_PENDING: usize = 10_000;
+
+/// Default cap on pending requests over all connections: about 10 MiB of them (a pending
+/// request costs 56 bytes, 16 more in the order of arrival and about 30 in the index by
+/// correlation_id).
+pub const DEFAULT_MAX_PENDING_TOTAL: usize = 100_000;
 
 /// What a response learns about its request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,11 +50,23 @@ pub struct PendingRequest {
     pub request: PairedRequest,
 }
 
-/// Remembers requests by (connection, correlation id), bounded per connection.
+/// Remembers requests by (connection, correlation id), bounded per connection and in total.
 #[derive(Debug)]
 pub struct Pairer {
     max_pending: usize,
-    conns: HashMap<u32, VecDeque<(i32, PairedRequest)>>,
+    max_total: usize,
+    /// Per connection, oldest first: correlation_id, the request, its arrival number.
+    conns: HashMap<u32, VecDeque<(i32, PairedRequest, u64)>>,
+    /// (arrival number, connection) of the requests remembered, oldest first; some
+    /// already answered (dropped lazily, [`Pairer::compact`]).
+    order: VecDeque<(u64, u32)>,
+    /// Requests remembered now, over all connections.
+    total: usize,
+    next: u64,
+    /// Requests given up because all connections together held `max_total`.
+    given_up: u64,
+    /// The arrival number of each request remembered, by (connection, correlation_id).
+    index: HashMap<(u32, i32), u64>,
 }
 
 impl Default for Pairer {
@@ -55,12 +76,112 @@ impl Default for Pairer {
 }
 
 impl Pairer {
-    /// New pairer keeping at most `max_pending` (at least 1) requests per connection.
+    /// New pairer keeping at most `max_pending` (at least 1) requests per connection and
+    /// [`DEFAULT_MAX_PENDING_TOTAL`] over all.
     pub fn new(max_pending: usize) -> Pairer {
+        Pairer::with_total(max_pending, DEFAULT_MAX_PENDING_TOTAL)
+    }
+
+    /// New pairer keeping at most `max_pending` requests per connection and `max_total`
+    /// over all connections (each at least 1).
+    pub fn with_total(max_pending: usize, max_total: usize) -> Pairer {
         Pairer {
             max_pending: max_pending.max(1),
+            max_total: max_total.max(1),
             conns: HashMap::new(),
+            order: VecDeque::new(),
+            total: 0,
+            next: 0,
+            given_up: 0,
+            index: HashMap::new(),
         }
+    }
+
+    /// Requests given up so far because the pending requests of all connections reached
+    /// the total cap.
+    pub fn given_up(&self) -> u64 {
+        self.given_up
+    }
+
+    /// One notice counting the requests given up for the total cap, if any (for the end
+    /// of a capture).
+    pub fn given_up_notice(&self) -> Option<Notice> {
+        (self.given_up > 0).then(|| {
+            Notice::new(
+                NoticeKind::Unanswered,
+                format!(
+                    "{} requests given up unanswered before the end: the requests waiting for a response, over all connections, reached the cap of {}, and the oldest were given up first",
+                    self.given_up, self.max_total
+                ),
+            )
+        })
+    }
+
+    /// Forgets the emptied queue of `connection` and gives a large queue's memory back
+    /// once it is three-quarters empty.
+    fn tidy(&mut self, connection: u32) {
+        if let Some(q) = self.conns.get_mut(&connection) {
+            if q.is_empty() {
+                self.conns.remove(&connection);
+            } else if q.capacity() > 64 && q.len() < q.capacity() / 4 {
+                q.shrink_to(q.len() * 2);
+            }
+        }
+    }
+
+    /// Forgets the request of `connection` with `correlation_id`, if remembered.
+    fn take(&mut self, connection: u32, correlation_id: i32) -> Option<PairedRequest> {
+        let n = self.index.remove(&(connection, correlation_id))?;
+        let q = self.conns.get_mut(&connection)?;
+        let i = q.binary_search_by_key(&n, |e| e.2).ok()?;
+        let r = q.remove(i).map(|(_, r, _)| r);
+        self.total -= 1;
+        self.tidy(connection);
+        r
+    }
+
+    /// Drops the order's entries of requests no longer remembered, once they are most
+    /// of it.
+    fn compact(&mut self) {
+        if self.order.len() <= 2 * self.total + 1024 {
+            return;
+        }
+        let conns = &self.conns;
+        self.order.retain(|(n, c)| {
+            conns
+                .get(c)
+                .is_some_and(|q| q.binary_search_by_key(n, |e| e.2).is_ok())
+        });
+        self.order.shrink_to(2 * self.order.len() + 1024);
+    }
+
+    /// Gives up the oldest request of all connections: its notice.
+    fn give_up_oldest(&mut self) -> Option<Notice> {
+        while let Some((n, c)) = self.order.pop_front() {
+            let Some(q) = self.conns.get_mut(&c) else {
+                continue;
+            };
+            // The oldest request remembered is the oldest of its connection too.
+            if q.front().is_none_or(|e| e.2 != n) {
+                continue;
+            }
+            let (corr, r, _) = q.pop_front()?;
+            self.index.remove(&(c, corr));
+            self.total -= 1;
+            self.given_up += 1;
+            self.tidy(c);
+            let mut nt = Notice::new(
+                NoticeKind::Unanswered,
+                format!(
+                    "{} requests wait for a response over all connections (the cap): gave up the oldest, request correlation_id {corr} (api_key {} v{}, frame {}), as unanswered",
+                    self.max_total, r.api_key, r.api_version, r.frame
+                ),
+            );
+            nt.frame = Some(r.frame);
+            nt.connection = Some(c);
+            return Some(nt);
+        }
+        None
     }
 
     /// Remember a request. Requests with `expects_response == false` are not stored. When the
@@ -106,11 +227,13 @@ impl Pairer {
         if !expects_response {
             return None;
         }
+        self.take(connection, correlation_id);
         let q = self.conns.entry(connection).or_default();
-        q.retain(|(c, _)| *c != correlation_id);
         let mut notice = None;
         if q.len() >= self.max_pending {
-            if let Some((c, r)) = q.pop_front() {
+            if let Some((c, r, _)) = q.pop_front() {
+                self.index.remove(&(connection, c));
+                self.total -= 1;
                 let mut n = Notice::new(
                     NoticeKind::Unanswered,
                     format!(
@@ -132,15 +255,22 @@ impl Pairer {
                 time,
                 tag,
             },
+            self.next,
         ));
+        self.order.push_back((self.next, connection));
+        self.index.insert((connection, correlation_id), self.next);
+        self.next += 1;
+        self.total += 1;
+        if self.total > self.max_total {
+            notice = self.give_up_oldest().or(notice);
+        }
+        self.compact();
         notice
     }
 
     /// Find (and forget) the request answered by a response with `correlation_id`.
     pub fn response(&mut self, connection: u32, correlation_id: i32) -> Option<PairedRequest> {
-        let q = self.conns.get_mut(&connection)?;
-        let i = q.iter().position(|(c, _)| *c == correlation_id)?;
-        q.remove(i).map(|(_, r)| r)
+        self.take(connection, correlation_id)
     }
 
     /// Correlation id of a request frame (size prefix included), if long enough.
@@ -170,7 +300,7 @@ impl Pairer {
         let mut v = Vec::new();
         for id in ids {
             if let Some(q) = self.conns.remove(&id) {
-                for (c, r) in q {
+                for (c, r, _) in q {
                     v.push(PendingRequest {
                         connection: id,
                         correlation_id: c,
@@ -179,6 +309,9 @@ impl Pairer {
                 }
             }
         }
+        self.order.clear();
+        self.index.clear();
+        self.total = 0;
         v
     }
 }
@@ -209,5 +342,56 @@ mod tests {
             .map(|x| (x.connection, x.correlation_id))
             .collect();
         assert_eq!(ids, vec![(1, 2), (1, 3), (2, 7)]);
+    }
+
+    #[test]
+    fn input_pair_total_cap_gives_up_the_oldest_of_all_connections() {
+        let t = Timestamp::default();
+        let mut p = Pairer::with_total(10, 3);
+        assert!(p.request(1, 1, 18, 3, true, 1, t).is_none());
+        assert!(p.request(2, 1, 18, 3, true, 2, t).is_none());
+        assert!(p.request(1, 2, 18, 3, true, 3, t).is_none());
+        // Answered requests leave the count: no cap reached.
+        assert!(p.response(2, 1).is_some());
+        assert!(p.request(3, 1, 18, 3, true, 4, t).is_none());
+        // The fourth waiting: the oldest of all (connection 1, frame 1) is given up.
+        let n = p.request(3, 2, 18, 3, true, 5, t).expect("a notice");
+        assert_eq!(
+            (n.kind, n.frame, n.connection),
+            (NoticeKind::Unanswered, Some(1), Some(1))
+        );
+        assert_eq!(p.given_up(), 1);
+        assert!(p.response(1, 1).is_none(), "given up");
+        // Then connection 1's other request (frame 3), the next oldest.
+        let n = p.request(4, 1, 18, 3, true, 6, t).expect("a notice");
+        assert_eq!(n.frame, Some(3));
+        let left: Vec<(u32, i32)> = p
+            .unanswered()
+            .iter()
+            .map(|x| (x.connection, x.correlation_id))
+            .collect();
+        assert_eq!(left, vec![(3, 1), (3, 2), (4, 1)]);
+        assert!(p
+            .given_up_notice()
+            .unwrap()
+            .message
+            .starts_with("2 requests given up"));
+    }
+
+    #[test]
+    fn input_pair_many_connections_stay_under_the_total() {
+        let t = Timestamp::default();
+        let mut p = Pairer::with_total(1000, 5000);
+        for conn in 0..100u32 {
+            for corr in 0..1000 {
+                p.request(conn, corr, 18, 3, true, 1, t);
+            }
+        }
+        assert_eq!(p.total, 5000);
+        assert_eq!(p.given_up(), 100 * 1000 - 5000);
+        assert!(p.order.len() <= 2 * 5000 + 1024);
+        // The newest are kept: the last five connections whole.
+        assert_eq!(p.conns.len(), 5);
+        assert_eq!(p.unanswered().len(), 5000);
     }
 }

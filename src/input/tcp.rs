@@ -6,8 +6,9 @@
 //! the first-seen bytes win and duplicates are dropped. Out-of-order data is buffered until the
 //! missing bytes come, or until they are known lost and delivered as a [`Delivery::Gap`]:
 //!
-//! - the peer acknowledges bytes past them ([`Reassembler::acked`]): the receiver has them, so
-//!   no retransmission will come, and only the capture lost them;
+//! - the peer acknowledges them ([`Reassembler::acked`]): the receiver has them, so no
+//!   retransmission will come, and only the capture lost them (also the last bytes before a
+//!   pause, at the end of a frame: no later data need come to reveal them);
 //! - the stream ends (RST, both FINs, the connection's idle timeout, the end of the capture;
 //!   [`Reassembler::flush`]);
 //! - the buffered bytes pass a byte cap, or the budget of all connections sheds them
@@ -151,10 +152,17 @@ impl Reassembler {
     }
 
     /// The peer acknowledged sequence number `ack` (RFC 9293 SEG.ACK: every byte before it
-    /// reached the receiver). Missing bytes before it and before buffered data will never
-    /// be sent again: they are delivered as a gap now, with the buffered data after them.
-    /// An ACK before the next expected byte, or more than 1 GiB ahead of it, is ignored.
-    pub fn acked(&mut self, ack: u32, frame: u64, out: &mut Vec<Delivery>) {
+    /// reached the receiver). Missing bytes before it will never be sent again: they are
+    /// delivered as a gap now, with the buffered data after them. With `beyond` (the ACK
+    /// comes with the peer's own data, FIN or RST: the peer answers, so what it
+    /// acknowledges is all it will get), that holds past the last byte the capture saw
+    /// too (the end of a frame lost), except for an ACK just one past it, which counts a
+    /// FIN the capture missed more likely than one lost byte (a FIN takes one sequence
+    /// number; a FIN seen ends the gap). A bare ACK does not reach past the last byte
+    /// seen: during a transfer the receiver's delayed ACKs would cut one loss into many
+    /// gaps. An ACK before the next expected byte, or more than 1 GiB ahead of it, is
+    /// ignored.
+    pub fn acked(&mut self, ack: u32, beyond: bool, frame: u64, out: &mut Vec<Delivery>) {
         if self.closed {
             return;
         }
@@ -165,12 +173,14 @@ impl Reassembler {
         if rel <= 0 || rel > (1 << 30) {
             return;
         }
-        // Only bytes before data already seen: a hole the ACK proves lost. (Past
-        // everything seen, an ACK might count a FIN the capture missed, or be wrong in
-        // a capture that was not written by a TCP stack; the stream's end settles those.)
-        let to = (self.offset + rel as u64)
-            .min(self.high)
-            .min(self.fin.unwrap_or(u64::MAX));
+        let acked = self.offset + rel as u64;
+        let to = match self.fin {
+            Some(f) => acked.min(f),
+            None if !beyond => acked.min(self.high),
+            // One past everything seen: a FIN the capture missed, most likely.
+            None if acked == self.high + 1 => self.high,
+            None => acked,
+        };
         if to <= self.offset {
             return;
         }
@@ -240,7 +250,19 @@ impl Reassembler {
         let expected_seq = base.wrapping_add(self.offset as u32);
         let rel = start_seq.wrapping_sub(expected_seq) as i32 as i64;
         let abs = self.offset as i64 + rel;
-        if !seg.data.is_empty() {
+        if !seg.data.is_empty() && abs == self.offset as i64 && self.ooo.is_empty() {
+            // In order with nothing held: delivered at once, without a piece in the
+            // maps (whose first node stays allocated once made: a few KiB a connection).
+            let len = seg.data.len() as u64;
+            out.push(Delivery::Data {
+                offset: self.offset,
+                bytes: seg.data.to_vec(),
+                frame: seg.frame,
+                time: seg.time,
+            });
+            self.offset += len;
+            self.high = self.high.max(self.offset);
+        } else if !seg.data.is_empty() {
             self.insert(
                 abs,
                 Some(seg.data),
@@ -375,6 +397,12 @@ impl Reassembler {
                 }),
             }
             self.offset += p.len;
+        }
+        if self.ooo.is_empty() && self.ooo_frames.is_empty() {
+            // Frees the maps' nodes: an open connection with nothing out of order holds
+            // none.
+            self.ooo = BTreeMap::new();
+            self.ooo_frames = BTreeMap::new();
         }
         if let Some(f) = self.fin {
             if self.offset >= f && self.ooo.is_empty() {

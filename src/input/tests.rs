@@ -163,9 +163,12 @@ struct Fl {
     rst: bool,
 }
 
+/// A data segment's flags. No ACK: [`Flow`] does not follow the peer's sequence numbers,
+/// and an ACK number ahead of what the peer sent declares bytes lost (see
+/// `Reassembler::acked`).
 const NONE: Fl = Fl {
     syn: false,
-    ack: true,
+    ack: false,
     fin: false,
     rst: false,
 };
@@ -237,7 +240,6 @@ impl Flow {
     fn fin(&self, to_server: bool, seq: u32) -> Rec {
         let fl = Fl {
             fin: true,
-            ack: true,
             ..Fl::default()
         };
         let p = self.pkt(to_server, seq, fl, b"");
@@ -1569,4 +1571,76 @@ fn index_frame_from_ip_fragments() {
             assert_eq!(got.ctx.src, want.ctx.src);
         }
     }
+}
+
+/// A request whose last segment the capture lost, then a pause: the server's bare ACK
+/// (which covers the lost bytes) is not enough alone (delayed ACKs in a transfer), but
+/// its response's ACK shows the request incomplete at once, before the response, not
+/// when the client's next data reveals the hole; the next exchange is framed as before.
+#[test]
+fn loss_at_the_end_of_a_frame_is_known_at_the_ack() {
+    use crate::input::pcap_out::{PcapWriter, TcpFlow, MSS};
+    use std::net::SocketAddrV4;
+    let mut w = PcapWriter::new(Vec::new()).unwrap();
+    let mut f = TcpFlow::new(
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000),
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9092),
+        [1000, 5000],
+    );
+    f.open(&mut w, 0).unwrap();
+    let r1 = req(18, 3, 1, 5000);
+    let segments = r1.len().div_ceil(MSS);
+    let last = (segments - 1) * MSS;
+    f.send_losing(&mut w, true, 1000, &r1, last..r1.len(), false)
+        .unwrap();
+    // Records: the handshake (3), the segments kept, the server's bare ACK, then its
+    // response.
+    let ack_record = 3 + (segments - 1) as u64 + 2;
+    f.ack(&mut w, false, 2000).unwrap();
+    let (p1, r2, p2) = (resp(1, &[0; 6]), req(18, 3, 2, 10), resp(2, &[0; 6]));
+    f.send(&mut w, false, 3000, &p1).unwrap();
+    f.send(&mut w, true, 4000, &r2).unwrap();
+    f.send(&mut w, false, 5000, &p2).unwrap();
+    f.close(&mut w, 6000).unwrap();
+    let mut events = Vec::new();
+    read_capture(
+        &w.into_inner()[..],
+        &CaptureOptions::default(),
+        &DefaultPlausibility,
+        |e| events.push(e),
+    )
+    .unwrap();
+    let frames: Vec<&Frame> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Frame(f) => Some(f),
+            Event::Notice(_) => None,
+        })
+        .collect();
+    let got: Vec<(&[u8], bool)> = frames
+        .iter()
+        .map(|f| (&f.bytes[..], f.ctx.incomplete))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (&r1[..last], true),
+            (&p1[..], false),
+            (&r2[..], false),
+            (&p2[..], false)
+        ]
+    );
+    let gap = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Notice(n) if n.kind == NoticeKind::Gap => Some(n),
+            _ => None,
+        })
+        .expect("a gap notice");
+    assert_eq!(gap.frame, Some(ack_record), "{gap}");
+    assert_eq!(
+        (gap.offset, gap.bytes),
+        (Some(last as u64), Some((r1.len() - last) as u64)),
+        "{gap}"
+    );
 }

@@ -9,8 +9,8 @@
 //! HTML is one self-contained file ([`Doc`]), also written message by message: each
 //! request beside its response (paired by connection and correlation_id), with hover
 //! linking between bytes and tree rows, then a contents list. Both honour the node
-//! budget and `--max-elements`: the tree shows what the text tree shows, and the HTML
-//! byte grid collapses the rows of bytes the tree shows no row of. Tree rows keep to the page's width: a long row
+//! budget and `--max-elements`: the tree shows what the text tree shows, and the byte
+//! grids (HTML and Markdown) collapse the rows of bytes the tree shows no row of. Tree rows keep to the page's width: a long row
 //! is cut with an ellipsis and its whole text is its tooltip.
 
 use std::io::{self, Write};
@@ -60,9 +60,11 @@ pub fn markdown(
     writeln!(w)?;
     writeln!(w, "`{}`", rtext::title(m, ctx, false).replace('`', "'"))?;
     writeln!(w)?;
+    let hidden = h::hidden_ranges(m, &opts);
     for id in 0..=m.buffers.len() as u32 {
         writeln!(w, "```text")?;
-        rtext::grid_rows(w, m, id, false)?;
+        let hide = hidden.get(id as usize).map_or(&[][..], |v| &v[..]);
+        rtext::grid_rows_hiding(w, m, id, false, hide)?;
         writeln!(w, "```")?;
         writeln!(w)?;
         for (r, runs) in region_runs(m, id) {

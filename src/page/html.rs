@@ -198,7 +198,7 @@ fn legend_of(w: &mut dyn Write, regions: &[Region]) -> io::Result<()> {
 /// past `--max-elements` (one `... M more` row) and of subtrees past `--depth`, merged
 /// and sorted. [`grid_hiding`] collapses the rows that lie wholly inside them, so that a page
 /// grows with what its tree shows (the node and element budgets), not with the bytes.
-fn hidden_ranges(msg: &Message<'_>, opts: &RenderOptions) -> Vec<Vec<(usize, usize)>> {
+pub(crate) fn hidden_ranges(msg: &Message<'_>, opts: &RenderOptions) -> Vec<Vec<(usize, usize)>> {
     let mut out: Vec<Vec<(usize, usize)>> = vec![Vec::new(); msg.buffers.len() + 1];
     fn push(out: &mut [Vec<(usize, usize)>], n: &Node<'_>) {
         if n.length > 0 {

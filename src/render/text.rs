@@ -225,6 +225,24 @@ pub fn grid_rows(
     id: u32,
     color: bool,
 ) -> io::Result<(Vec<Option<Region>>, Vec<bool>)> {
+    grid_rows_hiding(w, msg, id, color, &[])
+}
+
+/// [`grid_rows`], with the rows wholly inside `hidden` (sorted, merged byte ranges of
+/// the buffer: what the tree gives no row of) written as one line per run of them,
+/// `… N rows, bytes 0xA-0xB (n B), not shown in the tree: ...`, so that the grid
+/// grows with what the tree shows and still accounts for every byte.
+///
+/// # Errors
+/// The writer's errors.
+#[allow(clippy::type_complexity)]
+pub fn grid_rows_hiding(
+    w: &mut dyn Write,
+    msg: &Message<'_>,
+    id: u32,
+    color: bool,
+    hidden: &[(usize, usize)],
+) -> io::Result<(Vec<Option<Region>>, Vec<bool>)> {
     let buf = msg.buffer(id);
     let width = offset_width(buf.len());
     if id == 0 {
@@ -255,8 +273,31 @@ pub fn grid_rows(
         }
     };
     let run_key = |i: usize| (errors[i], regions[i]);
+    let mut h = hidden.iter().peekable();
+    let mut gap: Option<(usize, usize)> = None;
+    let end_gap = |w: &mut dyn Write, gap: &mut Option<(usize, usize)>| -> io::Result<()> {
+        if let Some((a, b)) = gap.take() {
+            writeln!(
+                w,
+                "{a:0width$x}  … {} rows, bytes 0x{a:0width$x}-0x{:0width$x} ({} B), not shown in the tree: folded past the node budget (--max-nodes) or past --max-elements",
+                (b - a).div_ceil(16),
+                b - 1,
+                b - a
+            )?;
+        }
+        Ok(())
+    };
     for (row, chunk) in buf.chunks(16).enumerate() {
         let base = row * 16;
+        let end = base + chunk.len();
+        while h.peek().is_some_and(|r| r.1 <= base) {
+            h.next();
+        }
+        if h.peek().is_some_and(|r| r.0 <= base && end <= r.1) {
+            gap.get_or_insert((base, end)).1 = end;
+            continue;
+        }
+        end_gap(w, &mut gap)?;
         let mut line = format!("{:0width$x} ", base);
         let mut ascii = String::with_capacity(16);
         let mut j = 0;
@@ -296,6 +337,7 @@ pub fn grid_rows(
         }
         writeln!(w, "{line}  {ascii}")?;
     }
+    end_gap(w, &mut gap)?;
     Ok((regions, errors))
 }
 

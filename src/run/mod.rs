@@ -711,6 +711,9 @@ pub fn run_capture<W: Work + ?Sized>(
             waiting.len() - listed
         ));
     }
+    if let Some(n) = session.pairer.given_up_notice() {
+        lines.push(format!("kwire: {n}"));
+    }
     if stats.connections == 0 && stats.tcp_segments > 0 {
         let ports: Vec<String> = copts.ports.iter().map(u16::to_string).collect();
         let advice = if a.detect {
@@ -760,7 +763,12 @@ pub fn run_capture<W: Work + ?Sized>(
         if stopped {
             counted(waiting.len() as u64, "request", "requests") + " waiting when reading stopped"
         } else {
-            counted(waiting.len() as u64, "unanswered request", "unanswered requests")
+            // Those given up before the end for the pairer's cap are unanswered too.
+            counted(
+                waiting.len() as u64 + session.pairer.given_up(),
+                "unanswered request",
+                "unanswered requests",
+            )
         },
         answers_without_request(&session),
         if skipped.is_empty() { "none".to_string() } else { skipped.join(", ") }

@@ -403,6 +403,25 @@ impl RecordKeys {
         self.suite
     }
 
+    /// A record of `fragment_len` bytes after its header that will not be opened (the
+    /// in-flight budget gave it up before it was whole): the sequence number moves on as
+    /// if it had been, so the records after it still open (TLS 1.3 and TLS 1.2 AEAD
+    /// nonces, and every suite's additional data or MAC, carry it). Returns the length of
+    /// its plaintext in bytes and whether that length is exact: it is for AEAD suites
+    /// (TLS 1.3 counting the inner content type byte and no padding, which Kafka's
+    /// clients and brokers do not add); for CBC suites the padding length is unknown, so
+    /// the length given is the most the record can hold.
+    pub fn skip(&mut self, fragment_len: usize) -> (u64, bool) {
+        self.seq = self.seq.wrapping_add(1);
+        let n = fragment_len as u64;
+        match &self.kind {
+            Kind::Aead12 { iv, .. } if iv.len() == 4 => (n.saturating_sub(8 + 16), true),
+            Kind::Aead12 { .. } => (n.saturating_sub(16), true),
+            Kind::Aead13 { .. } => (n.saturating_sub(16 + 1), true),
+            Kind::Cbc12 { mac, .. } => (n.saturating_sub(16 + mac.len() as u64 + 1), false),
+        }
+    }
+
     /// [`open`](Self::open), but a record that does not decrypt leaves the sequence number
     /// as it was: for keys that may not be the record's (TLS 1.3 0-RTT early data keys
     /// beside the handshake keys).

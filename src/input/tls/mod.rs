@@ -91,6 +91,23 @@ pub enum TlsOut {
     Plain(usize, Delivery),
     /// Something to say (the caller adds the connection id).
     Notice(Notice),
+    /// Plaintext of side `0`/`1` lost: `len` bytes at `offset` of the plaintext stream,
+    /// from a record the in-flight budget gave up ([`TlsConn::shed`]), said by a notice
+    /// before it; `exact`: the length is exact (AEAD suites), else the most the record
+    /// could hold (CBC: the padding is unknown), so framing must look for the next frame
+    /// start instead of trusting it.
+    Lost {
+        /// Side index.
+        side: usize,
+        /// Plaintext stream offset of the first byte lost.
+        offset: u64,
+        /// Bytes lost.
+        len: u64,
+        /// The record at which they were given up.
+        frame: u64,
+        /// `len` is exact.
+        exact: bool,
+    },
 }
 
 /// ServerHello.random of a HelloRetryRequest (RFC 8446 section 4.1.3).
@@ -268,9 +285,104 @@ impl TlsConn {
     pub fn held(&self) -> usize {
         self.sides
             .iter()
-            .map(|s| s.split.held() + s.hs.capacity())
+            .map(|s| s.split.held_capacity() + s.hs.capacity())
             .sum::<usize>()
             + self.early_bytes
+    }
+
+    /// The capture record that carried the oldest byte of an unfinished record held, if
+    /// any (the order in which the in-flight budget sheds connections).
+    pub fn held_since(&self) -> Option<u64> {
+        self.sides.iter().filter_map(|s| s.split.held_since()).min()
+    }
+
+    /// Gives up the unfinished records held (the in-flight budget of all connections,
+    /// `budget` bytes, at record `frame`), on each side whose records can be skipped:
+    /// the record is dropped and the rest of it skipped as it comes, by its header's
+    /// length; with keys, the sequence number moves on (the records after it still
+    /// decrypt) and its plaintext is a [`TlsOut::Lost`] gap for the framing; without,
+    /// it counts as a record that stayed encrypted. A record during a side's handshake
+    /// (before its keys are settled: TLS 1.2 before ChangeCipherSpec, TLS 1.3 before
+    /// its Finished, or while 0-RTT keys are tried) is kept: the handshake needs it
+    /// whole. Returns how many records were given up.
+    pub fn shed(&mut self, frame: u64, budget: usize, out: &mut Vec<TlsOut>) -> u32 {
+        let mut n = 0;
+        for side in 0..2 {
+            let is_client = self.client == Some(side);
+            let tls13 = self.version == Some(0x0304);
+            let trying = is_client
+                && (self.early_hs.is_some() || (self.offered_early && !self.client_finished));
+            let s = &self.sides[side];
+            // The records that will be opened with keys already settled, or never opened.
+            let no_keys = self.session.is_none() && self.version.is_some() || s.stopped;
+            let settled = s.keys.is_some() && s.next.is_none() && !trying && (tls13 || s.encrypted);
+            // Application data records only: a handshake record is needed whole.
+            if s.split.held_type() != Some(23) || !(no_keys || settled) {
+                continue;
+            }
+            let Some(r) = self.sides[side].split.shed() else {
+                continue;
+            };
+            n += 1;
+            let s = &mut self.sides[side];
+            s.records += 1;
+            let rec_no = s.records;
+            let flen = r.fragment_len();
+            let skipped = 5 + flen as u64 - r.held as u64;
+            let what = format!(
+                "in-flight budget of {budget} bytes (all connections) passed: TLS record {rec_no} \
+                 ({} bytes) given up with the {} bytes held; its other {skipped} are skipped",
+                5 + flen,
+                r.held
+            );
+            let keys = s.keys.as_mut().filter(|_| settled && !s.stopped);
+            match keys {
+                Some(k) => {
+                    let (len, exact) = k.skip(flen);
+                    let offset = s.plain_off;
+                    s.plain_off += len;
+                    let more = if exact {
+                        format!("{len} bytes of plaintext lost")
+                    } else {
+                        format!("up to {len} bytes of plaintext lost (a CBC record's padding is unknown: framing resumes at the next frame start)")
+                    };
+                    let mut nt = self.notice(
+                        NoticeKind::Dropped,
+                        Some(side),
+                        frame,
+                        Some(r.offset),
+                        format!("{what}; {more}"),
+                    );
+                    if let TlsOut::Notice(x) = &mut nt {
+                        x.bytes = Some(5 + flen as u64);
+                    }
+                    out.push(nt);
+                    out.push(TlsOut::Lost {
+                        side,
+                        offset,
+                        len,
+                        frame,
+                        exact,
+                    });
+                }
+                None => {
+                    s.enc_records += 1;
+                    s.enc_bytes += 5 + flen as u64;
+                    let mut nt = self.notice(
+                        NoticeKind::Dropped,
+                        Some(side),
+                        frame,
+                        Some(r.offset),
+                        format!("{what} (it would not have been decrypted)"),
+                    );
+                    if let TlsOut::Notice(x) = &mut nt {
+                        x.bytes = Some(5 + flen as u64);
+                    }
+                    out.push(nt);
+                }
+            }
+        }
+        n
     }
 
     fn dir(&self, side: usize) -> Option<Direction> {
@@ -615,6 +727,10 @@ impl TlsConn {
                 return;
             }
             let msg: Vec<u8> = self.sides[side].hs.drain(..4 + len).collect();
+            if self.sides[side].hs.is_empty() {
+                // A large message's buffer (a certificate chain) is not kept.
+                self.sides[side].hs = Vec::new();
+            }
             self.handshake_message(side, &msg, frame, offset, keys, out);
         }
     }

@@ -52,6 +52,29 @@ pub struct Splitter {
     off: u64,
     first_frame: u64,
     dead: bool,
+    /// Bytes of a record given up ([`Splitter::shed`]) still to come: skipped as they
+    /// arrive.
+    skip: u64,
+}
+
+/// A record given up before it was whole ([`Splitter::shed`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shed {
+    /// Its 5-byte header.
+    pub header: [u8; 5],
+    /// Stream offset of the header's first byte.
+    pub offset: u64,
+    /// Bytes of it that were held (header included), now dropped.
+    pub held: usize,
+    /// Capture record carrying its first byte.
+    pub first_frame: u64,
+}
+
+impl Shed {
+    /// The fragment's length (after the header), from the header.
+    pub fn fragment_len(&self) -> usize {
+        u16::from_be_bytes([self.header[3], self.header[4]]) as usize
+    }
 }
 
 impl Splitter {
@@ -63,6 +86,44 @@ impl Splitter {
     /// Bytes held for an unfinished record.
     pub fn held(&self) -> usize {
         self.buf.len()
+    }
+
+    /// Memory held for an unfinished record (the buffer's capacity), in bytes.
+    pub fn held_capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// The content type of the unfinished record held, once its header is whole.
+    pub fn held_type(&self) -> Option<u8> {
+        (!self.dead && self.buf.len() >= 5).then(|| self.buf[0])
+    }
+
+    /// The capture record that carried the first byte held, if any.
+    pub fn held_since(&self) -> Option<u64> {
+        (!self.buf.is_empty()).then_some(self.first_frame)
+    }
+
+    /// Gives up the unfinished record held, when its header is whole (the in-flight
+    /// budget of all connections): its bytes are dropped now and the rest of it is
+    /// skipped as it comes, by the length its header gives; the records after it are
+    /// read as before. `None` when fewer than 5 bytes are held.
+    pub fn shed(&mut self) -> Option<Shed> {
+        if self.dead || self.buf.len() < 5 {
+            return None;
+        }
+        let mut header = [0u8; 5];
+        header.copy_from_slice(&self.buf[..5]);
+        let shed = Shed {
+            header,
+            offset: self.off,
+            held: self.buf.len(),
+            first_frame: self.first_frame,
+        };
+        let total = 5 + shed.fragment_len() as u64;
+        self.skip = total.saturating_sub(self.buf.len() as u64);
+        self.off += self.buf.len() as u64;
+        self.buf = Vec::new();
+        Some(shed)
     }
 
     /// Stops reading (a gap: record boundaries are lost).
@@ -82,6 +143,16 @@ impl Splitter {
     ) {
         if self.dead {
             return;
+        }
+        let (mut offset, mut bytes) = (offset, bytes);
+        if self.skip > 0 {
+            let n = self.skip.min(bytes.len() as u64);
+            self.skip -= n;
+            offset += n;
+            bytes = &bytes[n as usize..];
+            if bytes.is_empty() {
+                return;
+            }
         }
         if self.buf.is_empty() {
             self.off = offset;
@@ -146,6 +217,10 @@ impl Splitter {
         self.off += at as u64;
         if self.buf.is_empty() {
             self.first_frame = frame;
+            if self.buf.capacity() > 4096 {
+                // A large record's buffer is not kept for the small ones after it.
+                self.buf = Vec::new();
+            }
         }
     }
 }
@@ -177,6 +252,26 @@ mod tests {
         s.push(15, &[23, 3, 3, 0x48, 0x01], 3, t, &mut out);
         assert!(matches!(&out[2], Split::Bad { message, .. } if message.contains("longer than")));
         assert!(s.is_dead());
+    }
+
+    #[test]
+    fn a_record_given_up_is_skipped_by_its_length() {
+        let mut s = Splitter::default();
+        let mut out = Vec::new();
+        let t = Timestamp::default();
+        s.push(0, &[23, 3, 3], 1, t, &mut out);
+        assert_eq!(s.shed(), None, "no whole header yet");
+        s.push(3, &[0, 6, 1, 2], 2, t, &mut out);
+        assert_eq!((s.held_type(), s.held_since()), (Some(23), Some(1)));
+        let shed = s.shed().unwrap();
+        assert_eq!((shed.offset, shed.held, shed.fragment_len()), (0, 7, 6));
+        assert_eq!((s.held(), s.held_since()), (0, None));
+        // The record's other 4 bytes, then a whole one, in two pieces.
+        s.push(7, &[3, 4, 5], 3, t, &mut out);
+        s.push(10, &[6, 22, 3, 3, 0, 1, 9], 4, t, &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
+        let Split::Record(r) = &out[0] else { panic!() };
+        assert_eq!((r.offset, r.header[0], &r.fragment[..]), (11, 22, &[9][..]));
     }
 
     #[test]
