@@ -1271,6 +1271,80 @@ fn tls_partial_records_on_4000_connections_share_one_budget() {
     );
 }
 
+/// Two thousand connections whose ClientHello never completes: each sends four whole
+/// TLS handshake records (64 KB) of a handshake message that says it is 600,000 bytes
+/// long, and nothing more (a hostile or cut capture). The unfinished handshake messages
+/// are held in the in-flight budget; past it, the oldest handshakes are given up with a
+/// notice each (their connections' later records would stay encrypted), so 128 MB of
+/// held handshakes stay under the bound.
+#[test]
+fn unfinished_tls_handshakes_on_2000_connections_share_one_budget() {
+    const N: usize = 2000;
+    let p = scratch("tls-handshakes-2000.pcap");
+    {
+        let mut w =
+            PcapWriter::new(std::io::BufWriter::new(std::fs::File::create(&p).unwrap())).unwrap();
+        let mut flows: Vec<TcpFlow> = (0..N).map(flow_of).collect();
+        let mut t = 1_000_000u64;
+        for f in &mut flows {
+            f.open(&mut w, t).unwrap();
+            t += 200;
+        }
+        for k in 0..4 {
+            for f in &mut flows {
+                let mut rec = vec![22u8, 3, 1, 0x3e, 0x80]; // handshake, 16,000 bytes
+                let mut body = vec![0u8; 16_000];
+                if k == 0 {
+                    // ClientHello of 600,000 bytes (0x0927c0), then its legacy_version.
+                    body[..6].copy_from_slice(&[1, 0x09, 0x27, 0xc0, 3, 3]);
+                }
+                rec.extend_from_slice(&body);
+                f.send(&mut w, true, t, &rec).unwrap();
+                t += 1000;
+            }
+        }
+        use std::io::Write;
+        w.into_inner().flush().unwrap();
+    }
+    let run = run_under(
+        &[
+            "read",
+            p.to_str().unwrap(),
+            "--format",
+            "summary",
+            "--threads",
+            "1",
+        ],
+        LOSSY_PEAK_KIB,
+    );
+    std::fs::remove_file(&p).ok();
+    let Some((_, err, _)) = run else {
+        return;
+    };
+    let tail = &err[err.len().saturating_sub(3000)..];
+    // The budget's closing notice counts each handshake given up among the partial TLS
+    // records given up, and the summary counts one Dropped notice each.
+    let budget = err
+        .lines()
+        .find(|l| l.contains("partial TLS records given up"))
+        .unwrap_or_else(|| panic!("no budget notice: {tail}"));
+    let given_up: usize = budget
+        .split(", ")
+        .find_map(|s| s.strip_suffix(" partial TLS records given up and the rest of each skipped"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {budget:?}"));
+    let summary = err.lines().last().unwrap_or("");
+    assert!(
+        summary.contains(&format!("Dropped x{given_up} ")),
+        "{given_up}: {summary}"
+    );
+    // All but those that fit in the 16 MiB budget at the end (64 KB each).
+    assert!(
+        given_up > N / 2 && given_up < N,
+        "{given_up} handshakes given up: {tail}"
+    );
+}
+
 /// A thousand connections, each with 1,500 requests that get no response (a
 /// broker that stopped answering; a capture of one direction): the requests waiting
 /// for a response share one cap over all connections (100,000), so the session's memory

@@ -130,6 +130,9 @@ const MAX_EARLY: usize = 1 << 20;
 struct Side {
     split: Splitter,
     hs: Vec<u8>,
+    /// The capture record that carried the first byte of `hs` (set when bytes join an
+    /// empty `hs`).
+    hs_since: u64,
     hs_dead: bool,
     keys: Option<RecordKeys>,
     /// TLS 1.2: keys taken at this side's ChangeCipherSpec. TLS 1.3: application keys
@@ -293,7 +296,18 @@ impl TlsConn {
     /// The capture record that carried the oldest byte of an unfinished record held, if
     /// any (the order in which the in-flight budget sheds connections).
     pub fn held_since(&self) -> Option<u64> {
-        self.sides.iter().filter_map(|s| s.split.held_since()).min()
+        let hs = self
+            .sides
+            .iter()
+            .filter(|s| !s.hs.is_empty())
+            .map(|s| s.hs_since);
+        let early = self.early.first().map(|(_, r)| r.last_frame);
+        self.sides
+            .iter()
+            .filter_map(|s| s.split.held_since())
+            .chain(hs)
+            .chain(early)
+            .min()
     }
 
     /// Gives up the unfinished records held (the in-flight budget of all connections,
@@ -382,7 +396,59 @@ impl TlsConn {
                 }
             }
         }
+        if n == 0 {
+            n += self.shed_handshake(frame, budget, out);
+        }
         n
+    }
+
+    /// When no application data record could be given up ([`TlsConn::shed`]) but the
+    /// connection still holds a handshake not yet whole (an unfinished handshake message
+    /// of up to 1 MiB, a handshake record, early data waiting for the ServerHello): the
+    /// handshake is given up on both sides, with what it holds; the connection's later
+    /// records are split and counted, but stay encrypted (their keys cannot be derived
+    /// without the handshake). One `Dropped` notice says how many bytes went. Returns
+    /// 1 when something was given up, else 0.
+    fn shed_handshake(&mut self, frame: u64, budget: usize, out: &mut Vec<TlsOut>) -> u32 {
+        let held = self.held();
+        if held == 0 {
+            return 0;
+        }
+        for s in &mut self.sides {
+            s.hs = Vec::new();
+            s.hs_dead = true;
+            s.stopped = true;
+            if let Some(r) = s.split.shed() {
+                s.records += 1;
+                s.enc_records += 1;
+                s.enc_bytes += 5 + r.fragment_len() as u64;
+            }
+        }
+        let early = std::mem::take(&mut self.early);
+        self.early_bytes = 0;
+        let client = self.client.unwrap_or(0);
+        for (_, r) in early {
+            let s = &mut self.sides[client];
+            s.enc_records += 1;
+            s.enc_bytes += 5 + r.fragment.len() as u64;
+        }
+        self.early_hs = None;
+        let mut nt = self.notice(
+            NoticeKind::Dropped,
+            None,
+            frame,
+            None,
+            format!(
+                "in-flight budget of {budget} bytes (all connections) passed: the TLS \
+                 handshake, not yet whole, given up with the {held} bytes held; this \
+                 connection's records are counted but stay encrypted"
+            ),
+        );
+        if let TlsOut::Notice(x) = &mut nt {
+            x.bytes = Some(held as u64);
+        }
+        out.push(nt);
+        1
     }
 
     fn dir(&self, side: usize) -> Option<Direction> {
@@ -702,6 +768,9 @@ impl TlsConn {
     ) {
         if self.sides[side].hs_dead {
             return;
+        }
+        if self.sides[side].hs.is_empty() {
+            self.sides[side].hs_since = frame;
         }
         self.sides[side].hs.extend_from_slice(b);
         loop {
