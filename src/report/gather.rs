@@ -236,7 +236,7 @@ impl Fact {
     }
 }
 
-/// A log-scale histogram of latencies: [`BINS_PER_OCTAVE`] bins per power of two.
+/// A log-scale histogram of latencies: four bins per power of two (bin edges within 19% of each other, so a quantile read from it is within 9%).
 #[derive(Clone, Debug, Default)]
 pub struct Hist {
     bins: Vec<u32>,
