@@ -24,28 +24,9 @@ fn kwire(args: &[&str]) -> Output {
     common::kwire().args(args).output().expect("kwire runs")
 }
 
-/// The Python with DuckDB and pyarrow, or `None` after printing that the test skips.
+/// The Python with DuckDB and pyarrow, or `None` after saying why the test skips.
 fn engine(test: &str) -> Option<PathBuf> {
-    let py = std::env::var_os("KWIRE_DUCKDB_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/duckdb-venv/bin/python"));
-    let ok = Command::new(&py)
-        .args(["-c", "import duckdb, pyarrow"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if ok {
-        Some(py)
-    } else {
-        common::skip(
-            test,
-            &format!(
-                "DuckDB not installed ({} cannot import duckdb and pyarrow)",
-                py.display()
-            ),
-        );
-        None
-    }
+    common::duckdb_python(test, "duckdb, pyarrow")
 }
 
 /// Results of `sql` (each `Ok(rows)` or `Err(message)`) and of reading `files` with pyarrow.

@@ -15,7 +15,7 @@ use regex::Regex;
 use serde_json::Value as J;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -370,26 +370,7 @@ fn max_pages_bounds_the_pages() {
 
 /// The Python with DuckDB, or `None` after saying why the test skips.
 fn duckdb(test: &str) -> Option<PathBuf> {
-    let py = std::env::var_os("KWIRE_DUCKDB_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/duckdb-venv/bin/python"));
-    let ok = Command::new(&py)
-        .args(["-c", "import duckdb"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if ok {
-        Some(py)
-    } else {
-        common::skip(
-            test,
-            &format!(
-                "DuckDB not installed ({} cannot import duckdb)",
-                py.display()
-            ),
-        );
-        None
-    }
+    common::duckdb_python(test, "duckdb")
 }
 
 #[test]

@@ -352,3 +352,31 @@ pub fn message_validator() -> jsonschema::Validator {
     .unwrap();
     jsonschema::draft202012::new(&schema).expect("the JSON Schema compiles")
 }
+
+/// The Python of `target/duckdb-venv` (or `KWIRE_DUCKDB_PYTHON`) if it imports `modules`
+/// (e.g. `"duckdb, pyarrow"`), or `None` after saying that `test` skips.
+pub fn duckdb_python(test: &str, modules: &str) -> Option<PathBuf> {
+    use std::process::{Command, Stdio};
+    let py = std::env::var_os("KWIRE_DUCKDB_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/duckdb-venv/bin/python")
+        });
+    let ok = Command::new(&py)
+        .args(["-c", &format!("import {modules}")])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        return Some(py);
+    }
+    skip(
+        test,
+        &format!(
+            "DuckDB not installed ({} cannot import {})",
+            py.display(),
+            modules.replace(", ", " and ")
+        ),
+    );
+    None
+}
