@@ -2,19 +2,24 @@
 //! ([`Fact`], taken on the worker thread that decoded it) and the totals, time buckets
 //! and bounded lists it is added to in capture order ([`Gather`]).
 //!
-//! Bounds: the per-API counts and exact latency quantiles are [`crate::traffic::Stats`]'s
-//! (the same code `kwire stats` counts with, so the two agree; it keeps 8 bytes per
-//! paired response); the plots come from [`BUCKETS`] time buckets whose width doubles
-//! as the capture grows (per bucket and api_key a count and a log-scale latency
-//! histogram, per error name and per topic a count); the slowest responses are a heap
-//! of [`SLOW_KEEP`]; error messages, group events, topics, clients, connections and
-//! notices are kept up to a cap each and counted past it.
+//! Bounds: the per-API counts and latency quantiles are [`crate::traffic::Stats`]'s
+//! (the same code `kwire stats` counts with, so the two agree: exact quantiles up to
+//! [`crate::traffic::EXACT_LATENCIES_KEEP`] paired responses in all, then histograms
+//! within 1%; pairs and connections capped); the plots come from [`BUCKETS`] time
+//! buckets whose width doubles as the capture grows (per bucket and api_key a count and
+//! a log-scale latency histogram, per error name and per topic a count, over at most
+//! [`API_KEYS_KEEP`] api_keys, [`ERROR_NAMES_KEEP`] error names and [`ROWS_KEEP`]
+//! topics, the rest folded into one line each); the slowest responses are a heap of
+//! [`SLOW_KEEP`]; error messages, group events, topics, clients, connections,
+//! partitions and first requests are kept up to a cap each and counted past it
+//! ([`Gather::folded`] says what was); names (topics, client_ids, GroupIds, software)
+//! are cut to [`crate::traffic::NAME_CHARS_KEEP`] characters.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use crate::session::Context;
-use crate::traffic::{error_code, Item, Stats};
+use crate::traffic::{bounded_name, error_code, Item, Stats};
 use crate::tree::{Direction, Message, Value};
 
 /// Time buckets of the plots.
@@ -31,6 +36,25 @@ pub const ROWS_KEEP: usize = 2_000;
 const CONN_CLIENTS_KEEP: usize = 100_000;
 /// Partitions counted per topic.
 const PARTITIONS_KEEP: usize = 10_000;
+/// Partitions counted over all topics (a topic past it shows the partitions counted
+/// before).
+const ALL_PARTITIONS_KEEP: usize = 200_000;
+/// Connections listed over all client rows.
+const CLIENT_CONNECTIONS_KEEP: usize = 200_000;
+/// Error names with a row and a line in the error plot; the rest are counted as
+/// [`OTHER_ERRORS`].
+pub const ERROR_NAMES_KEEP: usize = 500;
+/// api_keys with a line in the plots; the rest are counted under [`OTHER_API_KEYS`]
+/// (Kafka 4.4 has fewer than 100).
+pub const API_KEYS_KEEP: usize = 256;
+/// (api_key, api_version) pairs whose first request is remembered for its page.
+pub const FIRST_OF_KEEP: usize = 1_000;
+/// The row name of error names past [`ERROR_NAMES_KEEP`].
+pub const OTHER_ERRORS: &str = "(other errors)";
+/// The row name of topics past [`ROWS_KEEP`] in the time buckets.
+pub const OTHER_TOPICS: &str = "(other topics)";
+/// The bucket key of api_keys past [`API_KEYS_KEEP`].
+pub const OTHER_API_KEYS: i16 = i16::MIN;
 /// Bins per octave of the latency histograms.
 const BINS_PER_OCTAVE: f64 = 4.0;
 /// Bins of a latency histogram (up to 2^48 ns, about 3 days).
@@ -144,7 +168,7 @@ pub struct Fact {
 
 fn str_field(m: &Message<'_>, name: &str) -> Option<String> {
     match m.tree.find(name).map(|n| &n.value) {
-        Some(Value::Str(s)) => Some(s.to_string()),
+        Some(Value::Str(s)) => Some(bounded_name(s)),
         _ => None,
     }
 }
@@ -167,7 +191,8 @@ impl Fact {
             crate::export::rows::partition_rows(m, None, false)
                 .into_iter()
                 .filter_map(|p| {
-                    let topic = p.topic.clone().or_else(|| p.topic_id.clone())?;
+                    let topic = p.topic.as_ref().or(p.topic_id.as_ref())?;
+                    let topic = bounded_name(topic);
                     let (bytes, records) = match (&p.records, produce || fetch) {
                         (Some(r), true) => (r.bytes.max(0) as u64, r.records.max(0) as u64),
                         _ => (0, 0),
@@ -297,8 +322,9 @@ pub struct Bucket {
     pub apis: BTreeMap<i16, (u64, Hist)>,
     /// Per error name: responses carrying it (each error code field counts).
     pub errors: BTreeMap<String, u64>,
-    /// Per topic: record bytes produced and fetched.
-    pub topics: BTreeMap<String, (u64, u64)>,
+    /// Per topic (those of [`Gather::topics`], the rest as [`OTHER_TOPICS`]): record
+    /// bytes produced and fetched.
+    pub topics: BTreeMap<std::sync::Arc<str>, (u64, u64)>,
 }
 
 impl Bucket {
@@ -467,7 +493,7 @@ pub struct Gather {
     /// Per error name.
     pub error_names: BTreeMap<String, ErrorRow>,
     /// Per topic (up to [`ROWS_KEEP`]).
-    pub topics: BTreeMap<String, TopicRow>,
+    pub topics: BTreeMap<std::sync::Arc<str>, TopicRow>,
     /// Topics past the cap.
     pub topics_dropped: u64,
     /// Per client_id (`""`: none), up to [`ROWS_KEEP`].
@@ -484,6 +510,18 @@ pub struct Gather {
     pub first_of: BTreeMap<(i16, i16), MsgRef>,
     /// Schema releases the messages' definitions came from.
     pub releases: BTreeSet<String>,
+    /// Partitions counted over all topic rows (at most [`ALL_PARTITIONS_KEEP`]).
+    partitions: usize,
+    /// Connections listed over all client rows (at most [`CLIENT_CONNECTIONS_KEEP`]).
+    client_connections: usize,
+    /// Error code fields counted as [`OTHER_ERRORS`].
+    pub errors_folded: u64,
+    /// Messages counted under [`OTHER_API_KEYS`] in the plots.
+    pub api_keys_folded: u64,
+    /// First requests of (api_key, api_version) pairs past [`FIRST_OF_KEEP`] (no page).
+    pub first_of_folded: u64,
+    /// Requests whose client_id is past the first [`ROWS_KEEP`] (no client row).
+    pub clients_folded: u64,
 }
 
 impl Gather {
@@ -557,14 +595,23 @@ impl Gather {
             }
         }
         let counted = f.api_key >= 0 && !f.guessed;
+        let mut plotted_key = if f.api_key >= 0 { f.api_key } else { -1 };
         if counted {
-            self.api_names
-                .entry(f.api_key)
-                .or_insert_with(|| f.api_name.clone());
-            if req {
-                self.first_of
-                    .entry((f.api_key, f.api_version))
-                    .or_insert(at);
+            if self.api_names.len() < API_KEYS_KEEP || self.api_names.contains_key(&f.api_key) {
+                self.api_names
+                    .entry(f.api_key)
+                    .or_insert_with(|| f.api_name.clone());
+            } else {
+                plotted_key = OTHER_API_KEYS;
+                self.api_keys_folded += 1;
+            }
+            let k = (f.api_key, f.api_version);
+            if req && !self.first_of.contains_key(&k) {
+                if self.first_of.len() < FIRST_OF_KEEP {
+                    self.first_of.insert(k, at);
+                } else {
+                    self.first_of_folded += 1;
+                }
             }
         }
         // Connection and client rows.
@@ -596,14 +643,19 @@ impl Gather {
                 let cl = self.clients.entry(id).or_default();
                 cl.requests += 1;
                 cl.bytes += f.size;
-                if cl.connections.len() < ROWS_KEEP {
-                    cl.connections.insert(ck);
+                if cl.connections.len() < ROWS_KEEP
+                    && self.client_connections < CLIENT_CONNECTIONS_KEEP
+                    && cl.connections.insert(ck)
+                {
+                    self.client_connections += 1;
                 }
                 if let Some(s) = &f.software {
                     if cl.software.len() < 16 {
                         cl.software.insert(s.clone());
                     }
                 }
+            } else {
+                self.clients_folded += 1;
             }
         } else if !f.errors.is_empty() {
             if let Some(cl) = self
@@ -614,10 +666,19 @@ impl Gather {
                 cl.errors += f.errors.len() as u64;
             }
         }
-        // Errors.
-        if !f.errors.is_empty() {
+        // Errors: past ERROR_NAMES_KEEP names, the rest count as one row.
+        let mut errors = f.errors;
+        for e in &mut errors {
+            if self.error_names.len() >= ERROR_NAMES_KEEP && !self.error_names.contains_key(e) {
+                *e = OTHER_ERRORS.to_string();
+                self.errors_folded += 1;
+            }
+        }
+        // A message keeps its first 16 error names in the lists of messages.
+        let listed = || errors.iter().take(16).cloned().collect::<Vec<String>>();
+        if !errors.is_empty() {
             self.error_responses += 1;
-            for e in &f.errors {
+            for e in &errors {
                 let r = self.error_names.entry(e.clone()).or_default();
                 r.count += 1;
                 if r.apis.len() < 32 && !r.apis.contains(&f.api_name) {
@@ -630,20 +691,27 @@ impl Gather {
                     at,
                     time_ns: t,
                     api: format!("{} v{}", f.api_name, f.api_version),
-                    errors: f.errors.clone(),
+                    errors: listed(),
                     latency_ns: f.latency_ns,
                     connection: f.connection,
                 });
             }
         }
-        // Topics.
+        // Topics: past ROWS_KEEP, the plots count the rest as one topic.
+        let mut plotted: Vec<(std::sync::Arc<str>, u64)> = Vec::new();
         for p in &f.parts {
-            let known = self.topics.contains_key(&p.topic);
-            if !known && self.topics.len() >= ROWS_KEEP {
+            let known = self
+                .topics
+                .get_key_value(p.topic.as_str())
+                .map(|(k, _)| k.clone());
+            if known.is_none() && self.topics.len() >= ROWS_KEEP {
                 self.topics_dropped += 1;
+                plotted.push((OTHER_TOPICS.into(), p.bytes));
                 continue;
             }
-            let row = self.topics.entry(p.topic.clone()).or_default();
+            let name = known.unwrap_or_else(|| p.topic.as_str().into());
+            plotted.push((name.clone(), p.bytes));
+            let row = self.topics.entry(name).or_default();
             if f.api_key == 0 {
                 row.produced.0 += p.bytes;
                 row.produced.1 += p.records;
@@ -651,8 +719,11 @@ impl Gather {
                 row.fetched.0 += p.bytes;
                 row.fetched.1 += p.records;
             }
-            if row.partitions.len() < PARTITIONS_KEEP {
-                row.partitions.insert(p.partition);
+            if row.partitions.len() < PARTITIONS_KEEP
+                && self.partitions < ALL_PARTITIONS_KEEP
+                && row.partitions.insert(p.partition)
+            {
+                self.partitions += 1;
             }
             row.errors += u64::from(p.error.is_some());
         }
@@ -687,7 +758,7 @@ impl Gather {
                 api_name: f.api_name.clone(),
                 connection: f.connection,
                 correlation_id: f.correlation_id,
-                errors: f.errors.clone(),
+                errors: listed(),
             };
             if self.slow.len() < SLOW_KEEP {
                 self.slow.push(Reverse(s));
@@ -697,10 +768,9 @@ impl Gather {
             }
         }
         // The time bucket.
-        let key = if f.api_key >= 0 { f.api_key } else { -1 };
-        let (latency, errors) = (f.latency_ns.filter(|_| counted), f.errors);
+        let key = plotted_key;
+        let latency = f.latency_ns.filter(|_| counted);
         let (prod, fetch) = (f.api_key == 0 && req, f.api_key == 1 && !req);
-        let parts = f.parts;
         let b = self.bucket(t);
         let e = b.apis.entry(key).or_default();
         e.0 += 1;
@@ -711,12 +781,12 @@ impl Gather {
             *b.errors.entry(name).or_default() += 1;
         }
         if prod || fetch {
-            for p in parts {
-                let e = b.topics.entry(p.topic).or_default();
+            for (topic, bytes) in plotted {
+                let e = b.topics.entry(topic).or_default();
                 if prod {
-                    e.0 += p.bytes;
+                    e.0 += bytes;
                 } else {
-                    e.1 += p.bytes;
+                    e.1 += bytes;
                 }
             }
         }
@@ -725,9 +795,50 @@ impl Gather {
     /// Ends the gathering: sorts each API's latencies in place (the tables and plots then
     /// read quantiles without copying them).
     pub fn finish(&mut self) {
-        for a in self.stats.apis.values_mut() {
-            a.latencies.sort_unstable();
+        self.stats.finish();
+    }
+
+    /// What was counted without a row or line of its own, past the caps that keep the
+    /// report bounded (this module's and [`Stats::folded`]), in words; empty when
+    /// nothing was.
+    pub fn folded(&self) -> Vec<String> {
+        let mut v = self.stats.folded();
+        let mut say = |n: u64, what: String| {
+            if n > 0 {
+                v.push(format!("{n} {what}"));
+            }
+        };
+        say(
+            self.topics_dropped,
+            format!("partition entries of topics past the first {ROWS_KEEP} are in no topic row (plotted as {OTHER_TOPICS})"),
+        );
+        say(
+            self.clients_folded,
+            format!("requests of client_ids past the first {ROWS_KEEP} are in no client row"),
+        );
+        say(
+            self.errors_folded,
+            format!("error code fields with names past the first {ERROR_NAMES_KEEP} are counted as {OTHER_ERRORS}"),
+        );
+        say(
+            self.api_keys_folded,
+            format!("messages of api_keys past the first {API_KEYS_KEEP} are plotted as (other api_keys)"),
+        );
+        say(
+            self.first_of_folded,
+            format!("(api_key, api_version) pairs past the first {FIRST_OF_KEEP} have no first-request page"),
+        );
+        if self.partitions >= ALL_PARTITIONS_KEEP {
+            v.push(format!(
+                "partitions are counted up to {ALL_PARTITIONS_KEEP} over all topics"
+            ));
         }
+        if self.client_connections >= CLIENT_CONNECTIONS_KEEP {
+            v.push(format!(
+                "client rows list up to {CLIENT_CONNECTIONS_KEEP} connections in all"
+            ));
+        }
+        v
     }
 
     /// The slowest responses, slowest first.
@@ -747,16 +858,6 @@ impl Gather {
             None => 0,
         }
     }
-}
-
-/// The nearest-rank `q`-quantile (0..=1) of sorted values: the value at rank
-/// ceil(q x n), as `kwire stats` and DuckDB's `quantile_disc` take it.
-pub fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    Some(sorted[rank - 1])
 }
 
 #[cfg(test)]
@@ -792,14 +893,5 @@ mod tests {
         assert_eq!(total, 1000);
         // 50 s over 200 buckets of a power-of-two multiple of 10 ms.
         assert_eq!(g.width_ns, 320_000_000);
-    }
-
-    #[test]
-    fn nearest_rank() {
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(quantile(&v, 0.99), Some(99));
-        assert_eq!(quantile(&v, 0.9), Some(90));
-        assert_eq!(quantile(&[5], 0.5), Some(5));
-        assert_eq!(quantile(&[], 0.5), None);
     }
 }

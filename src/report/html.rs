@@ -12,10 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use super::gather::{quantile, Gather, GroupEvent, MsgRef};
+use super::gather::{Gather, GroupEvent, MsgRef};
 use super::pages::Page;
 use super::plot::{self, Axis, BoxRow, Chart, Mark, Series, Style, Ticks, TimeAxis, TimeLabels};
 use crate::page::html::esc;
+use crate::traffic::Latencies;
 
 /// One capture's line of the overview.
 #[derive(Clone, Debug, Default)]
@@ -142,17 +143,6 @@ const SORT_SCRIPT: &str = r#"
 })();
 "#;
 
-/// `v` itself when sorted (as [`Gather::finish`] leaves it), else a sorted copy.
-fn sorted(v: &[u64]) -> std::borrow::Cow<'_, [u64]> {
-    if v.is_sorted() {
-        std::borrow::Cow::Borrowed(v)
-    } else {
-        let mut c = v.to_vec();
-        c.sort_unstable();
-        std::borrow::Cow::Owned(c)
-    }
-}
-
 /// `#msg-C-I`, the anchor of message (C, I)'s page.
 pub fn anchor(at: MsgRef) -> String {
     format!("msg-{}-{}", at.0, at.1)
@@ -170,6 +160,17 @@ fn td_ms(ns: Option<u64>) -> String {
     match ns {
         Some(v) => format!("<td class=\"n\" data-v=\"{v}\">{}</td>", ms_text(v)),
         None => "<td class=\"n\" data-v=\"-1\">-</td>".into(),
+    }
+}
+
+/// A latency read from a histogram (within 1%): marked `~`.
+fn td_ms_approx(ns: Option<u64>) -> String {
+    match ns {
+        Some(v) => format!(
+            "<td class=\"n\" data-v=\"{v}\" title=\"from a histogram, within 1%\">~{}</td>",
+            ms_text(v)
+        ),
+        None => td_ms(None),
     }
 }
 
@@ -368,6 +369,14 @@ fn overview(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         None,
     )?;
     writeln!(w, "</div>")?;
+    let folded = g.folded();
+    if !folded.is_empty() {
+        writeln!(
+            w,
+            "<p id=\"folded\" class=\"intro\">Folded to keep the report bounded: {}.</p>",
+            esc(&folded.join("; "))
+        )?;
+    }
     if let Some((a, b)) = g.span {
         // Clock times as -t chooses: local with `a`, else UTC.
         let utc = |ns: i64| {
@@ -505,7 +514,9 @@ fn plots(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let n = xs.len();
     let bs = &g.buckets[..n.min(g.buckets.len())];
     let api_name = |k: i16| -> String {
-        if k < 0 {
+        if k == super::gather::OTHER_API_KEYS {
+            "(other api_keys)".into()
+        } else if k < 0 {
             "SASL token".into()
         } else {
             g.api_names
@@ -677,32 +688,41 @@ fn plots(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         ),
     )?;
     // 3. Latency distribution per API.
-    let mut per_api: BTreeMap<i16, (String, Vec<u64>)> = BTreeMap::new();
+    let mut per_api: BTreeMap<i16, (String, Latencies)> = BTreeMap::new();
+    let mut approximate = false;
     for ((k, _), a) in &g.stats.apis {
         let e = per_api
             .entry(*k)
-            .or_insert_with(|| (a.api_name.clone(), Vec::new()));
-        e.1.extend_from_slice(&a.latencies);
+            .or_insert_with(|| (a.api_name.clone(), Latencies::default()));
+        e.1.merge(&a.latencies);
     }
     let mut rows = Vec::new();
-    for (_, (name, mut l)) in per_api {
-        if l.is_empty() {
+    for (_, (name, l)) in per_api {
+        let Some(q) = l.quantiles(&[0.0, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0]) else {
             continue;
-        }
-        l.sort_unstable();
-        let q = |p: f64| quantile(&l, p).unwrap_or(0) as f64 / 1e6;
+        };
+        approximate |= !l.is_exact();
+        let q: Vec<f64> = q.iter().map(|v| *v as f64 / 1e6).collect();
         rows.push(BoxRow {
             name,
-            q: [q(0.0), q(0.25), q(0.5), q(0.75), q(0.9), q(0.99), q(1.0)],
-            n: l.len() as u64,
+            q: [q[0], q[1], q[2], q[3], q[4], q[5], q[6]],
+            n: l.len(),
         });
     }
     figure(
         w,
         "plot-distribution",
         "Latency distribution per API",
-        &plot::boxes("latency distribution per API", "latency (ms, log scale)", &rows),
-        "Per API (all versions): the box spans p25 to p75 with the median as a thick line, the whisker runs from the minimum to p99, the short tick is p90 and the dot the maximum; exact nearest-rank values over every paired response (hover a row for them).",
+        &plot::boxes(
+            "latency distribution per API",
+            "latency (ms, log scale)",
+            &rows,
+        ),
+        if approximate {
+            "Per API (all versions): the box spans p25 to p75 with the median as a thick line, the whisker runs from the minimum to p99, the short tick is p90 and the dot the maximum; nearest-rank values over every paired response (hover a row for them), read from a histogram within 1% where the API table marks them ~ (minimum and maximum exact)."
+        } else {
+            "Per API (all versions): the box spans p25 to p75 with the median as a thick line, the whisker runs from the minimum to p99, the short tick is p90 and the dot the maximum; exact nearest-rank values over every paired response (hover a row for them)."
+        },
     )?;
     // 4. Error codes over time by name.
     let mut etot: BTreeMap<String, f64> = BTreeMap::new();
@@ -752,7 +772,7 @@ fn plots(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let mut ttot: BTreeMap<String, f64> = BTreeMap::new();
     for b in bs {
         for (k, (p, f)) in &b.topics {
-            *ttot.entry(k.clone()).or_default() += (*p + *f) as f64;
+            *ttot.entry(k.to_string()).or_default() += (*p + *f) as f64;
         }
     }
     let tkeys: Vec<String> = top(&ttot, 5)
@@ -772,7 +792,7 @@ fn plots(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                 .map(|(x, b)| {
                     let v = b
                         .topics
-                        .get(k)
+                        .get(k.as_str())
                         .map_or(0, |e| if fetched { e.1 } else { e.0 });
                     (*x, v as f64 / width_s)
                 })
@@ -914,7 +934,15 @@ fn apis(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         ],
     )?;
     for ((k, v), a) in &st.apis {
-        let l = &sorted(&a.latencies);
+        let q = a.latencies.quantiles(&[0.5, 0.9, 0.99, 1.0]);
+        let q = |i: usize| q.as_ref().map(|q| q[i]);
+        let td_q = |i: usize| {
+            if a.latencies.is_exact() {
+                td_ms(q(i))
+            } else {
+                td_ms_approx(q(i))
+            }
+        };
         let errs: u64 = a.errors.values().sum();
         let names: Vec<String> = a.errors.iter().map(|(n, c)| format!("{n} x{c}")).collect();
         writeln!(
@@ -928,10 +956,10 @@ fn apis(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             td_n(a.bytes),
             td_n(errs),
             td_n(a.malformed),
-            td_ms(quantile(l, 0.5)),
-            td_ms(quantile(l, 0.9)),
-            td_ms(quantile(l, 0.99)),
-            td_ms(l.last().copied()),
+            td_q(0),
+            td_q(1),
+            td_q(2),
+            td_ms(q(3)),
             td(&names.join(", "))
         )?;
     }
