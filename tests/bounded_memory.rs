@@ -1411,3 +1411,141 @@ fn unanswered_requests_on_1000_connections_share_one_cap() {
         "{summary}"
     );
 }
+
+/// A Produce v3 request (correlation_id `corr`, client_id `client`) of one record to
+/// partition 0 of `topic`.
+fn produce_to(corr: i32, client: &str, topic: &str) -> Vec<u8> {
+    let records = batch_of(1, &records_of(1, 10), false);
+    let mut b = Vec::new();
+    b.extend(0i16.to_be_bytes());
+    b.extend(3i16.to_be_bytes());
+    b.extend(corr.to_be_bytes());
+    str16(&mut b, client);
+    b.extend((-1i16).to_be_bytes()); // TransactionalId null
+    b.extend(1i16.to_be_bytes()); // Acks
+    b.extend(30_000i32.to_be_bytes());
+    b.extend(1i32.to_be_bytes());
+    str16(&mut b, topic);
+    b.extend(1i32.to_be_bytes());
+    b.extend(0i32.to_be_bytes());
+    b.extend((records.len() as i32).to_be_bytes());
+    b.extend(records);
+    sized(b)
+}
+
+/// Its response: partition 0 of `topic`, no error.
+fn produce_response_to(corr: i32, topic: &str) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend(corr.to_be_bytes());
+    b.extend(1i32.to_be_bytes());
+    str16(&mut b, topic);
+    b.extend(1i32.to_be_bytes());
+    b.extend(0i32.to_be_bytes()); // Index
+    b.extend(0i16.to_be_bytes()); // ErrorCode
+    b.extend(100i64.to_be_bytes());
+    b.extend((-1i64).to_be_bytes());
+    b.extend(0i32.to_be_bytes());
+    sized(b)
+}
+
+/// A report of a capture with more distinct names and keys than the report keeps rows
+/// or plot lines for: 2,600 topics of 200-character names produced to by 2,600
+/// client_ids, 600 unknown error codes, and requests of 300 unknown api_keys in 5
+/// versions each (1,500 (api_key, api_version) pairs). Each cap folds the rest into one
+/// row or line, the overview says what was folded, and the peak stays bounded.
+#[test]
+fn report_of_many_names_and_keys_folds_past_its_caps() {
+    const TOPICS: usize = 2_600;
+    let p = scratch("many-names.pcap");
+    {
+        let mut w =
+            PcapWriter::new(std::io::BufWriter::new(std::fs::File::create(&p).unwrap())).unwrap();
+        let mut f = flow_of(1);
+        let mut t = 1_000_000u64;
+        f.open(&mut w, t).unwrap();
+        let mut corr = 0i32;
+        let mut exchange = |w: &mut PcapWriter<_>, req: Vec<u8>, resp: Option<Vec<u8>>| {
+            t += 100;
+            f.send(w, true, t, &req).unwrap();
+            if let Some(r) = resp {
+                t += 100;
+                f.send(w, false, t, &r).unwrap();
+            }
+        };
+        for i in 0..TOPICS {
+            corr += 1;
+            let topic = format!("t{i:05}-{}", "x".repeat(200));
+            exchange(
+                &mut w,
+                produce_to(corr, &format!("client-{i}"), &topic),
+                Some(produce_response_to(corr, &topic)),
+            );
+        }
+        for i in 0..600i16 {
+            corr += 1;
+            let mut resp = api_versions_response(corr);
+            resp[8..10].copy_from_slice(&(2_000 + i).to_be_bytes());
+            exchange(&mut w, api_versions(corr), Some(resp));
+        }
+        for k in 0..300i16 {
+            for v in 0..5i16 {
+                corr += 1;
+                let mut req = api_versions(corr);
+                req[4..6].copy_from_slice(&(1_000 + k).to_be_bytes());
+                req[6..8].copy_from_slice(&v.to_be_bytes());
+                exchange(&mut w, req, None);
+            }
+        }
+        use std::io::Write;
+        w.into_inner().flush().unwrap();
+    }
+    let out = scratch("many-names.html");
+    let run = run_under(
+        &["report", p.to_str().unwrap(), "-o", out.to_str().unwrap()],
+        LOSSY_PEAK_KIB * 2,
+    );
+    std::fs::remove_file(&p).ok();
+    if run.is_none() {
+        return;
+    }
+    let html = std::fs::read_to_string(&out).unwrap();
+    std::fs::remove_file(&out).ok();
+    let folded = html
+        .split("<p id=\"folded\"")
+        .nth(1)
+        .and_then(|s| s.split("</p>").next())
+        .unwrap_or_else(|| panic!("no folded paragraph in the overview"));
+    for want in [
+        // A request and its response each name the topic.
+        &format!(
+            "{} partition entries of topics past the first 2000",
+            2 * (TOPICS - 2_000)
+        ),
+        // The later client_ids, and the requests that name client_id "test" after them.
+        &format!(
+            "{} requests of client_ids past the first 2000",
+            TOPICS - 2_000 + 600 + 1_500
+        ),
+        "100 error code fields with names past the first 500 are counted as (other errors)",
+        // Produce and ApiVersions, then 254 of the unknown api_keys have a line.
+        "230 messages of api_keys past the first 256 are plotted as (other api_keys)",
+        "502 (api_key, api_version) pairs past the first 1000 have no first-request page",
+    ] {
+        assert!(folded.contains(want), "{want:?} not in {folded}");
+    }
+    let rows = |id: &str| {
+        html.split(&format!("id=\"{id}\""))
+            .nth(1)
+            .and_then(|s| s.split("</table>").next())
+            .map_or(0, |t| t.matches("<tr").count())
+    };
+    // A header row and one row a topic or client kept.
+    assert_eq!(rows("t-topics"), 2_001);
+    assert_eq!(rows("t-clients"), 2_001);
+    assert!(
+        html.contains("(other errors)"),
+        "the error rows past the cap as one"
+    );
+    // Topic names are cut at 256 characters in the rows (these are 206: whole).
+    assert!(html.contains(&format!("t00000-{}", "x".repeat(200))));
+}
