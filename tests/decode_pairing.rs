@@ -37,16 +37,12 @@ fn json_lines(text: &str) -> Vec<J> {
 
 /// `kwire read --format json -x` of `capture`: every message with its bytes.
 fn read(capture: &Path) -> Vec<J> {
-    let out = kwire()
+    let ok = kwire()
         .args(["read", "--threads", "1", "--format", "json", "-x"])
         .arg(capture)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
+    let out = ok.get_output();
     json_lines(&String::from_utf8_lossy(&out.stdout))
 }
 
