@@ -5,10 +5,15 @@
 //!
 //! Memory for pairing is bounded by [`Pairer`]'s caps, per connection and over all
 //! connections.
+//!
+//! Frames without a capture (`kwire decode` of hex, base64 or raw frames) go through the
+//! same session: [`Session::for_dump`] pairs them by stream and correlation_id with a
+//! queue per correlation_id (a dump of several connections written as one stream reuses
+//! them), and [`Session::decode_loose`] decodes each with what its input says of it.
 
-use crate::decode::guess::{GuessContext, Guesser};
+use crate::decode::guess::{clean_request, GuessContext, Guesser};
 use crate::decode::internal_topics::InternalTopic;
-use crate::decode::{self, DecodeOptions, Known};
+use crate::decode::{self, DecodeOptions, Known, Layout};
 use crate::input::{
     self, DefaultPlausibility, Frame, FrameKind, FramePlausibility, PairedRequest, Pairer,
 };
@@ -77,7 +82,9 @@ pub struct Session<'s> {
     pub opts: &'s DecodeOptions,
     /// Requests waiting for their responses.
     pub pairer: Pairer,
-    protocol_types: HashMap<(u32, i32), String>,
+    /// The protocol type of JoinGroup/SyncGroup requests waiting, by (connection,
+    /// correlation_id, the request's frame number: [`PairedRequest::frame`]).
+    protocol_types: HashMap<(u32, i32, u64), String>,
     /// Topic ids learned from responses that carry both a name and an id (Metadata,
     /// CreateTopics, DescribeTopicPartitions...), so later messages that carry only the
     /// id (Fetch v13+, Produce v13+) can show the name.
@@ -110,6 +117,15 @@ pub struct Session<'s> {
     pub(crate) last_paired: Option<PairedRequest>,
     /// When set, every topic name learned (or renamed) is added here too, in order.
     pub(crate) learned: Option<Vec<(uuid::Uuid, String)>>,
+}
+
+/// `k` (what a paired response knows) with the layout and internal topic ids of `base`.
+fn with_layout(mut k: Known, base: &Known) -> Known {
+    k.layout = base.layout;
+    k.hints
+        .internal_topic_ids
+        .clone_from(&base.hints.internal_topic_ids);
+    k
 }
 
 /// Distinct (api_key, api_version) pairs remembered per connection.
@@ -241,35 +257,58 @@ struct Orphan {
 }
 
 impl Orphan {
-    /// The response decoded by the best ranked guess; as raw bytes when no layout fits
-    /// or the frame is cut short.
+    /// The response in `bytes` (laid out as `layout` says) decoded by the best ranked
+    /// guess; as raw bytes when no layout fits or the frame is cut short (`incomplete`).
     fn decode<'a>(
         &self,
         schema: &'a Schema,
         opts: &'a DecodeOptions,
-        f: &'a Frame,
+        bytes: &'a [u8],
+        incomplete: bool,
+        layout: Layout,
         arena: &'a Buffers,
     ) -> Message<'a> {
         let raw = Known {
             direction: Direction::Response,
+            layout,
             ..Known::request()
         };
-        if f.ctx.incomplete {
+        if incomplete {
             // A cut frame fits no layout exactly: it stays raw.
-            return decode::decode(schema, opts, arena, &f.bytes, &raw);
+            return decode::decode(schema, opts, arena, bytes, &raw);
         }
         let cx = GuessContext { seen: &self.seen };
         self.guesser
-            .response(
-                schema,
-                opts,
-                arena,
-                &f.bytes,
-                decode::Layout::default(),
-                &cx,
-            )
-            .unwrap_or_else(|| decode::decode(schema, opts, arena, &f.bytes, &raw))
+            .response(schema, opts, arena, bytes, layout, &cx)
+            .unwrap_or_else(|| decode::decode(schema, opts, arena, bytes, &raw))
     }
+}
+
+/// Requests of a dump ([`Session::for_dump`]) remembered per (stream, correlation_id) at
+/// most: a dump of several connections written as one stream reuses correlation_ids.
+pub const DUMP_DEPTH: usize = 64;
+
+/// Requests of a dump ([`Session::for_dump`]) remembered for pairing their responses at
+/// most, over all streams; past it the oldest is forgotten (a notice says so).
+pub const DUMP_MAX_PENDING: usize = 100_000;
+
+/// What a frame of a dump, not of a capture (`kwire decode`), says of itself: see
+/// [`Session::decode_loose`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loose {
+    /// The stream it belongs to (a `c>s STREAM OFFSET HEX` line's, a `conn N` title's;
+    /// else 0): requests and responses pair within one stream.
+    pub connection: u32,
+    /// Its number in the input, 1-based ([`PairedRequest::frame`] of a request).
+    pub frame: u64,
+    /// Its direction when the input says (a `c>s`/`s>c` line, `--kind`); `None`: the
+    /// bytes decide (a request that decodes cleanly, else a response).
+    pub direction: Option<Direction>,
+    /// How its bytes are laid out (size prefix, header).
+    pub layout: Layout,
+    /// The api_key and api_version to decode it with (`--api-key`, `--api-version`):
+    /// then it is not paired.
+    pub api: Option<(i16, i16)>,
 }
 
 /// What the session's in-order pass ([`Session::prepare`]) hands a frame so that it can
@@ -302,7 +341,14 @@ impl Prepared {
             return decode::sasl_token(arena, &f.bytes, dir);
         }
         let mut m = match &self.orphan {
-            Some(o) => o.decode(schema, opts, f, arena),
+            Some(o) => o.decode(
+                schema,
+                opts,
+                &f.bytes,
+                f.ctx.incomplete,
+                Layout::default(),
+                arena,
+            ),
             None => decode::decode(schema, opts, arena, &f.bytes, &self.known),
         };
         name_topic_ids(&mut m.tree, &self.names, arena);
@@ -381,15 +427,22 @@ impl<'s> Session<'s> {
     where
         's: 'a,
     {
-        let o = self.orphan_context(f);
-        o.decode(self.schema, self.opts, f, arena)
+        let o = self.orphan_context(f.ctx.connection, Pairer::response_correlation(&f.bytes));
+        let layout = Layout::default();
+        o.decode(
+            self.schema,
+            self.opts,
+            &f.bytes,
+            f.ctx.incomplete,
+            layout,
+            arena,
+        )
     }
 
-    /// The in-order half of [`Session::orphan`]: counts the response and takes what its
-    /// guess needs (the layouts, the connection's recent requests).
-    fn orphan_context(&mut self, f: &Frame) -> Orphan {
-        let conn = f.ctx.connection;
-        let corr = Pairer::response_correlation(&f.bytes);
+    /// The in-order half of [`Session::orphan`] for a response of `conn` with `corr`:
+    /// counts the response and takes what its guess needs (the layouts, the
+    /// connection's recent requests).
+    fn orphan_context(&mut self, conn: u32, corr: Option<i32>) -> Orphan {
         let before = match (self.requests_seen.get(&conn), corr) {
             (None, _) => true,
             (Some((_, low)), Some(c)) => c < *low,
@@ -400,6 +453,11 @@ impl<'s> Session<'s> {
         } else {
             self.answers_unpaired += 1;
         }
+        self.guess_context(conn)
+    }
+
+    /// The layouts and the recent requests of `conn`: what a guess on it needs.
+    fn guess_context(&mut self, conn: u32) -> Orphan {
         let schema = self.schema;
         let guesser = Arc::clone(
             self.guesser
@@ -433,6 +491,17 @@ impl<'s> Session<'s> {
             last_paired: None,
             learned: None,
         }
+    }
+
+    /// A new session for frames of a dump, not of a capture (`kwire decode`): a
+    /// response pairs with the oldest request of its stream and correlation_id that its
+    /// layout fits, of up to [`DUMP_DEPTH`] waiting with it; at most
+    /// [`DUMP_MAX_PENDING`] requests wait over all. Decode with
+    /// [`Session::decode_loose`].
+    pub fn for_dump(schema: &'s Schema, opts: &'s DecodeOptions) -> Session<'s> {
+        let mut s = Session::new(schema, opts);
+        s.pairer = Pairer::with_total(DUMP_MAX_PENDING, DUMP_MAX_PENDING).with_depth(DUMP_DEPTH);
+        s
     }
 
     /// Uses `g` (listed over this session's schema) for the guesses.
@@ -470,14 +539,10 @@ impl<'s> Session<'s> {
             Known::request()
         } else {
             let corr = Pairer::response_correlation(&f.bytes);
-            match corr.and_then(|x| self.pairer.response(c.connection, x)) {
-                Some(p) => {
-                    self.last_paired = Some(p);
+            match self.pair(c.connection, corr, |_| false) {
+                Some((p, k)) => {
                     let ns = c.time.nanos_since(&p.time).max(0) as u64;
                     ctx.latency = Some(Duration::from_nanos(ns));
-                    let mut k = Known::response(p.api_key, p.api_version);
-                    k.hints.protocol_type =
-                        corr.and_then(|x| self.protocol_types.remove(&(c.connection, x)));
                     k
                 }
                 None => Known {
@@ -494,9 +559,40 @@ impl<'s> Session<'s> {
         (ctx, dir, known)
     }
 
+    /// The request of `connection` a response with correlation_id `corr` answers (found
+    /// and forgotten: of several waiting, the oldest `fits` says yes to, see
+    /// [`Pairer::response_with`]), and what decoding the response knows from it (api_key,
+    /// api_version, the protocol type of a JoinGroup/SyncGroup request).
+    fn pair(
+        &mut self,
+        connection: u32,
+        corr: Option<i32>,
+        fits: impl FnMut(&PairedRequest) -> bool,
+    ) -> Option<(PairedRequest, Known)> {
+        let corr = corr?;
+        let p = self.pairer.response_with(connection, corr, fits)?;
+        self.last_paired = Some(p);
+        let mut k = Known::response(p.api_key, p.api_version);
+        k.hints.protocol_type = self.protocol_types.remove(&(connection, corr, p.frame));
+        Some((p, k))
+    }
+
     /// Remembers a decoded request: its protocol type for the response, and the request
     /// itself for pairing (unless it expects no response: Produce with acks=0).
     fn note_request(&mut self, f: &Frame, m: &Message<'_>) {
+        let c = &f.ctx;
+        self.note_request_at(c.connection, c.last_frame, c.time, m);
+    }
+
+    /// [`Session::note_request`] for a request of `connection` at frame number `frame`
+    /// and time `time`.
+    fn note_request_at(
+        &mut self,
+        connection: u32,
+        frame: u64,
+        time: input::Timestamp,
+        m: &Message<'_>,
+    ) {
         let Some(corr) = m.correlation_id else {
             return;
         };
@@ -507,32 +603,128 @@ impl<'s> Session<'s> {
             m.tree.find("ProtocolType").map(|n| n.value.clone())
         };
         if let Some(Value::Str(pt)) = pt {
-            self.note_protocol_type(f.ctx.connection, corr, pt);
+            if self.protocol_types.len() < 100_000 {
+                self.protocol_types
+                    .insert((connection, corr, frame), pt.to_string());
+            }
         }
-        self.note_pending(f, m.api_key, m.api_version, corr, !acks_zero(m));
+        let at = (connection, frame, time);
+        self.note_pending(at, m.api_key, m.api_version, corr, !acks_zero(m));
     }
 
-    fn note_protocol_type(&mut self, connection: u32, corr: i32, pt: &str) {
-        if self.protocol_types.len() < 100_000 {
-            self.protocol_types
-                .insert((connection, corr), pt.to_string());
-        }
-    }
-
-    fn note_pending(&mut self, f: &Frame, key: i16, ver: i16, corr: i32, expects: bool) {
-        self.seen_request(f.ctx.connection, corr, key, ver);
-        if let Some(n) = self.pairer.request_tagged(
-            f.ctx.connection,
-            corr,
-            key,
-            ver,
-            expects,
-            f.ctx.last_frame,
-            f.ctx.time,
-            self.tag,
-        ) {
+    /// Remembers a request of (connection, frame number, time) `at` for pairing and for
+    /// the guesses on its connection.
+    fn note_pending(
+        &mut self,
+        at: (u32, u64, input::Timestamp),
+        key: i16,
+        ver: i16,
+        corr: i32,
+        expects: bool,
+    ) {
+        let (connection, frame, time) = at;
+        self.seen_request(connection, corr, key, ver);
+        if let Some(n) = self
+            .pairer
+            .request_tagged(connection, corr, key, ver, expects, frame, time, self.tag)
+        {
             self.notices.push(n);
         }
+    }
+
+    /// Decodes one frame of a dump (`kwire decode`; the session made by
+    /// [`Session::for_dump`]), in input order, as [`Session::decode`] does a capture's:
+    /// a response decodes with the api_key, api_version and protocol type of the request
+    /// it answers (of the requests of its stream waiting with its correlation_id, the
+    /// oldest whose response layout decodes it cleanly, else the oldest), one without its
+    /// request by the ranked guess with the stream's earlier requests; a Produce request
+    /// with acks=0 waits for no response; topic names learned from earlier messages name
+    /// the `TopicId`s. A frame of unknown direction (`how.direction` `None`) is a request
+    /// when it decodes cleanly as one, else a response (paired, or guessed). With
+    /// `how.api`, the frame decodes with that api_key and api_version, unpaired.
+    /// Notices (a request forgotten for the cap) go to [`Session::notices`].
+    pub fn decode_loose<'a>(
+        &mut self,
+        bytes: &'a [u8],
+        how: &Loose,
+        arena: &'a Buffers,
+    ) -> Message<'a>
+    where
+        's: 'a,
+    {
+        let (schema, opts, layout, conn) = (self.schema, self.opts, how.layout, how.connection);
+        self.last_paired = None;
+        let mut known = Known {
+            direction: how.direction.unwrap_or(Direction::Request),
+            api_key: how.api.map(|a| a.0),
+            api_version: how.api.map(|a| a.1),
+            hints: decode::Hints::default(),
+            layout,
+        };
+        known
+            .hints
+            .internal_topic_ids
+            .clone_from(&self.internal_ids);
+        // The correlation_id where a response has it (a frame that may be a response).
+        let corr =
+            if how.api.is_none() && layout.header && how.direction != Some(Direction::Request) {
+                let o = if layout.size_prefix { 4 } else { 0 };
+                bytes
+                    .get(o..o + 4)
+                    .map(|c| i32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+            } else {
+                None
+            };
+        // Whether the response layout of a request waiting fits the frame cleanly.
+        let fits = |p: &PairedRequest| {
+            let a = Buffers::new();
+            let k = Known {
+                layout,
+                ..Known::response(p.api_key, p.api_version)
+            };
+            decode::decode(schema, opts, &a, bytes, &k).problem_counts() == (0, 0)
+        };
+        let mut m = match how.direction {
+            _ if how.api.is_some() || !layout.header => {
+                decode::decode(schema, opts, arena, bytes, &known)
+            }
+            Some(Direction::Request) => decode::decode(schema, opts, arena, bytes, &known),
+            Some(Direction::Response) => match self.pair(conn, corr, fits) {
+                Some((_, k)) => decode::decode(schema, opts, arena, bytes, &with_layout(k, &known)),
+                None => {
+                    let o = self.orphan_context(conn, corr);
+                    o.decode(schema, opts, bytes, false, layout, arena)
+                }
+            },
+            None => {
+                let waiting = corr.is_some_and(|c| self.pairer.waiting(conn, c));
+                if waiting {
+                    // A request whose header reads as a waiting correlation_id stays a
+                    // request when it decodes cleanly as one.
+                    let r = decode::decode(schema, opts, arena, bytes, &known);
+                    if clean_request(schema, &r) {
+                        r
+                    } else {
+                        match self.pair(conn, corr, fits) {
+                            Some((_, k)) => {
+                                decode::decode(schema, opts, arena, bytes, &with_layout(k, &known))
+                            }
+                            None => r,
+                        }
+                    }
+                } else {
+                    let o = self.guess_context(conn);
+                    let cx = GuessContext { seen: &o.seen };
+                    o.guesser.either(schema, opts, arena, bytes, layout, &cx)
+                }
+            }
+        };
+        self.learn_topic_ids(&m.tree);
+        name_topic_ids(&mut m.tree, &self.topic_names, arena);
+        if m.direction == Direction::Request {
+            self.note_request_at(conn, how.frame, input::Timestamp::default(), &m);
+        }
+        m
     }
 
     /// Decodes one frame from the input layer. The message borrows from `f` and `arena`;
@@ -660,10 +852,18 @@ impl<'s> Session<'s> {
         if dir == Direction::Response && p.known.api_key.is_none() {
             // Without its request, the guess decides what the response is: decoded here
             // too, to learn what it teaches (topic names).
-            let o = self.orphan_context(f);
+            let o = self.orphan_context(f.ctx.connection, Pairer::response_correlation(&f.bytes));
             let mut arena = std::mem::take(&mut self.scratch);
             arena.reset();
-            let m = o.decode(self.schema, self.opts, f, &arena);
+            let layout = Layout::default();
+            let m = o.decode(
+                self.schema,
+                self.opts,
+                &f.bytes,
+                f.ctx.incomplete,
+                layout,
+                &arena,
+            );
             self.learn_topic_ids(&m.tree);
             drop(m);
             self.scratch = arena;
@@ -725,7 +925,8 @@ impl<'s> Session<'s> {
             };
         }
         self.scratch = arena;
-        self.note_pending(f, key, ver, corr, expects);
+        let at = (f.ctx.connection, f.ctx.last_frame, f.ctx.time);
+        self.note_pending(at, key, ver, corr, expects);
         p
     }
 }

@@ -9,12 +9,12 @@
 
 use super::output::{self, print_message, render_options};
 use super::{say, Cli, CliError, DecodeArgs, KindArg, OutputFormat};
-use crate::decode::guess::{clean_request, GuessContext, Guesser};
-use crate::decode::{self, DecodeOptions, Known, Layout};
+use crate::decode::{DecodeOptions, Layout};
 use crate::input::hex;
 use crate::schema::Schema;
-use crate::tree::{Buffers, Direction, Value};
-use std::collections::{HashMap, VecDeque};
+use crate::session::{Loose, Session, DUMP_DEPTH, DUMP_MAX_PENDING};
+use crate::tree::{Buffers, Direction};
+use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
 
 /// Largest frame `kwire decode` holds, in bytes (`kwire read --max-frame`'s default, the
@@ -25,51 +25,11 @@ pub const MAX_FRAME: usize = 100 << 20;
 /// its lines and the bytes at once).
 pub const MAX_TEXT: usize = 64 << 20;
 
-/// Requests remembered for pairing their responses (`c>s`/`s>c` dumps); the oldest is
-/// forgotten past this, as `kwire read` does.
-const MAX_PENDING: usize = 100_000;
-
 /// One frame to decode, with what its source line said.
 struct Frame<'b> {
     bytes: &'b [u8],
     direction: Option<hex::Direction>,
     stream: u64,
-}
-
-/// Requests waiting for their responses, by (stream, correlation_id), oldest first:
-/// (api_key, api_version, protocol type).
-type Pending = HashMap<(u64, i32), Vec<(i16, i16, Option<String>)>>;
-
-/// The pending request a response frame answers, taken from the queue of its
-/// correlation_id: the oldest whose response layout decodes the frame cleanly, else the
-/// oldest.
-fn take_pending(
-    schema: &Schema,
-    opts: &DecodeOptions,
-    pending: &mut Pending,
-    key: (u64, i32),
-    frame: &[u8],
-    layout: Layout,
-) -> Option<(i16, i16, Option<String>)> {
-    let q = pending.get_mut(&key)?;
-    let fits = |k: i16, v: i16| {
-        let arena = Buffers::new();
-        let known = Known {
-            layout,
-            ..Known::response(k, v)
-        };
-        decode::decode(schema, opts, &arena, frame, &known).problem_counts() == (0, 0)
-    };
-    let i = if q.len() > 1 {
-        q.iter().position(|(k, v, _)| fits(*k, *v)).unwrap_or(0)
-    } else {
-        0
-    };
-    let p = (i < q.len()).then(|| q.remove(i));
-    if q.is_empty() {
-        pending.remove(&key);
-    }
-    p
 }
 
 /// Whether `b` starts like a pcap or pcapng file.
@@ -316,13 +276,14 @@ pub fn decode_command(
     let mut ignored = output::ignored_options(&a.out, format);
     // An HTML page is one document: its messages are gathered, then written at the end.
     let mut doc = crate::page::frames::Doc::new("Kafka messages decoded by kwire");
-    // Requests by (stream, correlation_id), oldest first: streams of several connections
-    // written as one (`c>s`/`s>c` lines) reuse correlation_ids.
-    let mut pending: Pending = HashMap::new();
-    let mut order: VecDeque<(u64, i32)> = VecDeque::new();
-    let mut forgot = false;
+    // Responses pair with their requests through the session `kwire read` uses, by
+    // stream and correlation_id: streams of several connections written as one
+    // (`c>s`/`s>c` lines) reuse correlation_ids, so a queue of them waits for each.
+    let mut session = Session::for_dump(schema, &opts);
+    let (mut forgot, mut queue_full) = (false, false);
+    // Streams past u32 (no capture has so many connections), numbered down from the top.
+    let mut big_streams: HashMap<u64, u32> = HashMap::new();
     let (mut frames, mut errors, mut cut) = (0usize, 0usize, false);
-    let guesser = Guesser::new(schema);
     // One arena for every frame: emptied before each, so its memory is reused.
     let mut arena = Buffers::new();
     let mut each = |f: Frame<'_>, notes: &[String]| -> io::Result<()> {
@@ -333,7 +294,7 @@ pub fn decode_command(
             say(&line);
         }
         // The direction the input gives (a c>s/s>c line, --kind, or --api-key for a
-        // response); with none, the frame's own bytes decide (see below).
+        // response); with none, the frame's own bytes decide.
         let given = match (f.direction, a.kind) {
             (Some(hex::Direction::ClientToServer), _) => Some(Direction::Request),
             (Some(hex::Direction::ServerToClient), _) => Some(Direction::Response),
@@ -342,80 +303,31 @@ pub fn decode_command(
             (None, None) if a.api_key.is_some() => Some(Direction::Response),
             (None, None) => None,
         };
-        let dir = given.unwrap_or(Direction::Request);
-        let mut known = Known {
-            direction: dir,
-            api_key: a.api_key,
-            api_version: a.api_version,
-            hints: Default::default(),
+        let n = big_streams.len();
+        let connection = u32::try_from(f.stream).unwrap_or_else(|_| {
+            *big_streams
+                .entry(f.stream)
+                .or_insert(u32::MAX - n.min(u32::MAX as usize) as u32)
+        });
+        let how = Loose {
+            connection,
+            frame: frames as u64 + 1,
+            direction: given,
             layout,
+            api: a.api_key.zip(a.api_version),
         };
-        // A correlation_id that an earlier request of the input carries pairs the frame
-        // with it.
-        let mut paired = None;
-        if a.api_key.is_none() && layout.header && given != Some(Direction::Request) {
-            let o = if layout.size_prefix { 4 } else { 0 };
-            if let Some(c) = f.bytes.get(o..o + 4) {
-                let corr = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                paired = take_pending(
-                    schema,
-                    &opts,
-                    &mut pending,
-                    (f.stream, corr),
-                    f.bytes,
-                    layout,
-                );
+        arena.reset();
+        let m = session.decode_loose(f.bytes, &how, &arena);
+        if !session.notices.is_empty() {
+            session.notices.clear();
+            if !forgot {
+                forgot = true;
+                say(&format!("kwire: more than {DUMP_MAX_PENDING} requests wait for their responses: the oldest are forgotten (their responses decode without the request's version)"));
             }
         }
-        arena.reset();
-        let none = GuessContext::default();
-        let m = match (given, paired) {
-            (Some(Direction::Response), Some((k, v, pt))) | (None, Some((k, v, pt))) => {
-                let request = (given.is_none())
-                    .then(|| decode::decode(schema, &opts, &arena, f.bytes, &known));
-                match request {
-                    Some(r) if clean_request(schema, &r) => r,
-                    _ => {
-                        known.direction = Direction::Response;
-                        known.api_key = Some(k);
-                        known.api_version = Some(v);
-                        known.hints.protocol_type = pt;
-                        decode::decode(schema, &opts, &arena, f.bytes, &known)
-                    }
-                }
-            }
-            (Some(Direction::Response), None) if a.api_key.is_none() => guesser
-                .response(schema, &opts, &arena, f.bytes, layout, &none)
-                .unwrap_or_else(|| decode::decode(schema, &opts, &arena, f.bytes, &known)),
-            (None, None) if layout.header => {
-                guesser.either(schema, &opts, &arena, f.bytes, layout, &none)
-            }
-            _ => decode::decode(schema, &opts, &arena, f.bytes, &known),
-        };
-        if m.direction == Direction::Request {
-            if let Some(c) = m.correlation_id {
-                let pt = m.tree.find("ProtocolType").and_then(|n| match n.value {
-                    Value::Str(s) => Some(s.to_string()),
-                    _ => None,
-                });
-                let key = (f.stream, c);
-                let q = pending.entry(key).or_default();
-                if q.is_empty() {
-                    order.push_back(key);
-                }
-                if q.len() < 64 {
-                    q.push((m.api_key, m.api_version, pt));
-                }
-                while pending.len() > MAX_PENDING {
-                    if let Some(old) = order.pop_front() {
-                        pending.remove(&old);
-                    }
-                    if !forgot {
-                        forgot = true;
-                        say(&format!("kwire: more than {MAX_PENDING} requests wait for their responses: the oldest are forgotten (their responses decode without the request's version)"));
-                    }
-                }
-            }
+        if session.pairer.not_queued() > 0 && !queue_full {
+            queue_full = true;
+            say(&format!("kwire: frame {}: {DUMP_DEPTH} requests with its correlation_id wait for their responses in its stream: it is not remembered for pairing, nor are later ones past {DUMP_DEPTH} (give each connection its stream: `c>s STREAM OFFSET HEX` lines)", frames + 1));
         }
         frames += 1;
         errors += m.errors().len();
@@ -511,6 +423,10 @@ pub fn decode_command(
     }
     if format == OutputFormat::HTML {
         doc.finish(out)?;
+    }
+    let not_queued = session.pairer.not_queued();
+    if not_queued > 1 {
+        say(&format!("kwire: {not_queued} requests were not remembered for pairing: {DUMP_DEPTH} requests with their correlation_id were waiting in their stream"));
     }
     if errors > 0 {
         say(&format!(

@@ -506,10 +506,7 @@ pub fn read_command(
             return Err(CliError::Usage("no printer for this view".into()))
         }
     };
-    match &mut printer {
-        Picked::Pages(p) => (p.quiet, p.flush_each) = (quiet, flush_each),
-        Picked::Printer(p) => (p.quiet, p.flush_each) = (quiet, flush_each),
-    }
+    printer.set_output(quiet, flush_each);
     let mut shown = 0u64;
     let mut status = EXIT_OK;
     for_each_capture(&a.capture, |file| {
@@ -524,27 +521,14 @@ pub fn read_command(
             shown += u64::from(pass.is_some());
             pass.is_some()
         };
-        let outcome = match &mut printer {
-            Picked::Pages(p) => {
-                let work = Select {
-                    filter: flt.as_ref(),
-                    unanswered: unanswered.as_ref(),
-                    inner: &*p,
-                };
-                let (s, d) = (&a.capture, dopts.clone());
-                run_capture(schema, s, file, d, &mut run, out, &work, &mut collect)?
-            }
-            Picked::Printer(p) => {
-                p.unanswered.clone_from(&unanswered);
-                let work = Select {
-                    filter: flt.as_ref(),
-                    unanswered: unanswered.as_ref(),
-                    inner: &*p,
-                };
-                let (s, d) = (&a.capture, dopts.clone());
-                run_capture(schema, s, file, d, &mut run, out, &work, &mut collect)?
-            }
+        printer.set_unanswered(&unanswered);
+        let work = Select {
+            filter: flt.as_ref(),
+            unanswered: unanswered.as_ref(),
+            inner: &printer,
         };
+        let (s, d) = (&a.capture, dopts.clone());
+        let outcome = run_capture(schema, s, file, d, &mut run, out, &work, &mut collect)?;
         out.flush()?;
         outcome.closing.iter().for_each(|l| say(l));
         status = worse(status, exit_status(&outcome, a.capture.strict));
@@ -556,12 +540,45 @@ pub fn read_command(
     Ok(status)
 }
 
-/// The printer `kwire read` picked.
+/// The printer `kwire read` picked: the work each message kept by the filter is given.
 enum Picked<'s> {
     /// `--format md|html`.
     Pages(PagesPrinter<'s>),
     /// The others.
     Printer(Printer),
+}
+
+impl Picked<'_> {
+    /// Prints nothing (`-q`) and flushes after each message (`-l`, a terminal), as told.
+    fn set_output(&mut self, quiet: bool, flush_each: bool) {
+        match self {
+            Picked::Pages(p) => (p.quiet, p.flush_each) = (quiet, flush_each),
+            Picked::Printer(p) => (p.quiet, p.flush_each) = (quiet, flush_each),
+        }
+    }
+
+    /// The capture's unanswered requests, from the first pass (the text printer marks
+    /// them; the pages do not).
+    fn set_unanswered(&mut self, unanswered: &Option<HashSet<(u32, u64)>>) {
+        if let Picked::Printer(p) = self {
+            p.unanswered.clone_from(unanswered);
+        }
+    }
+}
+
+impl Work for Picked<'_> {
+    type Output = ();
+    fn message(
+        &self,
+        m: &Message<'_>,
+        ctx: &crate::session::Context,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        match self {
+            Picked::Pages(p) => p.message(m, ctx, out),
+            Picked::Printer(p) => p.message(m, ctx, out),
+        }
+    }
 }
 
 /// Two exit statuses combined, as [`exit_status`] ranks them: a capture cut short

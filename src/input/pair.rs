@@ -9,6 +9,13 @@
 //! Memory is bounded per connection ([`DEFAULT_MAX_PENDING`]) and over all connections
 //! together ([`DEFAULT_MAX_PENDING_TOTAL`]): past either cap, the oldest request waiting
 //! (of the connection, or of all) is given up, reported unanswered by a notice then.
+//!
+//! A capture's connection holds one request per correlation_id at a time: a request
+//! reusing a waiting correlation_id replaces the older one. Frames without connections
+//! (`kwire decode` of a dump of several connections written as one stream) reuse
+//! correlation_ids while earlier requests still wait: [`Pairer::with_depth`] keeps, per
+//! (connection, correlation_id), a queue of up to that many requests, oldest first, and
+//! [`Pairer::response_with`] takes the oldest of them the response fits.
 
 use foldhash::{HashMap, HashMapExt};
 use std::collections::VecDeque;
@@ -65,8 +72,18 @@ pub struct Pairer {
     next: u64,
     /// Requests given up because all connections together held `max_total`.
     given_up: u64,
-    /// The arrival number of each request remembered, by (connection, correlation_id).
+    /// The arrival number of each request remembered, by (connection, correlation_id)
+    /// (depth 1).
     index: HashMap<(u32, i32), u64>,
+    /// Requests remembered per (connection, correlation_id) at most (see
+    /// [`Pairer::with_depth`]); 1: a newer request replaces the older.
+    depth: usize,
+    /// With a depth over 1: the arrival numbers of the requests remembered, by
+    /// (connection, correlation_id), oldest first (`index` is then unused).
+    queued: HashMap<(u32, i32), VecDeque<u64>>,
+    /// Requests not remembered because their (connection, correlation_id) already held
+    /// `depth` requests.
+    not_queued: u64,
 }
 
 impl Default for Pairer {
@@ -94,6 +111,57 @@ impl Pairer {
             next: 0,
             given_up: 0,
             index: HashMap::new(),
+            depth: 1,
+            queued: HashMap::new(),
+            not_queued: 0,
+        }
+    }
+
+    /// This pairer keeping up to `depth` (at least 1) requests per (connection,
+    /// correlation_id), oldest first, for frames whose connections are not known (a
+    /// dump of several connections as one stream reuses correlation_ids). Past `depth`,
+    /// a request with that correlation_id is not remembered (counted: [`Pairer::not_queued`])
+    /// until one of those waiting is answered. With a depth of 1 (the default), a newer
+    /// request replaces the older.
+    #[must_use]
+    pub fn with_depth(mut self, depth: usize) -> Pairer {
+        self.depth = depth.max(1);
+        self
+    }
+
+    /// Requests not remembered so far because `depth` requests with their
+    /// (connection, correlation_id) were already waiting ([`Pairer::with_depth`]).
+    pub fn not_queued(&self) -> u64 {
+        self.not_queued
+    }
+
+    /// Whether a request of `connection` with `correlation_id` waits for its response.
+    pub fn waiting(&self, connection: u32, correlation_id: i32) -> bool {
+        if self.depth > 1 {
+            self.queued.contains_key(&(connection, correlation_id))
+        } else {
+            self.index.contains_key(&(connection, correlation_id))
+        }
+    }
+
+    /// Forgets the request with arrival number `n` from the index by correlation_id
+    /// (`index` at depth 1, else `queued`: it is the oldest of its (connection,
+    /// correlation_id)).
+    fn unindex(
+        index: &mut HashMap<(u32, i32), u64>,
+        queued: &mut HashMap<(u32, i32), VecDeque<u64>>,
+        key: (u32, i32),
+        n: u64,
+    ) {
+        if let Some(q) = queued.get_mut(&key) {
+            if let Some(i) = q.iter().position(|x| *x == n) {
+                q.remove(i);
+            }
+            if q.is_empty() {
+                queued.remove(&key);
+            }
+        } else {
+            index.remove(&key);
         }
     }
 
@@ -129,9 +197,36 @@ impl Pairer {
         }
     }
 
-    /// Forgets the request of `connection` with `correlation_id`, if remembered.
-    fn take(&mut self, connection: u32, correlation_id: i32) -> Option<PairedRequest> {
-        let n = self.index.remove(&(connection, correlation_id))?;
+    /// Forgets the request of `connection` with `correlation_id`, if remembered: with a
+    /// depth over 1, the oldest of those waiting for which `fits` says yes, else the
+    /// oldest (`fits` is asked only when more than one waits).
+    fn take(
+        &mut self,
+        connection: u32,
+        correlation_id: i32,
+        fits: &mut dyn FnMut(&PairedRequest) -> bool,
+    ) -> Option<PairedRequest> {
+        let key = (connection, correlation_id);
+        let n = if self.depth == 1 {
+            self.index.remove(&key)?
+        } else {
+            let waiting = self.queued.get_mut(&key)?;
+            let i = match (waiting.len() > 1, self.conns.get(&connection)) {
+                (true, Some(q)) => waiting
+                    .iter()
+                    .position(|n| {
+                        q.binary_search_by_key(n, |e| e.2)
+                            .is_ok_and(|i| fits(&q[i].1))
+                    })
+                    .unwrap_or(0),
+                _ => 0,
+            };
+            let n = waiting.remove(i)?;
+            if waiting.is_empty() {
+                self.queued.remove(&key);
+            }
+            n
+        };
         let q = self.conns.get_mut(&connection)?;
         let i = q.binary_search_by_key(&n, |e| e.2).ok()?;
         let r = q.remove(i).map(|(_, r, _)| r);
@@ -165,8 +260,8 @@ impl Pairer {
             if q.front().is_none_or(|e| e.2 != n) {
                 continue;
             }
-            let (corr, r, _) = q.pop_front()?;
-            self.index.remove(&(c, corr));
+            let (corr, r, n) = q.pop_front()?;
+            Pairer::unindex(&mut self.index, &mut self.queued, (c, corr), n);
             self.total -= 1;
             self.given_up += 1;
             self.tidy(c);
@@ -186,7 +281,8 @@ impl Pairer {
 
     /// Remember a request. Requests with `expects_response == false` are not stored. When the
     /// connection already holds `max_pending` requests, the oldest is dropped and a notice
-    /// returned. A request reusing a pending correlation id replaces the older one.
+    /// returned. A request reusing a pending correlation id replaces the older one (with a
+    /// depth over 1, [`Pairer::with_depth`], it queues behind it, up to the depth).
     #[allow(clippy::too_many_arguments)]
     pub fn request(
         &mut self,
@@ -227,12 +323,18 @@ impl Pairer {
         if !expects_response {
             return None;
         }
-        self.take(connection, correlation_id);
+        let key = (connection, correlation_id);
+        if self.depth == 1 {
+            self.take(connection, correlation_id, &mut |_| false);
+        } else if self.queued.get(&key).is_some_and(|q| q.len() >= self.depth) {
+            self.not_queued += 1;
+            return None;
+        }
         let q = self.conns.entry(connection).or_default();
         let mut notice = None;
         if q.len() >= self.max_pending {
-            if let Some((c, r, _)) = q.pop_front() {
-                self.index.remove(&(connection, c));
+            if let Some((c, r, n)) = q.pop_front() {
+                Pairer::unindex(&mut self.index, &mut self.queued, (connection, c), n);
                 self.total -= 1;
                 let mut n = Notice::new(
                     NoticeKind::Unanswered,
@@ -258,7 +360,11 @@ impl Pairer {
             self.next,
         ));
         self.order.push_back((self.next, connection));
-        self.index.insert((connection, correlation_id), self.next);
+        if self.depth == 1 {
+            self.index.insert(key, self.next);
+        } else {
+            self.queued.entry(key).or_default().push_back(self.next);
+        }
         self.next += 1;
         self.total += 1;
         if self.total > self.max_total {
@@ -268,9 +374,23 @@ impl Pairer {
         notice
     }
 
-    /// Find (and forget) the request answered by a response with `correlation_id`.
+    /// Find (and forget) the request answered by a response with `correlation_id` (with
+    /// a depth over 1, the oldest of those waiting).
     pub fn response(&mut self, connection: u32, correlation_id: i32) -> Option<PairedRequest> {
-        self.take(connection, correlation_id)
+        self.take(connection, correlation_id, &mut |_| false)
+    }
+
+    /// [`Pairer::response`], choosing among several requests waiting with the
+    /// correlation_id (a depth over 1, [`Pairer::with_depth`]): the oldest for which
+    /// `fits` (the response decodes cleanly as that request's response) says yes, else
+    /// the oldest. `fits` is not asked when one request waits, nor at depth 1.
+    pub fn response_with(
+        &mut self,
+        connection: u32,
+        correlation_id: i32,
+        mut fits: impl FnMut(&PairedRequest) -> bool,
+    ) -> Option<PairedRequest> {
+        self.take(connection, correlation_id, &mut fits)
     }
 
     /// Correlation id of a request frame (size prefix included), if long enough.
@@ -311,6 +431,7 @@ impl Pairer {
         }
         self.order.clear();
         self.index.clear();
+        self.queued.clear();
         self.total = 0;
         v
     }
@@ -393,5 +514,64 @@ mod tests {
         // The newest are kept: the last five connections whole.
         assert_eq!(p.conns.len(), 5);
         assert_eq!(p.unanswered().len(), 5000);
+    }
+
+    #[test]
+    fn input_pair_queue_keeps_up_to_depth_per_correlation_id() {
+        let t = Timestamp::default();
+        let mut p = Pairer::with_total(100_000, 100_000).with_depth(64);
+        // 70 requests with correlation_id 1 on one stream: 64 queue, 6 are not kept.
+        for i in 0..70u64 {
+            assert!(p
+                .request(0, 1, 3, (i % 13) as i16, true, i + 1, t)
+                .is_none());
+        }
+        assert_eq!(p.not_queued(), 6);
+        assert!(p.waiting(0, 1));
+        // Answered oldest first: frames 1..=64, then nothing.
+        for i in 0..64u64 {
+            assert_eq!(p.response(0, 1).map(|r| r.frame), Some(i + 1));
+        }
+        assert!(p.response(0, 1).is_none());
+        assert!(!p.waiting(0, 1));
+        // Room again: the next request with it is kept.
+        p.request(0, 1, 3, 1, true, 100, t);
+        assert_eq!(p.not_queued(), 6);
+        assert_eq!(p.response(0, 1).map(|r| r.frame), Some(100));
+        assert_eq!(p.total, 0);
+        assert!(p.conns.is_empty() && p.queued.is_empty());
+    }
+
+    #[test]
+    fn input_pair_queue_takes_the_oldest_that_fits() {
+        let t = Timestamp::default();
+        let mut p = Pairer::default().with_depth(64);
+        p.request(0, 7, 3, 12, true, 1, t); // Metadata
+        p.request(0, 7, 18, 3, true, 2, t); // ApiVersions
+        p.request(0, 7, 3, 12, true, 3, t); // Metadata
+        let r = p.response_with(0, 7, |r| r.api_key == 18).unwrap();
+        assert_eq!(r.frame, 2);
+        // None fits: the oldest.
+        let r = p.response_with(0, 7, |_| false).unwrap();
+        assert_eq!(r.frame, 1);
+        // One waiting: taken without asking.
+        let r = p.response_with(0, 7, |_| panic!("not asked")).unwrap();
+        assert_eq!(r.frame, 3);
+        // The caps give up the oldest of a queue, which stays in order.
+        let mut p = Pairer::with_total(3, 100).with_depth(64);
+        for f in 1..=4 {
+            p.request(0, 5, 18, 3, true, f, t);
+        }
+        assert_eq!(p.response(0, 5).map(|r| r.frame), Some(2));
+        assert_eq!(p.unanswered().len(), 2);
+        assert!(p.queued.is_empty());
+        let mut p = Pairer::with_total(100, 2).with_depth(64);
+        for f in 1..=3 {
+            p.request(0, 5, 18, 3, true, f, t);
+        }
+        assert_eq!(p.given_up(), 1);
+        assert_eq!(p.response(0, 5).map(|r| r.frame), Some(2));
+        assert_eq!(p.response(0, 5).map(|r| r.frame), Some(3));
+        assert!(p.response(0, 5).is_none());
     }
 }
