@@ -17,7 +17,6 @@ use crate::run::{RunError, Sink, Work};
 use crate::schema::Schema;
 use crate::tree::Message;
 use clap::Args;
-use std::collections::HashSet;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -371,7 +370,7 @@ pub(super) fn unanswered_first_pass(
     a: &CaptureArgs,
     file: &CaptureFile<'_>,
     f: Option<&Filter>,
-) -> Result<Option<HashSet<(u32, u64)>>, CliError> {
+) -> Result<Option<crate::input::RecordSet>, CliError> {
     Ok(crate::run::unanswered_first_pass(
         schema,
         &a.settings(),

@@ -35,7 +35,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub use capture::{read_capture, read_capture_observed, CaptureObserver, Extractor, Links};
-pub use pair::{PairedRequest, Pairer, PendingRequest};
+pub use pair::{PairedRequest, Pairer, PendingRequest, RecordSet};
 
 /// A capture timestamp: seconds and nanoseconds since the Unix epoch (UTC), as recorded in the
 /// pcap record header or pcapng Enhanced Packet Block (scaled by the interface's `if_tsresol`
