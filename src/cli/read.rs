@@ -285,10 +285,10 @@ impl From<RunError> for CliError {
     }
 }
 
-/// The exit status of one capture's [`Outcome`]: 2 for a capture cut short, 3 with
-/// `strict` when some message failed to decode, else 0.
+/// The exit status of one capture's [`Outcome`]: 2 for a capture cut short or corrupt,
+/// 3 with `strict` when some message failed to decode, else 0.
 pub fn exit_status(o: &Outcome, strict: bool) -> i32 {
-    if o.truncated {
+    if o.truncated || o.corrupt {
         EXIT_INPUT
     } else if strict && o.with_errors > 0 {
         EXIT_STRICT

@@ -260,6 +260,9 @@ pub struct Outcome {
     pub closing: Vec<String>,
     /// The file ended inside a record (and reading was not stopped on purpose).
     pub truncated: bool,
+    /// Reading stopped at a record or block that cannot be parsed (its notice says
+    /// which): the input is unreadable from there, though not cut.
+    pub corrupt: bool,
     /// Messages with a decode error somewhere in their tree.
     pub with_errors: u64,
     /// Requests that got no response, by the record number of their last segment: those
@@ -785,6 +788,7 @@ pub fn run_capture<W: Work + ?Sized>(
     Ok(Outcome {
         closing: lines.into_iter().map(named).collect(),
         truncated,
+        corrupt: stats.file_corrupt,
         with_errors: tally.with_errors,
         unanswered: {
             let mut set = session.pairer.take_given_up();
