@@ -278,6 +278,14 @@ fn table(i: &Inputs) -> Vec<(&'static str, &'static str, Vec<String>, i32)> {
             v(&["explore", "captures/demo.pcap", "-Y", "Topicc == \"x\""]),
             1,
         ),
+        // explore draws its tree in no format: --format is refused when the arguments
+        // are parsed, before the file or the terminal (explore_has_no_format).
+        (
+            "explore",
+            "--format",
+            v(&["explore", "no/such.pcap", "--format", "json"]),
+            1,
+        ),
         ("log", "good", v(&["log", "captures/logdirs"]), 0),
         (
             "log",
@@ -525,6 +533,28 @@ fn exit_code_table_command_by_command() {
             "no exit-code rows for `kwire {c}`"
         );
     }
+}
+
+/// `kwire explore --format X` is refused when the arguments are parsed, with a message
+/// that says explore has no --format (it was accepted and ignored); explore's help does
+/// not offer it.
+#[test]
+fn explore_has_no_format() {
+    for f in ["json", "text", "md"] {
+        let (got, err) = code(&["explore", "captures/demo.pcap", "--format", f]);
+        assert_eq!(got, 1, "--format {f}: {err}");
+        assert!(
+            err.contains("kwire explore has no --format"),
+            "--format {f}: {err}"
+        );
+        assert!(!err.contains("not a terminal"), "refused first: {err}");
+    }
+    let help = Command::new(K)
+        .args(["explore", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    assert!(!help.contains("--format"), "{help}");
 }
 
 #[test]

@@ -10,6 +10,7 @@ use std::io::IsTerminal;
 
 /// `kwire explore` options.
 #[derive(Args, Debug, Clone)]
+#[command(mut_arg("format", super::no_format))]
 #[command(after_help = "\
 Keys: ? in the program lists them (arrows, j/k, Tab, Enter folds, / filter, p pair,
 f connection, c copy, e next error, Ctrl-F search, \\ zoom, C connections, s statistics,

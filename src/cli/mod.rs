@@ -157,6 +157,20 @@ pub fn message_formats_only(a: clap::Arg) -> clap::Arg {
     )
 }
 
+/// `--format` of `kwire explore`, which draws its tree on the terminal in no format: the
+/// option it shares with the printing commands ([`OutputArgs`]) is hidden, and any value
+/// is refused when the arguments are parsed (clap's error, exit status 1).
+pub fn no_format(a: clap::Arg) -> clap::Arg {
+    use clap::builder::TypedValueParser;
+    a.hide(true).value_parser(
+        clap::builder::NonEmptyStringValueParser::new().try_map(|_| {
+            Err::<OutputFormat, _>(
+                "kwire explore has no --format: it draws the tree on the terminal (kwire read --format prints it)",
+            )
+        }),
+    )
+}
+
 /// Options wherever messages are printed.
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
