@@ -9,7 +9,9 @@
 //!
 //! Every subcommand runs with a good input, a bad argument, a missing or cut input (where
 //! it reads one) and `--strict` (where it decodes); and every subcommand runs with
-//! stdout closed and with stdout on `/dev/full`, where none may panic (status 101).
+//! stdout closed and with stdout on `/dev/full`, where none may panic (status 101) and
+//! each that prints to stdout exits 2 saying so, and with stdout on `/dev/null` opened
+//! read-write (Python's `subprocess.DEVNULL`), which is not closed.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -583,8 +585,10 @@ fn closed_and_full_stdout_never_panic() {
         }
         let a = args.join("' '");
         for (how, redirect) in [
+            // A real closed descriptor 1 in the child (bash closes it before the exec).
             ("closed", ">&-"),
             ("full", ">/dev/full"),
+            ("devnull read-write", "1<>/dev/null"),
             ("stderr closed", "2>&-"),
             ("stderr full", "2>/dev/full"),
         ] {
@@ -598,15 +602,21 @@ fn closed_and_full_stdout_never_panic() {
             assert_ne!(got, 101, "{cmd} with stdout {how}: {err}");
             assert!(!err.contains("panicked"), "{cmd} with stdout {how}: {err}");
             match how {
-                // /dev/null (what a closed descriptor becomes) takes every write.
-                "closed" | "stderr closed" | "stderr full" => {
-                    assert_eq!(got, *want, "{cmd} {how}: {err}")
+                // /dev/null takes every write, however opened; stderr lost is no failure.
+                "devnull read-write" | "stderr closed" | "stderr full" => {
+                    assert_eq!(got, *want, "{cmd} {how}: {err}");
+                    assert!(!err.contains("stdout is closed"), "{cmd} {how}: {err}");
                 }
                 // Nothing could be written: 2, said, for commands that print to stdout.
                 _ if !matches!(*cmd, "export" | "pages" | "report") => {
                     assert_eq!(got, 2, "{cmd} {how}: {err}");
                     assert!(err.contains("cannot write the output"), "{cmd}: {err}");
+                    if how == "closed" {
+                        assert!(err.contains("stdout is closed"), "{cmd}: {err}");
+                        assert_eq!(err.lines().count(), 1, "one line: {cmd}: {err}");
+                    }
                 }
+                // The commands that write files, not stdout, are not concerned.
                 _ => assert_eq!(got, *want, "{cmd} {how}: {err}"),
             }
         }
