@@ -1458,10 +1458,28 @@ fn unanswered_filter_matches_the_requests_the_cap_gave_up() {
         ],
         LOSSY_PEAK_KIB,
     );
+    // kwire stats counts with the same predicate.
+    let stats = run.as_ref().and_then(|_| {
+        run_under(
+            &["stats", p.to_str().unwrap(), "-Y", "unanswered"],
+            LOSSY_PEAK_KIB,
+        )
+    });
     std::fs::remove_file(&p).ok();
-    let Some((out, err, _)) = run else {
+    let (Some((out, err, _)), Some((stats, _, _))) = (run, stats) else {
         return;
     };
+    let row: Vec<&str> = stats
+        .lines()
+        .find(|l| l.starts_with("ApiVersions"))
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row.get(2).copied(),
+        Some(&*(N * M).to_string()),
+        "stats -Y unanswered counts every request unanswered:\n{stats}"
+    );
     let summary = err.lines().last().unwrap_or("");
     assert!(
         summary.contains(&format!("{} unanswered requests", N * M)),
