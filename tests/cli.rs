@@ -578,3 +578,42 @@ fn leftover_bytes_too_few_for_a_size_prefix() {
         "{err}"
     );
 }
+
+/// Raw bytes and base64 have no lines: what does not hold a whole frame is said at its
+/// byte offset in the input.
+#[test]
+fn raw_and_base64_leftovers_are_said_at_their_byte_offset() {
+    let req: Vec<u8> = (0..REQ.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&REQ[i..i + 2], 16).unwrap())
+        .collect();
+    // Two whole frames, then a size prefix of 50 with 3 bytes after it.
+    let mut bytes = [req.clone(), req.clone()].concat();
+    bytes.extend([0, 0, 0, 50, 1, 2, 3]);
+    let want = format!(
+        "at byte {}: 7 bytes do not hold a whole frame (size prefix 50)",
+        2 * req.len()
+    );
+    let dir = std::env::temp_dir().join(format!("kwire-cli-raw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("frames.bin");
+    std::fs::write(&f, &bytes).unwrap();
+    let raw = kwire()
+        .args(["decode", "--format", "summary", "--raw"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let err = String::from_utf8(raw.stderr).unwrap();
+    assert!(err.contains(&want), "{err}");
+    assert!(!err.contains("line "), "a raw input has no lines: {err}");
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    let o = kwire()
+        .args(["decode", "--format", "summary", "--base64", &b64])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains(&want), "{err}");
+    assert!(!err.contains("line "), "base64 has no lines: {err}");
+}

@@ -89,6 +89,10 @@ fn a_bad_pcapng_block_is_a_sentence_with_its_offset() {
         !err.contains("NomError") && !err.contains("Verify"),
         "{err}"
     );
+    // A corrupt block is not a cut: the file goes on after it.
+    assert!(!err.contains("cut short"), "{err}");
+    assert!(!err.contains("FileTruncated"), "{err}");
+    assert!(err.contains("notices: CorruptRecord x1"), "{err}");
 }
 
 #[test]

@@ -278,7 +278,8 @@ fn lua_run_with(capture: &Path, extra: &[&str]) -> LRun {
     run
 }
 
-/// Whether kwire reads the capture whole: no cut, gap, resync, drop or unfinished frame.
+/// Whether kwire reads the capture whole: no cut, corrupt record, gap, resync, drop or
+/// unfinished frame.
 fn complete(path: &Path) -> bool {
     let schema = kwire::schema::Schema::embedded();
     let plaus = kwire::cli::read::SchemaPlausibility(&schema);
@@ -293,6 +294,7 @@ fn complete(path: &Path) -> bool {
                 n.kind,
                 NoticeKind::Truncated
                     | NoticeKind::FileTruncated
+                    | NoticeKind::CorruptRecord
                     | NoticeKind::Gap
                     | NoticeKind::Resync
                     | NoticeKind::Dropped

@@ -116,21 +116,42 @@ fn tcp_payloads(chunks: Vec<hex::HexChunk>, notes: &mut Vec<String>) -> Vec<hex:
     out
 }
 
-/// The note for `n` bytes at `line` that do not hold a whole frame.
-fn not_whole(line: usize, n: usize, size: Option<i32>) -> String {
+/// Where a note's bytes are: a line of hex text, or a byte offset of input that has no
+/// lines (raw bytes, base64).
+#[derive(Clone, Copy)]
+enum At {
+    /// A 1-based line of the text.
+    Line(usize),
+    /// A byte offset from the start of the input.
+    Byte(u64),
+}
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            At::Line(l) => write!(f, "line {l}"),
+            At::Byte(b) => write!(f, "at byte {b}"),
+        }
+    }
+}
+
+/// The note for `n` bytes at `at` that do not hold a whole frame.
+fn not_whole(at: At, n: usize, size: Option<i32>) -> String {
     let why = match size {
         None => "too few for a size prefix".to_string(),
         Some(s) => format!("size prefix {s}"),
     };
     let bytes = if n == 1 { "byte does" } else { "bytes do" };
-    format!("line {line}: {n} {bytes} not hold a whole frame ({why}): decoded as they are")
+    format!("{at}: {n} {bytes} not hold a whole frame ({why}): decoded as they are")
 }
 
 /// Splits a chunk into frames by their size prefixes and hands each to `each`; what does
-/// not split is said in a note first.
+/// not split is said in a note first, at the chunk's line (`lines`: the chunk is a line of
+/// text) or at its byte offset (base64, which has no lines).
 fn split_frames(
     c: &hex::HexChunk,
     size_prefix: bool,
+    lines: bool,
     each: &mut dyn FnMut(Frame<'_>, &[String]) -> io::Result<()>,
 ) -> io::Result<()> {
     let stream = c.stream.unwrap_or(0);
@@ -152,7 +173,12 @@ fn split_frames(
             each(frame(&rest[..take]), &[])?;
             rest = &rest[take..];
         } else {
-            each(frame(rest), &[not_whole(c.line, rest.len(), size)])?;
+            let at = if lines {
+                At::Line(c.line)
+            } else {
+                At::Byte((c.bytes.len() - rest.len()) as u64)
+            };
+            each(frame(rest), &[not_whole(at, rest.len(), size)])?;
             rest = &[];
         }
     }
@@ -181,12 +207,13 @@ fn stream_frames(
     let fill = |r: &mut dyn Read, buf: &mut Vec<u8>, n: usize| -> io::Result<usize> {
         r.take(n as u64).read_to_end(buf)
     };
-    // Counts the bytes left after a frame cut at MAX_FRAME.
-    let over = |r: &mut dyn Read| -> io::Result<Option<String>> {
+    // Counts the bytes left after a frame cut at MAX_FRAME (they start at byte `at`).
+    let over = |r: &mut dyn Read, at: u64| -> io::Result<Option<String>> {
         let n = io::copy(r, &mut io::sink())?;
         Ok((n > 0).then(|| {
             format!(
-                "line 1: {n} more bytes follow the first {} MiB of that frame (kwire decode holds at most {} MiB of a frame): not decoded",
+                "{}: {n} more bytes follow the first {} MiB of that frame (kwire decode holds at most {} MiB of a frame): not decoded",
+                At::Byte(at),
                 MAX_FRAME >> 20,
                 MAX_FRAME >> 20
             )
@@ -198,19 +225,21 @@ fn stream_frames(
         if buf.is_empty() {
             return Ok(0);
         }
-        let note: Vec<String> = over(r)?.into_iter().collect();
+        let note: Vec<String> = over(r, total)?.into_iter().collect();
         each(frame(&buf), &note)?;
         return Ok(total);
     }
     loop {
         buf.clear();
+        // Where this frame starts in the input.
+        let start = At::Byte(total);
         let got = fill(r, &mut buf, 4)?;
         total += got as u64;
         if got == 0 {
             return Ok(total);
         }
         if got < 4 {
-            each(frame(&buf), &[not_whole(1, got, None)])?;
+            each(frame(&buf), &[not_whole(start, got, None)])?;
             return Ok(total);
         }
         let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
@@ -221,16 +250,16 @@ fn stream_frames(
                 each(frame(&buf), &[])?;
                 continue;
             }
-            each(frame(&buf), &[not_whole(1, buf.len(), Some(size))])?;
+            each(frame(&buf), &[not_whole(start, buf.len(), Some(size))])?;
             return Ok(total);
         }
         // A size that cannot be a frame here: the rest is decoded as it is, as far as
         // MAX_FRAME.
         let got = fill(r, &mut buf, MAX_FRAME - 4)?;
         total += got as u64;
-        let mut notes = vec![not_whole(1, buf.len(), Some(size))];
+        let mut notes = vec![not_whole(start, buf.len(), Some(size))];
         if buf.len() == MAX_FRAME {
-            notes.extend(over(r)?);
+            notes.extend(over(r, total)?);
         }
         each(frame(&buf), &notes)?;
         return Ok(total);
@@ -392,7 +421,7 @@ pub fn decode_command(
         let mut first = Some(notes);
         for c in &chunks {
             let mut pre = first.take().unwrap_or_default();
-            split_frames(c, layout.size_prefix, &mut |f, n| {
+            split_frames(c, layout.size_prefix, true, &mut |f, n| {
                 pre.extend_from_slice(n);
                 let r = each(f, &pre);
                 pre.clear();
@@ -411,7 +440,7 @@ pub fn decode_command(
             bytes,
             line: 1,
         };
-        split_frames(&c, layout.size_prefix, &mut each)?;
+        split_frames(&c, layout.size_prefix, false, &mut each)?;
     } else if let Some(f) = &a.raw {
         let mut r = raw(f)?;
         if looks_like_capture(r.fill_buf()?) {

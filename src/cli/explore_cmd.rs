@@ -10,6 +10,7 @@ use std::io::IsTerminal;
 
 /// `kwire explore` options.
 #[derive(Args, Debug, Clone)]
+#[command(mut_arg("format", super::no_format))]
 #[command(after_help = "\
 Keys: ? in the program lists them (arrows, j/k, Tab, Enter folds, / filter, p pair,
 f connection, c copy, e next error, Ctrl-F search, \\ zoom, C connections, s statistics,
@@ -47,9 +48,14 @@ pub struct ExploreArgs {
 /// # Errors
 /// A bad filter or key log; the terminal cannot be used; a live capture that cannot start
 /// (no capture program, no such interface, no permission, a bad `-f`).
-pub fn explore_command(schema: Schema, cli: &Cli, a: &ExploreArgs) -> Result<i32, CliError> {
-    // -D lists the interfaces; -w, -f and -a need -i.
-    if let Some(code) = super::live::before(&a.capture, &mut std::io::stdout().lock())? {
+pub fn explore_command(
+    schema: Schema,
+    cli: &Cli,
+    a: &ExploreArgs,
+    out: &mut dyn std::io::Write,
+) -> Result<i32, CliError> {
+    // -D lists the interfaces (to `out`, kwire's stdout); -w, -f and -a need -i.
+    if let Some(code) = super::live::before(&a.capture, out)? {
         return Ok(code);
     }
     let live = a.capture.live.is_live();

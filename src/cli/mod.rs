@@ -157,6 +157,20 @@ pub fn message_formats_only(a: clap::Arg) -> clap::Arg {
     )
 }
 
+/// `--format` of `kwire explore`, which draws its tree on the terminal in no format: the
+/// option it shares with the printing commands ([`OutputArgs`]) is hidden, and any value
+/// is refused when the arguments are parsed (clap's error, exit status 1).
+pub fn no_format(a: clap::Arg) -> clap::Arg {
+    use clap::builder::TypedValueParser;
+    a.hide(true).value_parser(
+        clap::builder::NonEmptyStringValueParser::new().try_map(|_| {
+            Err::<OutputFormat, _>(
+                "kwire explore has no --format: it draws the tree on the terminal (kwire read --format prints it)",
+            )
+        }),
+    )
+}
+
 /// Options wherever messages are printed.
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
@@ -451,16 +465,32 @@ pub fn say(line: &str) {
     let _ = e.write_all(b"\n");
 }
 
+/// Descriptor 1 was not open when the process started ([`stdout_closed_at_start`]).
+static STDOUT_CLOSED_AT_START: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Tells kwire that descriptor 1 was not open when the process started (`kwire read f
+/// >&-`), as the binary found it before Rust's runtime ran (`src/main.rs`). The runtime
+/// puts `/dev/null` on a standard descriptor it finds closed, which takes every write: only
+/// what was there before it tells a closed stdout from `/dev/null` opened for reading and
+/// writing (Python's `subprocess.DEVNULL`). Each write to kwire's stdout ([`Out`]) then
+/// fails, and the command exits with [`EXIT_INPUT`] saying so; a command that writes
+/// nothing to stdout (`kwire export`) is not concerned.
+pub fn stdout_closed_at_start(closed: bool) {
+    STDOUT_CLOSED_AT_START.store(closed, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// stdout, buffered, remembering the first write that failed so that the exit status
 /// can tell a closed pipe (quiet, 0) from output that could not be written (2).
 ///
-/// An output is closed only when a write to it fails: stdout that is `/dev/null` opened
-/// for reading and writing (Python's `subprocess.DEVNULL`, and what Rust's runtime puts
-/// on a descriptor closed with `>&-`) takes every write, so kwire runs as with
-/// `>/dev/null`.
+/// A stdout closed when kwire started ([`stdout_closed_at_start`]) fails every write
+/// of one byte or more. `/dev/null`, however opened (Python's `subprocess.DEVNULL`
+/// opens it for reading and writing), takes every write.
 pub struct Out {
     inner: io::BufWriter<io::Stdout>,
     failed: Option<io::Error>,
+    /// Descriptor 1 was closed when the process started.
+    closed: bool,
 }
 
 impl Out {
@@ -468,7 +498,14 @@ impl Out {
         Out {
             inner: io::BufWriter::with_capacity(64 << 10, io::stdout()),
             failed: None,
+            closed: STDOUT_CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed),
         }
+    }
+    /// The error of a write to a stdout closed at the start.
+    fn closed_error(&mut self) -> io::Error {
+        self.fail(io::Error::other(
+            "stdout is closed (descriptor 1 was not open when kwire started)",
+        ))
     }
     fn fail(&mut self, e: io::Error) -> io::Error {
         let again = io::Error::new(e.kind(), e.to_string());
@@ -481,9 +518,15 @@ impl Out {
 
 impl Write for Out {
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        if self.closed && !b.is_empty() {
+            return Err(self.closed_error());
+        }
         self.inner.write(b).map_err(|e| self.fail(e))
     }
     fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        if self.closed && !b.is_empty() {
+            return Err(self.closed_error());
+        }
         self.inner.write_all(b).map_err(|e| self.fail(e))
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -624,7 +667,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<i32, CliError> {
         }
         Command::Explore(a) => {
             let schema = load_schema(cli.schema.as_deref())?;
-            explore_cmd::explore_command(schema, cli, a)
+            explore_cmd::explore_command(schema, cli, a, out)
         }
         Command::Man => {
             clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(out)?;

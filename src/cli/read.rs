@@ -17,7 +17,6 @@ use crate::run::{RunError, Sink, Work};
 use crate::schema::Schema;
 use crate::tree::Message;
 use clap::Args;
-use std::collections::HashSet;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -286,10 +285,10 @@ impl From<RunError> for CliError {
     }
 }
 
-/// The exit status of one capture's [`Outcome`]: 2 for a capture cut short, 3 with
-/// `strict` when some message failed to decode, else 0.
+/// The exit status of one capture's [`Outcome`]: 2 for a capture cut short or corrupt,
+/// 3 with `strict` when some message failed to decode, else 0.
 pub fn exit_status(o: &Outcome, strict: bool) -> i32 {
-    if o.truncated {
+    if o.truncated || o.corrupt {
         EXIT_INPUT
     } else if strict && o.with_errors > 0 {
         EXIT_STRICT
@@ -371,7 +370,7 @@ pub(super) fn unanswered_first_pass(
     a: &CaptureArgs,
     file: &CaptureFile<'_>,
     f: Option<&Filter>,
-) -> Result<Option<HashSet<(u32, u64)>>, CliError> {
+) -> Result<Option<crate::input::RecordSet>, CliError> {
     Ok(crate::run::unanswered_first_pass(
         schema,
         &a.settings(),
@@ -559,7 +558,7 @@ impl Picked<'_> {
 
     /// The capture's unanswered requests, from the first pass (the text printer marks
     /// them; the pages do not).
-    fn set_unanswered(&mut self, unanswered: &Option<HashSet<(u32, u64)>>) {
+    fn set_unanswered(&mut self, unanswered: &Option<crate::input::RecordSet>) {
         if let Picked::Printer(p) = self {
             p.unanswered.clone_from(unanswered);
         }

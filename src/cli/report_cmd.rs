@@ -156,7 +156,7 @@ pub fn report_command(
             packets: o.packets,
             connections: o.connections,
             closing: o.closing.clone(),
-            unanswered: o.unanswered.len() as u64,
+            unanswered: o.unanswered_requests,
             tls: (
                 o.tls.len() as u64,
                 o.tls.iter().filter(|t| t.decrypted() == "yes").count() as u64,

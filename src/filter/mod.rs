@@ -41,11 +41,11 @@ pub use parse::column;
 use parse::{RawExpr, RawItem, RawLit, RelOp, Rhs};
 pub use select::Select;
 
+use crate::input::RecordSet;
 use crate::session::Context;
 use crate::tree::{Direction, Message, Node, Value};
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::collections::HashSet;
 
 /// A bad filter expression: where (1-based column, in characters) and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,9 +82,10 @@ impl FilterError {
 pub struct MessageFacts<'c> {
     /// Where the message came from in a capture (none for `kwire decode`).
     pub capture: Option<&'c Context>,
-    /// Requests that got no response in the whole capture, as (connection, last frame);
-    /// `unanswered` is false for every message when this is none.
-    pub unanswered: Option<&'c HashSet<(u32, u64)>>,
+    /// Requests that got no response in the whole capture (those the pairer's cap gave
+    /// up included), by the record number of their last segment; `unanswered` is false
+    /// for every message when this is none.
+    pub unanswered: Option<&'c RecordSet>,
 }
 
 /// What a filter knows about a batch or entry of a Kafka log file (`kwire log -Y`,
@@ -1164,7 +1165,7 @@ fn pred(p: Pred, s: &Subject<'_, '_>) -> bool {
         Pred::Unanswered => s.msg.is_some_and(|m| {
             m.direction == Direction::Request
                 && match (s.ctx.capture, s.ctx.unanswered) {
-                    (Some(c), Some(set)) => set.contains(&(c.connection, c.frames.1)),
+                    (Some(c), Some(set)) => set.contains(c.frames.1),
                     _ => false,
                 }
         }),

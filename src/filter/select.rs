@@ -2,10 +2,10 @@
 //! shorthands) in front of a printer, `kwire stats`'s count or `kwire export`'s rows.
 
 use super::{Filter, MessageFacts};
+use crate::input::RecordSet;
 use crate::run::Work;
 use crate::session::Context;
 use crate::tree::Message;
-use std::collections::HashSet;
 use std::io::Write;
 
 /// A [`Work`] that runs `inner` only on the messages `filter` keeps (all of them when
@@ -14,10 +14,10 @@ use std::io::Write;
 pub struct Select<'f, W: ?Sized> {
     /// The filter (none: every message is kept).
     pub filter: Option<&'f Filter>,
-    /// The capture's requests that got no response, as (connection, last frame), read in
-    /// a first pass ([`crate::run::unanswered_first_pass`]) when the filter uses
+    /// The capture's requests that got no response, by the record number of their last
+    /// segment, read in a first pass ([`crate::run::unanswered_first_pass`]) when the filter uses
     /// `unanswered` ([`Filter::uses_unanswered`]).
-    pub unanswered: Option<&'f HashSet<(u32, u64)>>,
+    pub unanswered: Option<&'f RecordSet>,
     /// The work done on each message kept.
     pub inner: &'f W,
 }

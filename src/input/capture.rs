@@ -881,7 +881,9 @@ fn header_cut(b: &[u8]) -> bool {
 /// so a live capture on stdin shows its packets as they come. A file that ends inside a record, or
 /// whose record claims more bytes than the file holds, is not an error: it is reported as a
 /// [`NoticeKind::FileTruncated`] notice with the record number, everything before it is
-/// processed, and [`CaptureStats::file_truncated`] is set.
+/// processed, and [`CaptureStats::file_truncated`] is set. A record or block that cannot be
+/// parsed is reported the same way as a [`NoticeKind::CorruptRecord`] notice, with
+/// [`CaptureStats::file_corrupt`] set.
 pub fn read_capture<R: Read + Send>(
     r: R,
     opts: &CaptureOptions,
@@ -1019,7 +1021,7 @@ pub fn read_capture_observed<R: Read + Send>(
                         return Err(CaptureError::Read);
                     }
                 } else {
-                    truncated(
+                    corrupt(
                         &mut ex,
                         "a record claims more than 16 MiB (corrupt length); reading stopped",
                     );
@@ -1037,7 +1039,9 @@ pub fn read_capture_observed<R: Read + Send>(
             Err(e) => {
                 let ng = !links.legacy_seen;
                 let msg = parse_words(&e, pos, Some(ng));
-                truncated(&mut ex, &msg);
+                // The cuts (Incomplete, UnexpectedEof) are matched above: this block is
+                // corrupt, and the file may go on after it.
+                corrupt(&mut ex, &msg);
                 break;
             }
         }
@@ -1080,11 +1084,23 @@ fn parse_words<I: AsRef<[u8]>>(e: &PcapError<I>, at: u64, ng: Option<bool>) -> S
     }
 }
 
+/// The file ends inside the next record: a [`NoticeKind::FileTruncated`] notice.
 fn truncated(ex: &mut Extractor<'_>, why: &str) {
     ex.stats.file_truncated = true;
+    stopped(ex, NoticeKind::FileTruncated, why);
+}
+
+/// The next record or block cannot be parsed: a [`NoticeKind::CorruptRecord`] notice.
+fn corrupt(ex: &mut Extractor<'_>, why: &str) {
+    ex.stats.file_corrupt = true;
+    stopped(ex, NoticeKind::CorruptRecord, why);
+}
+
+/// The notice of reading stopped before the next record, of `kind`.
+fn stopped(ex: &mut Extractor<'_>, kind: NoticeKind, why: &str) {
     let frame = ex.frame_no + 1;
     // The notice's frame number says which record: the message need not say it again.
-    let mut n = Notice::new(NoticeKind::FileTruncated, why.to_string());
+    let mut n = Notice::new(kind, why.to_string());
     n.frame = Some(frame);
     ex.notice(n);
 }

@@ -35,7 +35,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub use capture::{read_capture, read_capture_observed, CaptureObserver, Extractor, Links};
-pub use pair::{PairedRequest, Pairer, PendingRequest};
+pub use pair::{PairedRequest, Pairer, PendingRequest, RecordSet};
 
 /// A capture timestamp: seconds and nanoseconds since the Unix epoch (UTC), as recorded in the
 /// pcap record header or pcapng Enhanced Packet Block (scaled by the interface's `if_tsresol`
@@ -152,9 +152,13 @@ pub struct Frame {
 pub enum NoticeKind {
     /// A record's captured length is less than its original length (snaplen cut).
     Truncated,
-    /// The capture file ends inside a record (record claims more bytes than the file holds) or
-    /// could not be parsed further.
+    /// The capture file ends inside a record (record claims more bytes than the file
+    /// holds).
     FileTruncated,
+    /// A record or block of the capture file that cannot be parsed (a wrong type or
+    /// length, a length past any record's): the file is corrupt there, not cut, and
+    /// reading stops at it.
+    CorruptRecord,
     /// A link type this layer cannot parse (reported once per link type).
     UnsupportedLinkType,
     /// An IP fragment that could not be reassembled, or an IP/TCP header that could not be
@@ -384,6 +388,9 @@ pub struct CaptureStats {
     pub duplicate_bytes: u64,
     /// True if the file ended in the middle of a record.
     pub file_truncated: bool,
+    /// True if reading stopped at a record or block that cannot be parsed
+    /// ([`NoticeKind::CorruptRecord`]).
+    pub file_corrupt: bool,
     /// Each TLS connection, in the order they ended: version, suite, SNI, how much was
     /// decrypted.
     pub tls: Vec<tls::TlsSummary>,

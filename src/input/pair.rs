@@ -16,6 +16,9 @@
 //! correlation_ids while earlier requests still wait: [`Pairer::with_depth`] keeps, per
 //! (connection, correlation_id), a queue of up to that many requests, oldest first, and
 //! [`Pairer::response_with`] takes the oldest of them the response fits.
+//!
+//! A run that must know every request left unanswered (`-Y unanswered`) also keeps the
+//! record numbers of those given up, in a [`RecordSet`] ([`Pairer::keep_given_up`]).
 
 use foldhash::{HashMap, HashMapExt};
 use std::collections::VecDeque;
@@ -84,6 +87,108 @@ pub struct Pairer {
     /// Requests not remembered because their (connection, correlation_id) already held
     /// `depth` requests.
     not_queued: u64,
+    /// The record numbers of the requests given up for the total cap, when asked
+    /// ([`Pairer::keep_given_up`]).
+    given_up_records: Option<RecordSet>,
+}
+
+/// A set of capture record numbers (frame numbers, counted from 1), held in whichever of
+/// two forms is smaller: a list (8 bytes a distinct number, sorted by [`RecordSet::seal`])
+/// or a bitmap up to the largest number (1 bit a record of the capture). Its memory stays
+/// about the smaller of the two, however many requests share a record: at most one bit a
+/// record read, where a set of pairs would cost about 20 bytes a request.
+///
+/// A capture record (one packet) carries the bytes of one connection, so its number names
+/// the connection too.
+#[derive(Clone, Debug, Default)]
+pub struct RecordSet {
+    /// The numbers, while the list is the smaller form (maybe unsorted, with repeats,
+    /// until [`RecordSet::seal`]).
+    list: Vec<u64>,
+    /// The list is out of order (a number smaller than one before it was added).
+    unsorted: bool,
+    /// The largest number added.
+    max: u64,
+    /// The bitmap (bit `n % 64` of word `n / 64` for number `n`), once it is the smaller.
+    bits: Option<Vec<u64>>,
+}
+
+impl RecordSet {
+    /// An empty set.
+    pub fn new() -> RecordSet {
+        RecordSet::default()
+    }
+
+    /// Adds record number `n`.
+    pub fn insert(&mut self, n: u64) {
+        self.max = self.max.max(n);
+        if let Some(b) = &mut self.bits {
+            let w = (n / 64) as usize;
+            if w >= b.len() {
+                b.resize(w + 1, 0);
+            }
+            b[w] |= 1 << (n % 64);
+            return;
+        }
+        match self.list.last() {
+            Some(&l) if l == n => return,
+            Some(&l) if l > n => self.unsorted = true,
+            _ => {}
+        }
+        self.list.push(n);
+        // The bitmap up to the largest number costs max / 64 + 1 words.
+        if self.list.len() >= 64 && self.list.len() as u64 > self.max / 64 + 1 {
+            let mut b = vec![0u64; (self.max / 64) as usize + 1];
+            for &m in &self.list {
+                b[(m / 64) as usize] |= 1 << (m % 64);
+            }
+            self.list = Vec::new();
+            self.unsorted = false;
+            self.bits = Some(b);
+        }
+    }
+
+    /// Sorts the list form (after the last [`RecordSet::insert`]) so that
+    /// [`RecordSet::contains`] searches it in log time, and gives back spare capacity
+    /// (of the list or the bitmap).
+    pub fn seal(&mut self) {
+        if self.unsorted {
+            self.list.sort_unstable();
+            self.list.dedup();
+            self.unsorted = false;
+        }
+        self.list.shrink_to_fit();
+        if let Some(b) = &mut self.bits {
+            b.shrink_to_fit();
+        }
+    }
+
+    /// Whether record number `n` is in the set.
+    pub fn contains(&self, n: u64) -> bool {
+        match &self.bits {
+            Some(b) => b
+                .get((n / 64) as usize)
+                .is_some_and(|w| w & (1 << (n % 64)) != 0),
+            None if self.unsorted => self.list.contains(&n),
+            None => self.list.binary_search(&n).is_ok(),
+        }
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        match &self.bits {
+            Some(b) => b.iter().all(|w| *w == 0),
+            None => self.list.is_empty(),
+        }
+    }
+
+    /// Bytes the set holds on the heap (its list or bitmap).
+    pub fn heap_bytes(&self) -> usize {
+        8 * self
+            .bits
+            .as_ref()
+            .map_or(self.list.capacity(), Vec::capacity)
+    }
 }
 
 impl Default for Pairer {
@@ -111,6 +216,7 @@ impl Pairer {
             next: 0,
             given_up: 0,
             index: HashMap::new(),
+            given_up_records: None,
             depth: 1,
             queued: HashMap::new(),
             not_queued: 0,
@@ -163,6 +269,19 @@ impl Pairer {
         } else {
             index.remove(&key);
         }
+    }
+
+    /// From now on, keeps the record number (the last segment's) of each request given
+    /// up for the total cap, for [`Pairer::take_given_up`]: a run that must match every
+    /// unanswered request (`-Y unanswered`) needs them as well as those still waiting.
+    pub fn keep_given_up(&mut self) {
+        self.given_up_records.get_or_insert_with(RecordSet::new);
+    }
+
+    /// The record numbers of the requests given up since [`Pairer::keep_given_up`]
+    /// (empty without it), handed over and forgotten here.
+    pub fn take_given_up(&mut self) -> RecordSet {
+        self.given_up_records.take().unwrap_or_default()
     }
 
     /// Requests given up so far because the pending requests of all connections reached
@@ -264,6 +383,9 @@ impl Pairer {
             Pairer::unindex(&mut self.index, &mut self.queued, (c, corr), n);
             self.total -= 1;
             self.given_up += 1;
+            if let Some(set) = &mut self.given_up_records {
+                set.insert(r.frame);
+            }
             self.tidy(c);
             let mut nt = Notice::new(
                 NoticeKind::Unanswered,
@@ -497,6 +619,46 @@ mod tests {
             .unwrap()
             .message
             .starts_with("2 requests given up"));
+    }
+
+    #[test]
+    fn input_pair_given_up_records_are_kept_when_asked() {
+        let t = Timestamp::default();
+        let mut p = Pairer::with_total(10, 2);
+        for (corr, frame) in [(1, 5), (2, 5), (3, 7), (4, 9)] {
+            p.request(1, corr, 18, 3, true, frame, t);
+        }
+        assert!(p.take_given_up().is_empty(), "not kept unless asked");
+        p.keep_given_up();
+        p.request(1, 5, 18, 3, true, 11, t);
+        p.request(1, 6, 18, 3, true, 12, t);
+        let set = p.take_given_up();
+        assert_eq!(p.given_up(), 4);
+        assert!(set.contains(7) && set.contains(9));
+        assert!(!set.contains(5) && !set.contains(11));
+    }
+
+    #[test]
+    fn input_pair_record_set_keeps_the_smaller_form() {
+        // Sparse: a list, in any order.
+        let mut s = RecordSet::new();
+        for n in [1_000_000u64, 5, 70, 5, 3] {
+            s.insert(n);
+        }
+        assert!(s.contains(70) && s.contains(3) && !s.contains(4));
+        s.seal();
+        assert!(s.bits.is_none());
+        assert!(s.contains(1_000_000) && s.contains(5) && !s.contains(6));
+        // Dense: every third record of 300,000 takes a bitmap of 37.5 KB, not 800 KB.
+        let mut d = RecordSet::new();
+        for n in (1..=300_000u64).step_by(3) {
+            d.insert(n);
+        }
+        d.seal();
+        assert!(d.bits.is_some());
+        assert!(d.heap_bytes() <= 300_000 / 8 + 64, "{}", d.heap_bytes());
+        assert!((1..=300_000u64).all(|n| d.contains(n) == (n % 3 == 1)));
+        assert!(!d.contains(300_001) && !d.contains(u64::MAX));
     }
 
     #[test]

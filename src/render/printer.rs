@@ -11,7 +11,6 @@ use crate::filter::MessageFacts;
 use crate::run::Work;
 use crate::session::Context;
 use crate::tree::Message;
-use std::collections::HashSet;
 use std::io::Write;
 use std::sync::Mutex;
 
@@ -37,9 +36,10 @@ pub struct Printer {
     pub quiet: bool,
     /// Flush the output after each message (`-l`, a terminal, a live capture).
     pub flush_each: bool,
-    /// The capture's requests that got no response, as (connection, last frame), for the
+    /// The capture's requests that got no response, by the record number of their last
+    /// segment, for the
     /// `unanswered` field of `-T fields` (see [`MessageFacts::unanswered`]).
-    pub unanswered: Option<HashSet<(u32, u64)>>,
+    pub unanswered: Option<crate::input::RecordSet>,
     /// With one thread (the run gives the messages in order on the reading thread): the
     /// time of the message printed before, for `-t dd`.
     previous_shown: Option<Mutex<Option<(i64, u32)>>>,

@@ -20,7 +20,7 @@ use crate::input::{self, CaptureOptions, Event, FrameKind};
 use crate::schema::Schema;
 use crate::session::{Context, Prepared, SchemaPlausibility, Session};
 use crate::tree::{Buffers, Message};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -260,10 +260,17 @@ pub struct Outcome {
     pub closing: Vec<String>,
     /// The file ended inside a record (and reading was not stopped on purpose).
     pub truncated: bool,
+    /// Reading stopped at a record or block that cannot be parsed (its notice says
+    /// which): the input is unreadable from there, though not cut.
+    pub corrupt: bool,
     /// Messages with a decode error somewhere in their tree.
     pub with_errors: u64,
-    /// Requests that got no response, as (connection, last frame).
-    pub unanswered: HashSet<(u32, u64)>,
+    /// Requests that got no response, by the record number of their last segment: those
+    /// still waiting at the end and those the pairer's cap gave up before it.
+    pub unanswered: input::RecordSet,
+    /// How many requests got no response (several may end in one record): the closing
+    /// line's count.
+    pub unanswered_requests: u64,
     /// Each TLS connection's summary (for `kwire stats`).
     pub tls: Vec<input::tls::TlsSummary>,
     /// Packets (capture records) read (for `kwire report`).
@@ -530,6 +537,8 @@ pub fn run_capture<W: Work + ?Sized>(
     };
     let plaus = SchemaPlausibility(schema);
     let mut session = Session::new(schema, &dopts);
+    // The requests given up for the pairer's cap are unanswered too (Outcome::unanswered).
+    session.pairer.keep_given_up();
     let mut tally = Tally::default();
     let mut io_err: Option<std::io::Error> = None;
     let all = a.all_notices;
@@ -779,11 +788,15 @@ pub fn run_capture<W: Work + ?Sized>(
     Ok(Outcome {
         closing: lines.into_iter().map(named).collect(),
         truncated,
+        corrupt: stats.file_corrupt,
         with_errors: tally.with_errors,
-        unanswered: waiting
-            .iter()
-            .map(|p| (p.connection, p.request.frame))
-            .collect(),
+        unanswered: {
+            let mut set = session.pairer.take_given_up();
+            waiting.iter().for_each(|p| set.insert(p.request.frame));
+            set.seal();
+            set
+        },
+        unanswered_requests: waiting.len() as u64 + session.pairer.given_up(),
         packets: stats.packets,
         connections: stats.connections.into(),
         tls: stats.tls,
@@ -815,9 +828,11 @@ fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// The requests of the capture that get no response, as (connection, last frame), read
-/// in a first pass when `needed` (for `-Y unanswered`, which must know the future when it
-/// sees a request: `filter::Filter::uses_unanswered`); `None` when not needed.
+/// The requests of the capture that get no response (those the pairer's cap gives up
+/// included), by the record number of their last segment, read in a first pass when
+/// `needed` (for `-Y unanswered`, which must know the future when it sees a request:
+/// `filter::Filter::uses_unanswered`); `None` when not needed. The set costs at most
+/// about one bit a record of the capture ([`input::RecordSet`]).
 ///
 /// # Errors
 /// A capture on stdin (it cannot be read twice); those of [`run_capture`].
@@ -827,7 +842,7 @@ pub fn unanswered_first_pass(
     file: &CaptureFile<'_>,
     needed: bool,
     threads: usize,
-) -> Result<Option<HashSet<(u32, u64)>>, RunError> {
+) -> Result<Option<input::RecordSet>, RunError> {
     if !needed {
         return Ok(None);
     }
