@@ -312,6 +312,11 @@ fn spiral(est: u64, most: u64) -> impl Iterator<Item = u64> {
     })
 }
 
+/// `n` and the word for it: `one` when `n` is 1, else `many`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn hex_prefix(b: &[u8]) -> String {
     let mut s: String = b.iter().take(8).map(|x| format!("{x:02x}")).collect();
     s.push('…');
@@ -853,14 +858,19 @@ impl TlsConn {
             let r = match probe {
                 Probe::NeedMore => return,
                 Probe::Exhausted => {
-                    let why = format!("no record in the {RESYNC_SCAN} bytes after the gap decrypts");
+                    let why =
+                        format!("no record in the {RESYNC_SCAN} bytes after the gap decrypts");
                     self.resync_failed(side, None, &why, out);
                     return;
                 }
                 Probe::Candidate(r) => r,
             };
             let (lost_from, _) = s.split.search_state().unwrap_or((r.offset, 0));
-            let mean = s.split_bytes.checked_div(s.split_records).unwrap_or(0).max(1);
+            let mean = s
+                .split_bytes
+                .checked_div(s.split_records)
+                .unwrap_or(0)
+                .max(1);
             let (Some(k), Some(rs)) = (s.keys.as_mut(), s.resync.as_mut()) else {
                 return;
             };
@@ -927,16 +937,19 @@ impl TlsConn {
                     "TLS stream resynchronised after the gap at stream bytes {}..{}{gaps}: \
                      TLS record {} at stream byte {} decrypts with sequence number {}; \
                      {recs}, {wire} bytes from stream byte {lost_from}, of which {} after \
-                     the gap passed over; {up_to}{plain} bytes of plaintext lost ({} \
-                     candidate records, {} decryption tries)",
+                     the gap passed over; {up_to}{plain} bytes of plaintext lost ({} on {})",
                     rs.gap_at,
                     rs.gap_end,
                     b + 1,
                     r.offset,
                     rs.seq + lost,
                     r.offset.saturating_sub(rs.gap_end),
-                    rs.candidates,
-                    rs.tries
+                    plural(rs.tries.into(), "decryption try", "decryption tries"),
+                    plural(
+                        rs.candidates.into(),
+                        "candidate record",
+                        "candidate records"
+                    ),
                 ),
             );
             if let TlsOut::Notice(x) = &mut n {
@@ -977,12 +990,16 @@ impl TlsConn {
             at.or(Some(rs.gap_end)),
             format!(
                 "TLS stream not resynchronised after the gap at stream bytes {}..{}: {why} \
-                 ({scanned} bytes scanned, {} candidate records, {} decryption tries with \
-                 sequence numbers from {}); the rest of this direction stays encrypted",
+                 ({scanned} bytes scanned, {} on {}, with sequence numbers from {}); the \
+                 rest of this direction stays encrypted",
                 rs.gap_at,
                 rs.gap_end,
-                rs.candidates,
-                rs.tries,
+                plural(rs.tries.into(), "decryption try", "decryption tries"),
+                plural(
+                    rs.candidates.into(),
+                    "candidate record",
+                    "candidate records"
+                ),
                 rs.seq + 1
             ),
         );
@@ -1518,9 +1535,16 @@ impl TlsConn {
                     Some(rs.gap_end),
                     format!(
                         "the stream ended while looking for the next TLS record after the gap \
-                         at stream bytes {}..{} ({scanned} bytes after it, {} candidate \
-                         records, {} decryption tries): none decrypted",
-                        rs.gap_at, rs.gap_end, rs.candidates, rs.tries
+                         at stream bytes {}..{} ({scanned} bytes after it, {} on {}): none \
+                         decrypted; the rest of this direction stayed encrypted",
+                        rs.gap_at,
+                        rs.gap_end,
+                        plural(rs.tries.into(), "decryption try", "decryption tries"),
+                        plural(
+                            rs.candidates.into(),
+                            "candidate record",
+                            "candidate records"
+                        ),
                     ),
                 );
                 out.push(n);
@@ -1548,9 +1572,7 @@ impl TlsConn {
         let version = sum.version.unwrap_or("TLS (version unknown)");
         let random = match &self.client_random {
             Some(r) => format!("client random {}", hex_prefix(r)),
-            None if self.handshake_shed => {
-                "its handshake given up by the in-flight budget".into()
-            }
+            None if self.handshake_shed => "its handshake given up by the in-flight budget".into(),
             None => "no ClientHello".into(),
         };
         let why = match (&self.missing, &self.client_random) {
@@ -1579,5 +1601,21 @@ impl TlsConn {
         n.connection = Some(self.id);
         n.bytes = Some(sum.encrypted_bytes);
         out.push(TlsOut::Notice(n));
+    }
+}
+
+#[cfg(test)]
+mod resync_tests {
+    use super::spiral;
+
+    #[test]
+    fn tries_go_out_from_the_estimate_within_the_window() {
+        assert_eq!(spiral(3, 5).collect::<Vec<_>>(), vec![3, 4, 2, 5, 1]);
+        assert_eq!(spiral(1, 3).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(spiral(1, 1).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(
+            spiral(1_000, 1_000).take(3).collect::<Vec<_>>(),
+            vec![1_000, 999, 998]
+        );
     }
 }

@@ -291,7 +291,11 @@ impl Splitter {
             self.skip = 0;
             return Some(self.start_search(rec_end, end, None));
         }
-        let from = if self.buf.is_empty() { offset } else { self.off };
+        let from = if self.buf.is_empty() {
+            offset
+        } else {
+            self.off
+        };
         let record = (self.buf.len() >= 5).then(|| {
             let mut header = [0u8; 5];
             header.copy_from_slice(&self.buf[..5]);
@@ -550,6 +554,115 @@ mod tests {
         assert_eq!(out.len(), 1, "{out:?}");
         let Split::Record(r) = &out[0] else { panic!() };
         assert_eq!((r.offset, r.header[0], &r.fragment[..]), (11, 22, &[9][..]));
+    }
+
+    const RULE: HeaderRule = HeaderRule {
+        version: 0x0303,
+        tls13: true,
+        min_len: 17,
+        max_len: (1 << 14) + 256,
+    };
+
+    fn rec(len: usize, fill: u8) -> Vec<u8> {
+        let mut v = vec![23, 3, 3, (len >> 8) as u8, len as u8];
+        v.extend(std::iter::repeat_n(fill, len));
+        v
+    }
+
+    #[test]
+    fn a_gap_inside_a_record_skips_the_rest_of_it() {
+        let mut s = Splitter::default();
+        let mut out = Vec::new();
+        let t = Timestamp::default();
+        // a record of 5 + 40 bytes: 10 held, 20 lost, the other 15 come
+        s.push(0, &rec(40, 1)[..10], 1, t, &mut out);
+        let cut = s.gap(10, 20).unwrap();
+        let Cut::Within {
+            record: Some(r),
+            next: 45,
+        } = cut
+        else {
+            panic!("{cut:?}")
+        };
+        assert_eq!((r.offset, r.held, r.fragment_len()), (0, 10, 40));
+        let mut more = vec![1u8; 15];
+        more.extend(rec(20, 2));
+        s.push(30, &more, 2, t, &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
+        let Split::Record(r) = &out[0] else { panic!() };
+        assert_eq!((r.offset, r.fragment.len()), (45, 20));
+    }
+
+    #[test]
+    fn a_gap_past_a_record_searches_for_the_next_header() {
+        let mut s = Splitter::default();
+        let mut out = Vec::new();
+        let t = Timestamp::default();
+        s.push(0, &rec(40, 1)[..3], 1, t, &mut out);
+        // lost: the rest of the first record and the start of a second one
+        let cut = s.gap(3, 60).unwrap();
+        assert_eq!(
+            cut,
+            Cut::Lost {
+                from: 0,
+                record: None,
+                again: false
+            }
+        );
+        assert!(s.is_searching() && s.held_type().is_none() && s.shed().is_none());
+        // the second record's tail (its bytes look like a header but for the version),
+        // then a third whole and the start of a fourth
+        let mut bytes = vec![23, 3, 1, 0, 20, 9, 9];
+        bytes.extend(rec(30, 3));
+        bytes.extend(&rec(25, 4)[..5]);
+        s.push(63, &bytes, 2, t, &mut out);
+        assert!(out.is_empty());
+        let Probe::Candidate(c) = s.probe(&RULE, 1000) else {
+            panic!()
+        };
+        assert_eq!((c.offset, c.fragment.len()), (70, 30));
+        assert_eq!(s.search_state(), Some((0, 7)));
+        // say it does not decrypt: the search goes on and finds the fourth, not whole
+        s.reject();
+        assert_eq!(s.probe(&RULE, 1000), Probe::NeedMore);
+        assert_eq!(s.search_state(), Some((0, 42)));
+        assert_eq!(s.held(), 5);
+        s.push(110, &[4; 25], 3, t, &mut out);
+        let Probe::Candidate(c) = s.probe(&RULE, 1000) else {
+            panic!()
+        };
+        assert_eq!(c.offset, 105);
+        // it decrypts: the records from it on are split as before
+        s.resume(&mut out);
+        assert!(!s.is_searching());
+        assert_eq!(out.len(), 1);
+        s.push(135, &rec(17, 5), 4, t, &mut out);
+        assert_eq!(out.len(), 2);
+    }
+
+    #[test]
+    fn the_search_is_bounded() {
+        let mut s = Splitter::default();
+        let mut out = Vec::new();
+        let t = Timestamp::default();
+        s.push(0, &rec(40, 1)[..10], 1, t, &mut out);
+        // the gap ends past the record: the search starts at its end
+        assert!(matches!(s.gap(10, 100), Some(Cut::Lost { from: 0, .. })));
+        s.push(110, &[0x17; 300], 2, t, &mut out);
+        assert_eq!(s.probe(&RULE, 200), Probe::Exhausted);
+        // a gap while searching: counted, the search goes on
+        assert!(matches!(
+            s.gap(410, 5),
+            Some(Cut::Lost {
+                from: 0,
+                again: true,
+                ..
+            })
+        ));
+        // the budget gives up what a search holds
+        s.push(415, &rec(100, 7)[..50], 3, t, &mut out);
+        assert_eq!(s.shed_search(), Some(50));
+        assert_eq!(s.held(), 0);
     }
 
     #[test]
