@@ -190,10 +190,10 @@ struct Side {
     resync: Option<Resync>,
     /// The record version of the last record (for the search after a gap).
     rec_version: u16,
-    /// Records split and their bytes, header included (their mean size estimates how
-    /// many records a gap hid).
-    split_records: u64,
-    split_bytes: u64,
+    /// The mean size of the records split lately, header included, in bytes (an
+    /// exponential moving average, weight 1/8 to the newest): how many records a gap
+    /// hid is estimated by it.
+    mean_record: u64,
     records: u64,
     decrypted: u64,
     enc_records: u64,
@@ -297,9 +297,26 @@ fn printable(b: &[u8]) -> String {
     String::from_utf8_lossy(b).escape_default().to_string()
 }
 
+/// The order in which a search after a gap tries how many records were lost, within
+/// `1..=most`: by turns the next of [`spiral`] around the estimate `est` and the next
+/// of 1, 2, 3, ... (a gap of a few segments among large records hides few of them,
+/// whatever the mean size says). Numbers may come twice (the caller skips them).
+fn window_order(est: u64, most: u64) -> impl Iterator<Item = u64> {
+    let mut near = spiral(est, most);
+    let mut low = 1..=most;
+    let mut turn = false;
+    std::iter::from_fn(move || {
+        turn = !turn;
+        if turn {
+            near.next().or_else(|| low.next())
+        } else {
+            low.next().or_else(|| near.next())
+        }
+    })
+}
+
 /// `est`, then the numbers around it in turn (`est + 1`, `est - 1`, `est + 2`, ...),
-/// within `1..=most`: the order in which a search after a gap tries how many records
-/// were lost.
+/// within `1..=most`.
 fn spiral(est: u64, most: u64) -> impl Iterator<Item = u64> {
     (0..2 * most).filter_map(move |i| {
         let step = i.div_ceil(2);
@@ -866,11 +883,7 @@ impl TlsConn {
                 Probe::Candidate(r) => r,
             };
             let (lost_from, _) = s.split.search_state().unwrap_or((r.offset, 0));
-            let mean = s
-                .split_bytes
-                .checked_div(s.split_records)
-                .unwrap_or(0)
-                .max(1);
+            let mean = s.mean_record.max(1);
             let (Some(k), Some(rs)) = (s.keys.as_mut(), s.resync.as_mut()) else {
                 return;
             };
@@ -886,9 +899,13 @@ impl TlsConn {
                 .filter(|d| (1..=most).contains(d));
             let mut found = None;
             let mut here = 0;
-            for d in nonce.into_iter().chain(spiral(est, most)) {
+            let mut tried = std::collections::HashSet::new();
+            for d in nonce.into_iter().chain(window_order(est, most)) {
                 if rs.tries >= RESYNC_TRIES || here >= RESYNC_TRIES_PER_CANDIDATE {
                     break;
+                }
+                if !tried.insert(d) {
+                    continue;
                 }
                 rs.tries += 1;
                 here += 1;
@@ -1021,8 +1038,12 @@ impl TlsConn {
         let s = &mut self.sides[side];
         s.records += 1;
         s.rec_version = u16::from_be_bytes([r.header[1], r.header[2]]);
-        s.split_records += 1;
-        s.split_bytes += 5 + r.fragment.len() as u64;
+        let size = 5 + r.fragment.len() as u64;
+        s.mean_record = if s.mean_record == 0 {
+            size
+        } else {
+            (s.mean_record * 7 + size) / 8
+        };
         let rec_no = s.records;
         let tls13 = self.version == Some(0x0304);
         let encrypted = if tls13 {
@@ -1606,7 +1627,7 @@ impl TlsConn {
 
 #[cfg(test)]
 mod resync_tests {
-    use super::spiral;
+    use super::{spiral, window_order};
 
     #[test]
     fn tries_go_out_from_the_estimate_within_the_window() {
@@ -1617,5 +1638,11 @@ mod resync_tests {
             spiral(1_000, 1_000).take(3).collect::<Vec<_>>(),
             vec![1_000, 999, 998]
         );
+        // by turns near the estimate and from the low end
+        assert_eq!(
+            window_order(10, 20).take(6).collect::<Vec<_>>(),
+            vec![10, 1, 11, 2, 9, 3]
+        );
+        assert_eq!(window_order(2, 2).collect::<Vec<_>>(), vec![2, 1, 1, 2]);
     }
 }
