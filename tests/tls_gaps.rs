@@ -247,7 +247,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Writes the capture of `plan` under `suite` to `cap` and its key log to `keys`; the
 /// client's segments overlapping `lose` (client stream offsets) are not written.
-fn write(suite: Suite, plan: &Plan, lose: &[Range<u64>], cap: &Path, keys: &Path) -> Layout {
+fn write(suite: Suite, plan: &Plan, lose: Option<Range<u64>>, cap: &Path, keys: &Path) -> Layout {
     let log = match suite {
         Suite::Tls13(_) => [
             ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", CHS),
@@ -329,7 +329,7 @@ fn write(suite: Suite, plan: &Plan, lose: &[Range<u64>], cap: &Path, keys: &Path
             data.extend(rec);
         }
         // The segments (MSS-sized pieces of `data`) that overlap a range lost.
-        let seg_lost = |a: u64, b: u64| lose.iter().any(|l| l.start < b && a < l.end);
+        let seg_lost = |a: u64, b: u64| lose.as_ref().is_some_and(|l| l.start < b && a < l.end);
         let rel: Option<Range<usize>> = {
             let lost: Vec<usize> = (0..data.len().div_ceil(MSS))
                 .filter(|&k| {
@@ -422,7 +422,7 @@ enum Expect {
 /// again (`expect`), keeps everything decrypted, and shows every exchange the gap did
 /// not touch exactly as the whole capture does (request and paired response), at least
 /// `after` of them after the gap.
-fn check(suite: Suite, name: &str, plan: &Plan, lose: &[Range<u64>], expect: Expect, after: usize) {
+fn check(suite: Suite, name: &str, plan: &Plan, lose: Range<u64>, expect: Expect, after: usize) {
     {
         let tag = format!("{name}-{suite:?}").replace([' ', '{', '}', ':', '(', ')'], "");
         let (cap, keys) = (
@@ -430,7 +430,7 @@ fn check(suite: Suite, name: &str, plan: &Plan, lose: &[Range<u64>], expect: Exp
             scratch(&format!("{tag}.keys")),
         );
         let whole_cap = scratch(&format!("{tag}-whole.pcap"));
-        write(suite, plan, &[], &whole_cap, &keys);
+        write(suite, plan, None, &whole_cap, &keys);
         let (whole, werr) = read(&whole_cap, &keys);
         let n = plan.requests.len();
         assert_eq!(whole.len(), 2 * n, "{suite:?} whole: {whole:?}\n{werr}");
@@ -438,7 +438,7 @@ fn check(suite: Suite, name: &str, plan: &Plan, lose: &[Range<u64>], expect: Exp
             whole.iter().all(|m| m.kind == "request" || m.paired),
             "{whole:?}"
         );
-        let layout = write(suite, plan, lose, &cap, &keys);
+        let layout = write(suite, plan, Some(lose), &cap, &keys);
         let (lossy, err) = read(&cap, &keys);
         let ctx = format!("{suite:?} {name}:\n{err}\nlost {:?}", layout.lost);
         assert!(!layout.lost.is_empty(), "{ctx}");
@@ -518,7 +518,7 @@ fn check(suite: Suite, name: &str, plan: &Plan, lose: &[Range<u64>], expect: Exp
 /// `suite` (its first record's header).
 fn request_at(suite: Suite, plan: &Plan, corr: i32) -> u64 {
     let (cap, keys) = (scratch("probe.pcap"), scratch("probe.keys"));
-    let l = write(suite, plan, &[], &cap, &keys);
+    let l = write(suite, plan, None, &cap, &keys);
     l.records
         .iter()
         .find(|(_, c)| c.contains(&corr))
@@ -544,8 +544,8 @@ fn a_gap_inside_one_record() {
     for suite in SUITES {
         let at = request_at(suite, &plan, 2);
         // The third segment of the request's send: inside its first record.
-        let lose = [at + 2 * MSS as u64 + 10..at + 2 * MSS as u64 + 20];
-        check(suite, "inside", &plan, &lose, Expect::Within, 3);
+        let lose = at + 2 * MSS as u64 + 10..at + 2 * MSS as u64 + 20;
+        check(suite, "inside", &plan, lose, Expect::Within, 3);
     }
 }
 
@@ -569,12 +569,12 @@ fn a_gap_that_hides_several_whole_records() {
     };
     for suite in SUITES {
         let at = request_at(suite, &plan, 2);
-        let lose = [at + 2000..at + 4000];
+        let lose = at + 2000..at + 4000;
         check(
             suite,
             "several",
             &plan,
-            &lose,
+            lose,
             Expect::Search { boundary: false },
             4,
         );
@@ -598,12 +598,12 @@ fn a_gap_across_two_requests() {
     };
     for suite in [SUITES[0], SUITES[2]] {
         let at = request_at(suite, &plan, 3);
-        let lose = [at - 100..at + 100];
+        let lose = at - 100..at + 100;
         check(
             suite,
             "across",
             &plan,
-            &lose,
+            lose,
             Expect::Search { boundary: false },
             3,
         );
@@ -627,12 +627,12 @@ fn a_gap_at_a_record_boundary() {
             key_update: None,
         };
         let at = request_at(suite, &plan, 2);
-        let lose = [at + MSS as u64 + 1..at + MSS as u64 + 2];
+        let lose = at + MSS as u64 + 1..at + MSS as u64 + 2;
         check(
             suite,
             "boundary",
             &plan,
-            &lose,
+            lose,
             Expect::Search { boundary: true },
             3,
         );
@@ -656,7 +656,7 @@ fn a_gap_that_hides_a_key_update_is_said() {
     let (cap, keys) = (scratch("keyupdate.pcap"), scratch("keyupdate.keys"));
     // The first segment of the third request's send: the KeyUpdate record (just before
     // the request's records) and the start of the request.
-    let layout = write(suite, &plan, &[at - 20..at + 40], &cap, &keys);
+    let layout = write(suite, &plan, Some(at - 20..at + 40), &cap, &keys);
     let (msgs, err) = read(&cap, &keys);
     let line = err
         .lines()
