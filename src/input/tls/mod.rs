@@ -412,7 +412,7 @@ impl TlsConn {
     /// its Finished, or while 0-RTT keys are tried) is kept: the handshake needs it
     /// whole. A side searching for the next record after a gap gives up the bytes it
     /// holds (a candidate record not yet whole) and searches on after them. When nothing
-    /// of that could be given up, the handshake is ([`TlsConn::shed_handshake`]).
+    /// of that could be given up, the handshake is (`TlsConn::shed_handshake`).
     /// Returns what was given up.
     pub fn shed(&mut self, frame: u64, budget: usize, out: &mut Vec<TlsOut>) -> TlsShed {
         let mut given = TlsShed::default();
