@@ -687,3 +687,129 @@ fn a_gap_that_hides_a_key_update_is_said() {
     std::fs::remove_file(cap).ok();
     std::fs::remove_file(keys).ok();
 }
+
+/// The in-flight budget gives up the partial Kafka frames of TLS connections (two
+/// connections, each sending half of a Produce of 100 kB in whole records of 1,000 bytes
+/// before the other's turn, under a budget of 64 KiB): each frame given up is shown
+/// incomplete, and decryption goes on, the handshakes long over. (The budget gave up a
+/// "handshake" when the connection held no record at all, only an empty record
+/// buffer's capacity, and the rest of the connection stayed encrypted.)
+#[test]
+fn frames_given_up_by_the_budget_leave_decryption_going() {
+    use tls_build::{client_hello, seal13, server_hello};
+    let (cap, keys) = (scratch("budget.pcap"), scratch("budget.keys"));
+    let random = |i: u8| [i; 32];
+    let mut log = String::new();
+    for i in 1..=2u8 {
+        for (l, sec) in [
+            ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", CHS),
+            ("SERVER_HANDSHAKE_TRAFFIC_SECRET", SHS),
+            ("CLIENT_TRAFFIC_SECRET_0", CTS),
+            ("SERVER_TRAFFIC_SECRET_0", STS),
+        ] {
+            log.push_str(&format!("{l} {} {}\n", hex(&random(i)), hex(&sec)));
+        }
+    }
+    std::fs::write(&keys, log).unwrap();
+    let big = request(2, 100_000);
+    let records = |from: usize, to: usize, seq: &mut u64| -> Vec<u8> {
+        let mut v = Vec::new();
+        for piece in big[from..to].chunks(1000) {
+            v.extend(seal13(&CTS, *seq, piece, 23));
+            *seq += 1;
+        }
+        v
+    };
+    let mut w = PcapWriter::new(std::io::BufWriter::new(
+        std::fs::File::create(&cap).unwrap(),
+    ))
+    .unwrap();
+    let mut flows: Vec<TcpFlow> = (1..=2u16)
+        .map(|i| {
+            TcpFlow::new(
+                SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000 + i),
+                SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9092),
+                [1000, 5000],
+            )
+        })
+        .collect();
+    let mut seqs = [0u64; 2];
+    let mut t = 1_000_000u64;
+    for (i, f) in flows.iter_mut().enumerate() {
+        f.open(&mut w, t).unwrap();
+        f.send(
+            &mut w,
+            true,
+            t + 100,
+            &client_hello(&random(i as u8 + 1), 0x1301),
+        )
+        .unwrap();
+        let mut sh = server_hello(&SR, 0x1301, true);
+        sh.extend([20, 3, 3, 0, 1, 1]);
+        sh.extend(seal13(&SHS, 0, &finished(32), 22));
+        f.send(&mut w, false, t + 200, &sh).unwrap();
+        let mut c = seal13(&CHS, 0, &finished(32), 22);
+        c.extend(seal13(&CTS, 0, &request(1, 100), 23));
+        seqs[i] = 1;
+        f.send(&mut w, true, t + 300, &c).unwrap();
+        f.send(
+            &mut w,
+            false,
+            t + 400,
+            &seal13(&STS, 0, &response(1, 100), 23),
+        )
+        .unwrap();
+        t += 1000;
+    }
+    for (from, to) in [(0, 50_000), (50_000, big.len())] {
+        for (i, f) in flows.iter_mut().enumerate() {
+            let data = records(from, to, &mut seqs[i]);
+            f.send(&mut w, true, t, &data).unwrap();
+            t += 1000;
+        }
+    }
+    for (i, f) in flows.iter_mut().enumerate() {
+        f.send(
+            &mut w,
+            true,
+            t,
+            &seal13(&CTS, seqs[i], &request(3, 300), 23),
+        )
+        .unwrap();
+        let mut answers = seal13(&STS, 1, &response(2, 100_000), 23);
+        answers.extend(seal13(&STS, 2, &response(3, 300), 23));
+        f.send(&mut w, false, t + 100, &answers).unwrap();
+        f.close(&mut w, t + 200).unwrap();
+        t += 1000;
+    }
+    use std::io::Write;
+    w.into_inner().flush().unwrap();
+    let out = common::kwire()
+        .args([
+            "read",
+            cap.to_str().unwrap(),
+            "--tls-keylog",
+            keys.to_str().unwrap(),
+            "--format",
+            "summary",
+            "--max-in-flight",
+            "65536",
+            "--all-notices",
+        ])
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(err.contains("the oldest partial frame"), "{err}");
+    assert!(!err.contains("handshake"), "{err}");
+    assert!(!err.contains("stayed encrypted"), "{err}");
+    let paired = out
+        .lines()
+        .filter(|l| l.contains("ApiVersions v0 response") && l.contains("latency="))
+        .count();
+    assert_eq!(paired, 4, "{out}\n{err}");
+    std::fs::remove_file(cap).ok();
+    std::fs::remove_file(keys).ok();
+}

@@ -525,11 +525,20 @@ impl TlsConn {
     /// of up to 1 MiB, a handshake record, early data waiting for the ServerHello): the
     /// handshake is given up on both sides, with what it holds; the connection's later
     /// records are split and counted, but stay encrypted (their keys cannot be derived
-    /// without the handshake). One `Dropped` notice says how many bytes went. Returns
-    /// 1 when something was given up, else 0.
+    /// without the handshake). One `Dropped` notice says how many bytes went. Nothing
+    /// is given up when no side still in its handshake holds bytes (a connection past
+    /// its handshake holding only empty buffers). Returns 1 when something was given
+    /// up, else 0.
     fn shed_handshake(&mut self, frame: u64, budget: usize, out: &mut Vec<TlsOut>) -> u32 {
+        // Bytes of a handshake: early data, or a side not past its handshake holding a
+        // handshake message or record bytes (the capacity of an empty buffer is none).
+        let pending = self.early_bytes > 0
+            || (0..2).any(|i| {
+                let s = &self.sides[i];
+                (!s.hs.is_empty() || s.split.held() > 0) && !self.handshake_over(i)
+            });
         let held = self.held();
-        if held == 0 {
+        if !pending || held == 0 {
             return 0;
         }
         self.handshake_shed = true;
@@ -694,13 +703,19 @@ impl TlsConn {
     /// ones all its later records use (its handshake is over, no 0-RTT keys are being
     /// tried) and its records have been decrypting.
     fn can_resync(&self, side: usize) -> bool {
+        self.handshake_over(side) && !self.sides[side].stopped
+    }
+
+    /// True when the handshake of `side` is over: its keys are the ones all its later
+    /// records use (TLS 1.2 after its ChangeCipherSpec, TLS 1.3 after its Finished, no
+    /// 0-RTT keys being tried).
+    fn handshake_over(&self, side: usize) -> bool {
         let s = &self.sides[side];
         let is_client = self.client == Some(side);
         let trying =
             is_client && (self.early_hs.is_some() || (self.offered_early && !self.client_finished));
         let tls13 = self.version == Some(0x0304);
         self.session.is_some()
-            && !s.stopped
             && s.keys.is_some()
             && s.next.is_none()
             && !trying
