@@ -1063,52 +1063,9 @@ fn lab_session_with_lost_segments_replicated_stays_bounded() {
 // with the key log's secrets (RFC 8446 section 7: HKDF-Expand-Label, nonce = IV XOR the
 // record's sequence number, the header as additional data).
 
-/// HKDF-Expand-Label(secret, label, "", len) with SHA-256 (RFC 8446 section 7.1).
-fn expand_label(secret: &[u8], label: &str, len: usize) -> Vec<u8> {
-    let full = format!("tls13 {label}");
-    let mut info = (len as u16).to_be_bytes().to_vec();
-    info.push(full.len() as u8);
-    info.extend(full.as_bytes());
-    info.push(0);
-    let mut out = vec![0u8; len];
-    hkdf::Hkdf::<sha2::Sha256>::from_prk(secret)
-        .unwrap()
-        .expand(&info, &mut out)
-        .unwrap();
-    out
-}
-
-/// A TLS 1.3 record (TLS_AES_128_GCM_SHA256) of `inner` with content type `ctype`,
-/// sealed with the traffic secret `secret` at sequence number `seq`.
-fn seal13(secret: &[u8], seq: u64, inner: &[u8], ctype: u8) -> Vec<u8> {
-    use aes_gcm::aead::{AeadInPlace, KeyInit};
-    let key = expand_label(secret, "key", 16);
-    let mut nonce: [u8; 12] = expand_label(secret, "iv", 12).try_into().unwrap();
-    for (a, b) in nonce[4..].iter_mut().zip(seq.to_be_bytes()) {
-        *a ^= b;
-    }
-    let mut pt = inner.to_vec();
-    pt.push(ctype);
-    let len = pt.len() + 16;
-    let mut rec = vec![23, 3, 3, (len >> 8) as u8, len as u8];
-    aes_gcm::Aes128Gcm::new_from_slice(&key)
-        .unwrap()
-        .encrypt_in_place(aes_gcm::Nonce::from_slice(&nonce), &rec.clone(), &mut pt)
-        .unwrap();
-    rec.extend(pt);
-    rec
-}
-
-/// A plaintext handshake record holding one message of type `msg_type`.
-fn handshake_record(msg_type: u8, body: &[u8]) -> Vec<u8> {
-    let n = body.len();
-    let mut msg = vec![msg_type, 0, (n >> 8) as u8, n as u8];
-    msg.extend(body);
-    let m = msg.len();
-    let mut rec = vec![22, 3, 3, (m >> 8) as u8, m as u8];
-    rec.extend(msg);
-    rec
-}
+#[path = "common/tls_build.rs"]
+mod tls_build;
+use tls_build::{handshake_record, seal13};
 
 /// The four TLS 1.3 secrets every connection of [`tls_partial_records`] uses (client
 /// and server handshake, client and server application traffic).
@@ -1271,6 +1228,145 @@ fn tls_partial_records_on_4000_connections_share_one_budget() {
     );
 }
 
+/// `n` TLS 1.3 connections, all open at once, each losing a segment inside its
+/// application data (the header of a 2,922-byte record, a Produce with corr 2), so its
+/// client direction searches for the next record (`TlsConn::search`): it finds the
+/// header of the next record (a Produce, corr 3, 16,022 bytes) and holds the 15,000
+/// bytes of it sent before the next connection's turn. Then each sends the rest, two
+/// ApiVersions requests (corr 4 and 5), gets four responses, and closes. The receiver's
+/// delayed ACKs reveal the gap at once. Writes the capture and its key log.
+fn tls_searching(cap: &Path, keys: &Path, n: usize) {
+    let [chs, shs, cts, sts] = TLS_SECRETS;
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let mut log = String::new();
+    for i in 0..n {
+        let r = hex(&client_random(i));
+        for (label, s) in [
+            ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", chs),
+            ("SERVER_HANDSHAKE_TRAFFIC_SECRET", shs),
+            ("CLIENT_TRAFFIC_SECRET_0", cts),
+            ("SERVER_TRAFFIC_SECRET_0", sts),
+        ] {
+            log.push_str(&format!("{label} {r} {}\n", hex(&s)));
+        }
+    }
+    std::fs::write(keys, log).unwrap();
+    let finished = {
+        let mut f = vec![20, 0, 0, 32];
+        f.extend([0u8; 32]);
+        f
+    };
+    let server_first = {
+        let mut sh = vec![3, 3];
+        sh.extend([9u8; 32]);
+        sh.extend([0, 0x13, 0x01, 0, 0, 6, 0, 43, 0, 2, 3, 4]);
+        let mut b = handshake_record(2, &sh);
+        b.extend([20, 3, 3, 0, 1, 1]);
+        b.extend(seal13(&shs, 0, &finished, 22));
+        b
+    };
+    let rec_a = seal13(&cts, 1, &produce_of(2, 25, 100), 23);
+    let mut first = rec_a.clone();
+    let b = produce_of(3, 160, 100);
+    let rec_b = seal13(&cts, 2, &b[..16_000], 23);
+    first.extend(&rec_b[..15_000]);
+    let mut rest = rec_b[15_000..].to_vec();
+    rest.extend(seal13(&cts, 3, &b[16_000..], 23));
+    rest.extend(seal13(&cts, 4, &api_versions(4), 23));
+    rest.extend(seal13(&cts, 5, &api_versions(5), 23));
+    let mut w =
+        PcapWriter::new(std::io::BufWriter::new(std::fs::File::create(cap).unwrap())).unwrap();
+    let mut flows: Vec<TcpFlow> = (0..n).map(flow_of).collect();
+    let mut t = 1_000_000u64;
+    for (i, f) in flows.iter_mut().enumerate() {
+        let mut ch = vec![3, 3];
+        ch.extend(client_random(i));
+        ch.extend([0, 0, 2, 0x13, 0x01, 1, 0, 0, 0]);
+        f.open(&mut w, t).unwrap();
+        f.send(&mut w, true, t + 200, &handshake_record(1, &ch))
+            .unwrap();
+        f.send(&mut w, false, t + 300, &server_first).unwrap();
+        let mut fin = seal13(&chs, 0, &finished, 22);
+        fin.extend(seal13(&cts, 0, &api_versions(1), 23));
+        f.send(&mut w, true, t + 400, &fin).unwrap();
+        let answer = seal13(&sts, 0, &api_versions_response(1), 23);
+        f.send(&mut w, false, t + 500, &answer).unwrap();
+        f.send_losing(&mut w, true, t + 600, &first, 0..1, true)
+            .unwrap();
+        t += 1000;
+    }
+    for f in &mut flows {
+        f.send(&mut w, true, t, &rest).unwrap();
+        let mut answers = seal13(&sts, 1, &produce_response(2), 23);
+        answers.extend(seal13(&sts, 2, &produce_response(3), 23));
+        answers.extend(seal13(&sts, 3, &api_versions_response(4), 23));
+        answers.extend(seal13(&sts, 4, &api_versions_response(5), 23));
+        f.send(&mut w, false, t + 200, &answers).unwrap();
+        f.close(&mut w, t + 400).unwrap();
+        t += 1000;
+    }
+    use std::io::Write;
+    w.into_inner().flush().unwrap();
+}
+
+/// 2,000 TLS 1.3 connections each searching for the next record after a gap, and
+/// holding 13.5 KB of the candidate found (27 MB in all): the in-flight budget gives up
+/// the oldest searches' bytes (a `Dropped` notice each; the search goes on after them
+/// and finds the records after), and every connection's stream is found again: the
+/// ApiVersions exchanges after the gap decrypt and pair, and nothing stays encrypted.
+#[test]
+fn tls_searches_after_gaps_on_2000_connections_share_one_budget() {
+    const N: usize = 2000;
+    let (cap, keys) = (
+        scratch("tls-search-2000.pcap"),
+        scratch("tls-search-2000.keys"),
+    );
+    tls_searching(&cap, &keys, N);
+    let run = run_under(
+        &[
+            "read",
+            cap.to_str().unwrap(),
+            "--tls-keylog",
+            keys.to_str().unwrap(),
+            "--format",
+            "summary",
+            "--threads",
+            "1",
+        ],
+        LOSSY_PEAK_KIB,
+    );
+    std::fs::remove_file(&cap).ok();
+    std::fs::remove_file(&keys).ok();
+    let Some((out, err, _)) = run else {
+        return;
+    };
+    let tail = &err[err.len().saturating_sub(3000)..];
+    assert!(!err.contains("not resynchronised"), "{tail}");
+    assert!(!err.contains("stays encrypted"), "{tail}");
+    assert!(!err.contains("stayed encrypted"), "{tail}");
+    let count = |s: &str| out.lines().filter(|l| l.contains(s)).count();
+    assert_eq!(count("ApiVersions v0 request"), 3 * N, "{tail}");
+    let paired = out
+        .lines()
+        .filter(|l| l.contains("ApiVersions v0 response") && l.contains("latency="))
+        .count();
+    assert_eq!(paired, 3 * N, "{tail}");
+    let budget = err
+        .lines()
+        .find(|l| l.contains("times a search for the next TLS record after a gap gave up"))
+        .unwrap_or_else(|| panic!("no budget notice: {tail}"));
+    let searches: usize = budget
+        .split(", ")
+        .find_map(|s| {
+            s.strip_suffix(
+                " times a search for the next TLS record after a gap gave up the bytes it held",
+            )
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {budget:?}"));
+    assert!(searches > 0 && searches < N, "{searches}: {budget}");
+}
+
 /// Two thousand connections whose ClientHello never completes: each sends four whole
 /// TLS handshake records (64 KB) of a handshake message that says it is 600,000 bytes
 /// long, and nothing more (a hostile or cut capture). The unfinished handshake messages
@@ -1322,15 +1418,20 @@ fn unfinished_tls_handshakes_on_2000_connections_share_one_budget() {
         return;
     };
     let tail = &err[err.len().saturating_sub(3000)..];
-    // The budget's closing notice counts each handshake given up among the partial TLS
-    // records given up, and the summary counts one Dropped notice each.
+    // The budget's closing notice counts the handshakes given up apart from partial
+    // records, and the summary counts one Dropped notice each.
     let budget = err
         .lines()
-        .find(|l| l.contains("partial TLS records given up"))
+        .find(|l| l.contains("unfinished TLS handshakes given up"))
         .unwrap_or_else(|| panic!("no budget notice: {tail}"));
+    assert!(!budget.contains("partial TLS records"), "{budget}");
     let given_up: usize = budget
         .split(", ")
-        .find_map(|s| s.strip_suffix(" partial TLS records given up and the rest of each skipped"))
+        .find_map(|s| {
+            s.strip_suffix(
+                " unfinished TLS handshakes given up (the records of their connections stay encrypted)",
+            )
+        })
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no count in {budget:?}"));
     let summary = err.lines().last().unwrap_or("");
@@ -1342,6 +1443,28 @@ fn unfinished_tls_handshakes_on_2000_connections_share_one_budget() {
     assert!(
         given_up > N / 2 && given_up < N,
         "{given_up} handshakes given up: {tail}"
+    );
+    // The closing line of a connection whose handshake was given up says so, not that
+    // there was no ClientHello (the first 50 notices are printed: the oldest
+    // connections', whose handshakes were given up first).
+    let closing: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("stayed encrypted"))
+        .collect();
+    let shed = closing
+        .iter()
+        .filter(|l| {
+            l.contains("(its handshake given up by the in-flight budget)")
+                && l.contains("the in-flight budget (all connections) gave up the TLS handshake")
+        })
+        .count();
+    assert!(shed > 0, "{:?}", closing.first());
+    assert!(
+        !closing
+            .iter()
+            .any(|l| l.contains("given up") && l.contains("no ClientHello")),
+        "{:?}",
+        closing.first()
     );
 }
 

@@ -217,10 +217,13 @@ struct Budget {
     /// Connections holding bytes, oldest held byte first.
     oldest: BTreeSet<(u64, u32)>,
     total: usize,
-    /// Partial frames cut, TLS records given up, connections shed, times the budget
+    /// Partial frames cut, TLS records given up, TLS handshakes given up, searches
+    /// after a TLS gap that gave up what they held, connections shed, times the budget
     /// was passed.
     cut: u64,
     tls_records: u64,
+    tls_handshakes: u64,
+    tls_searches: u64,
     shed: u64,
     passed: u64,
 }
@@ -548,7 +551,9 @@ impl<'p> Extractor<'p> {
         };
         let (cut, records) = conn.shed(frame, self.opts.max_in_flight, &mut sink);
         self.budget.cut += u64::from(cut);
-        self.budget.tls_records += u64::from(records);
+        self.budget.tls_records += u64::from(records.records);
+        self.budget.tls_handshakes += u64::from(records.handshakes);
+        self.budget.tls_searches += u64::from(records.searches);
         self.budget.shed += 1;
         let (floor, held, since) = (conn.hold_floor(), conn.held(), conn.held_since());
         self.set_floor(id, floor);
@@ -637,10 +642,22 @@ impl<'p> Extractor<'p> {
             c.finish(frame, &mut sink);
         }
         if self.budget.passed > 0 {
-            let tls = match self.budget.tls_records {
+            let mut tls = match self.budget.tls_records {
                 0 => String::new(),
                 r => format!(", {r} partial TLS records given up and the rest of each skipped"),
             };
+            if self.budget.tls_handshakes > 0 {
+                tls.push_str(&format!(
+                    ", {} unfinished TLS handshakes given up (the records of their connections stay encrypted)",
+                    self.budget.tls_handshakes
+                ));
+            }
+            if self.budget.tls_searches > 0 {
+                tls.push_str(&format!(
+                    ", {} times a search for the next TLS record after a gap gave up the bytes it held",
+                    self.budget.tls_searches
+                ));
+            }
             let mut n = Notice::new(
                 NoticeKind::Budget,
                 format!(

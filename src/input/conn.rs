@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use super::framer::{find_frame_start, Framer, FramerOut, Scan, PEEK};
 use super::order::Reorder;
 use super::tcp::{Delivery, Reassembler, Segment};
-use super::tls::{KeyLog, TlsConn, TlsOut};
+use super::tls::{KeyLog, TlsConn, TlsOut, TlsShed};
 use super::{
     CaptureOptions, CaptureStats, Direction, Event, Frame, FrameContext, FrameKind,
     FramePlausibility, Notice, NoticeKind, Timestamp,
@@ -201,9 +201,9 @@ impl Conn {
     /// and each partial frame is emitted as incomplete with a notice (the rest of it is
     /// skipped as it comes); a TLS connection's unfinished records are given up too
     /// ([`TlsConn::shed`]: skipped by their headers' lengths, the records after them
-    /// still decrypted). Returns how many partial frames and how many TLS records were
-    /// cut.
-    pub fn shed(&mut self, frame: u64, budget: usize, sink: &mut Sink<'_>) -> (u32, u32) {
+    /// still decrypted; or its handshake, or the bytes a search after a gap held).
+    /// Returns how many partial frames were cut, and what the TLS layer gave up.
+    pub fn shed(&mut self, frame: u64, budget: usize, sink: &mut Sink<'_>) -> (u32, TlsShed) {
         for s in 0..2 {
             let mut dl = Vec::new();
             self.reasm[s].give_up(frame, &mut dl);
@@ -224,7 +224,7 @@ impl Conn {
         }
         // After the framers: a partial frame is cut (and counted) first, and the
         // plaintext of the record given up falls in the part of it that is skipped.
-        let mut records = 0;
+        let mut records = TlsShed::default();
         if let Some(t) = self.tls.as_mut() {
             let mut outs = Vec::new();
             records = t.shed(frame, budget, &mut outs);

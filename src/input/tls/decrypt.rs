@@ -413,12 +413,70 @@ impl RecordKeys {
     /// the length given is the most the record can hold.
     pub fn skip(&mut self, fragment_len: usize) -> (u64, bool) {
         self.seq = self.seq.wrapping_add(1);
-        let n = fragment_len as u64;
+        let (over, exact) = self.overhead();
+        ((fragment_len as u64).saturating_sub(over), exact)
+    }
+
+    /// Bytes of a record's fragment that are not plaintext, and whether that count is
+    /// exact: TLS 1.2 AES-GCM 24 (the 8-byte explicit nonce and the 16-byte tag),
+    /// ChaCha20-Poly1305 16 (the tag), TLS 1.3 17 (the tag and the inner content type,
+    /// assuming no padding); AES-CBC at least 17 plus the MAC (the IV, one byte of
+    /// padding length; the padding itself is unknown, so not exact).
+    pub fn overhead(&self) -> (u64, bool) {
         match &self.kind {
-            Kind::Aead12 { iv, .. } if iv.len() == 4 => (n.saturating_sub(8 + 16), true),
-            Kind::Aead12 { .. } => (n.saturating_sub(16), true),
-            Kind::Aead13 { .. } => (n.saturating_sub(16 + 1), true),
-            Kind::Cbc12 { mac, .. } => (n.saturating_sub(16 + mac.len() as u64 + 1), false),
+            Kind::Aead12 { iv, .. } if iv.len() == 4 => (8 + 16, true),
+            Kind::Aead12 { .. } => (16, true),
+            Kind::Aead13 { .. } => (16 + 1, true),
+            Kind::Cbc12 { mac, .. } => (16 + mac.len() as u64 + 1, false),
+        }
+    }
+
+    /// The shortest fragment a record under these keys can have, in bytes: TLS 1.2
+    /// AES-GCM 24, ChaCha20-Poly1305 16, TLS 1.3 17 (an empty record: tag and inner
+    /// content type), AES-CBC the IV and the blocks that hold the MAC and the padding
+    /// length (encrypt-then-MAC: IV, one block, MAC).
+    pub fn min_fragment(&self) -> u64 {
+        match &self.kind {
+            Kind::Aead12 { iv, .. } if iv.len() == 4 => 8 + 16,
+            Kind::Aead12 { .. } => 16,
+            Kind::Aead13 { .. } => 17,
+            Kind::Cbc12 { mac, etm: true, .. } => 32 + mac.len() as u64,
+            Kind::Cbc12 { mac, .. } => 16 + (mac.len() as u64 + 1).div_ceil(16) * 16,
+        }
+    }
+
+    /// The sequence number of the next record to open.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Sets the sequence number of the next record to open (after a gap, once a record
+    /// has been found that opens with it: [`opens_at`](Self::opens_at)).
+    pub fn set_seq(&mut self, seq: u64) {
+        self.seq = seq;
+    }
+
+    /// True when the record opens with sequence number `seq`: its AEAD tag (or MAC)
+    /// verifies, which a record at a wrong offset or under a wrong sequence number fails
+    /// but for a chance of 2^-128 (AEAD) or of the MAC's size. Leaves the sequence number
+    /// as it was.
+    pub fn opens_at(&mut self, seq: u64, header: &[u8; 5], fragment: &[u8]) -> bool {
+        let was = self.seq;
+        self.seq = seq;
+        let ok = self.open(header, fragment).is_ok();
+        self.seq = was;
+        ok
+    }
+
+    /// TLS 1.2 AES-GCM: the record's 8-byte explicit nonce read as a number (most
+    /// implementations, OpenSSL's among them, write the record's sequence number there);
+    /// `None` for other suites or a fragment too short.
+    pub fn explicit_seq(&self, fragment: &[u8]) -> Option<u64> {
+        match &self.kind {
+            Kind::Aead12 { iv, .. } if iv.len() == 4 && fragment.len() >= 8 => {
+                Some(u64::from_be_bytes(fragment[..8].try_into().ok()?))
+            }
+            _ => None,
         }
     }
 

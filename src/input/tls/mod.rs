@@ -26,7 +26,7 @@ use super::tcp::Delivery;
 use super::{Direction, Notice, NoticeKind};
 use decrypt::{RecordKeys, Suite};
 pub use keylog::{KeyLog, KeyLogProblem};
-use record::{Split, Splitter};
+use record::{Cut, HeaderRule, Probe, Split, Splitter};
 
 /// What a connection negotiated, shared by every message decrypted from it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,6 +126,49 @@ const MAX_SPANS: usize = 4096;
 /// 16 KiB by default; `max_early_data_size` is a 32-bit count).
 const MAX_EARLY: usize = 1 << 20;
 
+/// After a TCP gap that hid record boundaries: stream bytes scanned from the gap's end
+/// for the next record that decrypts before the direction is given up (64 KiB: the
+/// next header is at most one record, 2^14 + 2048 + 5 bytes, after the gap's end; the
+/// rest leaves room for a few candidates that fail).
+pub const RESYNC_SCAN: u64 = 64 * 1024;
+
+/// Decryption tries (sequence numbers tried on candidate records) per gap.
+pub const RESYNC_TRIES: u32 = 4096;
+
+/// Decryption tries per candidate record, nearest the estimated sequence number first.
+pub const RESYNC_TRIES_PER_CANDIDATE: u32 = 1024;
+
+/// What [`TlsConn::shed`] gave up for the in-flight budget.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TlsShed {
+    /// Unfinished application data records given up (the rest of each skipped).
+    pub records: u32,
+    /// Handshakes given up before they were whole (the connection's later records stay
+    /// encrypted).
+    pub handshakes: u32,
+    /// Searches for the next record after a gap that gave up the bytes they held.
+    pub searches: u32,
+}
+
+/// A search for the next record that decrypts, after a TCP gap hid record boundaries.
+#[derive(Clone, Copy, Debug)]
+struct Resync {
+    /// The gap that started it: stream offset and end.
+    gap_at: u64,
+    gap_end: u64,
+    /// Bytes missing, over all the gaps met while searching.
+    missing: u64,
+    /// Gaps met (1 + those while searching).
+    gaps: u32,
+    /// Sequence number of the first record lost.
+    seq: u64,
+    /// Record number (per direction) of the first record lost.
+    rec_no: u64,
+    /// Candidate headers tried and decryption tries made.
+    candidates: u32,
+    tries: u32,
+}
+
 #[derive(Default)]
 struct Side {
     split: Splitter,
@@ -140,8 +183,17 @@ struct Side {
     next: Option<RecordKeys>,
     /// TLS 1.2: after this side's ChangeCipherSpec.
     encrypted: bool,
-    /// A record failed to decrypt, or a gap: the rest stays encrypted.
+    /// A record failed to decrypt, or a gap that could not be resynchronised: the rest
+    /// stays encrypted.
     stopped: bool,
+    /// Searching for the next record after a gap.
+    resync: Option<Resync>,
+    /// The record version of the last record (for the search after a gap).
+    rec_version: u16,
+    /// The mean size of the records split lately, header included, in bytes (an
+    /// exponential moving average, weight 1/8 to the newest): how many records a gap
+    /// hid is estimated by it.
+    mean_record: u64,
     records: u64,
     decrypted: u64,
     enc_records: u64,
@@ -182,6 +234,8 @@ pub struct TlsConn {
     early_stayed: u64,
     /// The client's TLS 1.3 Finished was read.
     client_finished: bool,
+    /// The in-flight budget gave up the handshake ([`TlsConn::shed_handshake`]).
+    handshake_shed: bool,
 }
 
 /// The RFC 8446 / RFC 5246 name of an alert description.
@@ -243,6 +297,43 @@ fn printable(b: &[u8]) -> String {
     String::from_utf8_lossy(b).escape_default().to_string()
 }
 
+/// The order in which a search after a gap tries how many records were lost, within
+/// `1..=most`: by turns the next of [`spiral`] around the estimate `est` and the next
+/// of 1, 2, 3, ... (a gap of a few segments among large records hides few of them,
+/// whatever the mean size says). Numbers may come twice (the caller skips them).
+fn window_order(est: u64, most: u64) -> impl Iterator<Item = u64> {
+    let mut near = spiral(est, most);
+    let mut low = 1..=most;
+    let mut turn = false;
+    std::iter::from_fn(move || {
+        turn = !turn;
+        if turn {
+            near.next().or_else(|| low.next())
+        } else {
+            low.next().or_else(|| near.next())
+        }
+    })
+}
+
+/// `est`, then the numbers around it in turn (`est + 1`, `est - 1`, `est + 2`, ...),
+/// within `1..=most`.
+fn spiral(est: u64, most: u64) -> impl Iterator<Item = u64> {
+    (0..2 * most).filter_map(move |i| {
+        let step = i.div_ceil(2);
+        let d = if i % 2 == 1 {
+            est.checked_add(step)?
+        } else {
+            est.checked_sub(step)?
+        };
+        (1..=most).contains(&d).then_some(d)
+    })
+}
+
+/// `n` and the word for it: `one` when `n` is 1, else `many`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn hex_prefix(b: &[u8]) -> String {
     let mut s: String = b.iter().take(8).map(|x| format!("{x:02x}")).collect();
     s.push('…');
@@ -274,6 +365,7 @@ impl TlsConn {
             early_hs: None,
             early_stayed: 0,
             client_finished: false,
+            handshake_shed: false,
         }
     }
 
@@ -318,10 +410,35 @@ impl TlsConn {
     /// it counts as a record that stayed encrypted. A record during a side's handshake
     /// (before its keys are settled: TLS 1.2 before ChangeCipherSpec, TLS 1.3 before
     /// its Finished, or while 0-RTT keys are tried) is kept: the handshake needs it
-    /// whole. Returns how many records were given up.
-    pub fn shed(&mut self, frame: u64, budget: usize, out: &mut Vec<TlsOut>) -> u32 {
+    /// whole. A side searching for the next record after a gap gives up the bytes it
+    /// holds (a candidate record not yet whole) and searches on after them. When nothing
+    /// of that could be given up, the handshake is (`TlsConn::shed_handshake`).
+    /// Returns what was given up.
+    pub fn shed(&mut self, frame: u64, budget: usize, out: &mut Vec<TlsOut>) -> TlsShed {
+        let mut given = TlsShed::default();
         let mut n = 0;
         for side in 0..2 {
+            if self.sides[side].split.is_searching() {
+                if let Some(held) = self.sides[side].split.shed_search() {
+                    given.searches += 1;
+                    let mut nt = self.notice(
+                        NoticeKind::Dropped,
+                        Some(side),
+                        frame,
+                        None,
+                        format!(
+                            "in-flight budget of {budget} bytes (all connections) passed: the \
+                             search for the next TLS record after a gap gives up the {held} \
+                             bytes it held (a candidate record not yet whole) and goes on after them"
+                        ),
+                    );
+                    if let TlsOut::Notice(x) = &mut nt {
+                        x.bytes = Some(held as u64);
+                    }
+                    out.push(nt);
+                }
+                continue;
+            }
             let is_client = self.client == Some(side);
             let tls13 = self.version == Some(0x0304);
             let trying = is_client
@@ -396,10 +513,11 @@ impl TlsConn {
                 }
             }
         }
-        if n == 0 {
-            n += self.shed_handshake(frame, budget, out);
+        given.records = n;
+        if n == 0 && given.searches == 0 {
+            given.handshakes = self.shed_handshake(frame, budget, out);
         }
-        n
+        given
     }
 
     /// When no application data record could be given up ([`TlsConn::shed`]) but the
@@ -407,17 +525,30 @@ impl TlsConn {
     /// of up to 1 MiB, a handshake record, early data waiting for the ServerHello): the
     /// handshake is given up on both sides, with what it holds; the connection's later
     /// records are split and counted, but stay encrypted (their keys cannot be derived
-    /// without the handshake). One `Dropped` notice says how many bytes went. Returns
-    /// 1 when something was given up, else 0.
+    /// without the handshake). One `Dropped` notice says how many bytes went. Nothing
+    /// is given up when no side still in its handshake holds bytes (a connection past
+    /// its handshake holding only empty buffers). Returns 1 when something was given
+    /// up, else 0.
     fn shed_handshake(&mut self, frame: u64, budget: usize, out: &mut Vec<TlsOut>) -> u32 {
+        // Bytes of a handshake: early data, or a side not past its handshake holding a
+        // handshake message or record bytes (the capacity of an empty buffer is none).
+        let pending = self.early_bytes > 0
+            || (0..2).any(|i| {
+                let s = &self.sides[i];
+                (!s.hs.is_empty() || s.split.held() > 0) && !self.handshake_over(i)
+            });
         let held = self.held();
-        if held == 0 {
+        if !pending || held == 0 {
             return 0;
         }
+        self.handshake_shed = true;
         for s in &mut self.sides {
             s.hs = Vec::new();
             s.hs_dead = true;
             s.stopped = true;
+            if s.resync.take().is_some() {
+                s.split.kill();
+            }
             if let Some(r) = s.split.shed() {
                 s.records += 1;
                 s.enc_records += 1;
@@ -536,50 +667,399 @@ impl TlsConn {
                 self.sides[side]
                     .split
                     .push(offset, &bytes, frame, time, &mut recs);
-                for r in recs {
-                    match r {
-                        Split::Record(r) => self.record(side, r, keys, out),
-                        Split::Bad {
-                            offset,
-                            frame,
-                            message,
-                        } => {
-                            let n = self.notice(
-                                NoticeKind::Tls,
-                                Some(side),
-                                frame,
-                                Some(offset),
-                                format!("{message}; the rest of this direction is not read as TLS"),
-                            );
-                            out.push(n);
-                        }
-                    }
+                self.splits(side, recs, keys, out);
+                if self.sides[side].resync.is_some() {
+                    self.search(side, keys, out);
                 }
             }
-            Delivery::Gap { offset, len, frame } => {
-                let s = &mut self.sides[side];
-                if s.split.is_dead() {
-                    return;
-                }
-                s.split.kill();
-                s.stopped = true;
-                let n = self.notice(
-                    NoticeKind::Gap,
-                    Some(side),
+            Delivery::Gap { offset, len, frame } => self.gap(side, offset, len, frame, out),
+        }
+    }
+
+    /// What the splitter of `side` found: records to read, or a bad header.
+    fn splits(&mut self, side: usize, recs: Vec<Split>, keys: &KeyLog, out: &mut Vec<TlsOut>) {
+        for r in recs {
+            match r {
+                Split::Record(r) => self.record(side, r, keys, out),
+                Split::Bad {
+                    offset,
                     frame,
-                    Some(offset),
-                    format!("{len} bytes missing from the TLS stream: TLS record boundaries are lost, the rest of this direction stays encrypted"),
-                );
-                // A frame the gap cut short comes out at the end, as `Unfinished`.
-                out.push(n);
+                    message,
+                } => {
+                    let n = self.notice(
+                        NoticeKind::Tls,
+                        Some(side),
+                        frame,
+                        Some(offset),
+                        format!("{message}; the rest of this direction is not read as TLS"),
+                    );
+                    out.push(n);
+                }
             }
         }
     }
 
+    /// True when the records of `side` after a gap can be found again: its keys are the
+    /// ones all its later records use (its handshake is over, no 0-RTT keys are being
+    /// tried) and its records have been decrypting.
+    fn can_resync(&self, side: usize) -> bool {
+        self.handshake_over(side) && !self.sides[side].stopped
+    }
+
+    /// True when the handshake of `side` is over: its keys are the ones all its later
+    /// records use (TLS 1.2 after its ChangeCipherSpec, TLS 1.3 after its Finished, no
+    /// 0-RTT keys being tried).
+    fn handshake_over(&self, side: usize) -> bool {
+        let s = &self.sides[side];
+        let is_client = self.client == Some(side);
+        let trying =
+            is_client && (self.early_hs.is_some() || (self.offered_early && !self.client_finished));
+        let tls13 = self.version == Some(0x0304);
+        self.session.is_some()
+            && s.keys.is_some()
+            && s.next.is_none()
+            && !trying
+            && (tls13 || s.encrypted)
+    }
+
+    /// `len` bytes at `offset` of `side`'s TCP stream will never arrive (revealed by
+    /// capture record `frame`). With the direction's keys settled, the record the gap
+    /// cut is dropped: when the gap ends inside it, its sequence number is counted and
+    /// reading goes on at the next record; when it hides record boundaries, the next
+    /// record is searched for from the gap's end ([`TlsConn::search`]). Else (during
+    /// the handshake, without keys) the rest of the direction stays encrypted.
+    fn gap(&mut self, side: usize, offset: u64, len: u64, frame: u64, out: &mut Vec<TlsOut>) {
+        let end = offset + len;
+        if self.sides[side].split.is_dead() {
+            return;
+        }
+        if !self.can_resync(side) {
+            let s = &mut self.sides[side];
+            s.split.kill();
+            s.stopped = true;
+            let n = self.notice(
+                NoticeKind::Gap,
+                Some(side),
+                frame,
+                Some(offset),
+                format!("{len} bytes missing from the TLS stream: TLS record boundaries are lost, the rest of this direction stays encrypted"),
+            );
+            // A frame the gap cut short comes out at the end, as `Unfinished`.
+            out.push(n);
+            return;
+        }
+        let s = &mut self.sides[side];
+        // A handshake message the gap cut (a NewSessionTicket) is not read.
+        s.hs = Vec::new();
+        let Some(cut) = s.split.gap(offset, len) else {
+            return;
+        };
+        let range = format!("stream bytes {offset}..{end}");
+        let (text, lost) = match cut {
+            Cut::Within {
+                record: Some(r),
+                next,
+            } => {
+                s.records += 1;
+                let rec_no = s.records;
+                let flen = r.fragment_len();
+                let Some(k) = s.keys.as_mut() else {
+                    return;
+                };
+                let (plain, exact) = k.skip(flen);
+                let at = s.plain_off;
+                s.plain_off += plain;
+                let up_to = if exact { "" } else { "up to " };
+                (
+                    format!(
+                        "{len} bytes missing from the TLS stream ({range}) inside TLS record \
+                         {rec_no} ({} bytes from stream byte {}): the record is lost, \
+                         {up_to}{plain} bytes of plaintext; decryption goes on at the next \
+                         record (stream byte {next})",
+                        5 + flen,
+                        r.offset
+                    ),
+                    Some(TlsOut::Lost {
+                        side,
+                        offset: at,
+                        len: plain,
+                        frame,
+                        exact,
+                    }),
+                )
+            }
+            Cut::Within { record: None, next } => (
+                format!(
+                    "{len} bytes missing from the TLS stream ({range}) inside a TLS record \
+                     already lost; reading goes on at the next record (stream byte {next})"
+                ),
+                None,
+            ),
+            Cut::Lost { again: true, .. } => {
+                if let Some(r) = s.resync.as_mut() {
+                    r.missing += len;
+                    r.gaps += 1;
+                }
+                (
+                    format!(
+                        "{len} bytes missing from the TLS stream ({range}) while looking for \
+                         the next TLS record after an earlier gap; the search goes on after it"
+                    ),
+                    None,
+                )
+            }
+            Cut::Lost {
+                from,
+                record,
+                again: false,
+            } => {
+                let seq = s.keys.as_ref().map_or(0, |k| k.seq());
+                let rec_no = s.records + 1;
+                s.resync = Some(Resync {
+                    gap_at: offset,
+                    gap_end: end,
+                    missing: len,
+                    gaps: 1,
+                    seq,
+                    rec_no,
+                    candidates: 0,
+                    tries: 0,
+                });
+                let cut = match &record {
+                    Some(r) => format!(
+                        " inside TLS record {rec_no} ({} bytes from stream byte {from})",
+                        5 + r.fragment_len()
+                    ),
+                    None if from < offset => {
+                        format!(" inside TLS record {rec_no} (from stream byte {from})")
+                    }
+                    None => format!(" at the start of TLS record {rec_no}"),
+                };
+                (
+                    format!(
+                        "{len} bytes missing from the TLS stream ({range}){cut}: the record \
+                         boundaries after it are lost; looking for the next record that \
+                         decrypts (up to {RESYNC_SCAN} bytes after the gap)"
+                    ),
+                    None,
+                )
+            }
+        };
+        let mut n = self.notice(NoticeKind::Gap, Some(side), frame, Some(offset), text);
+        if let TlsOut::Notice(x) = &mut n {
+            x.bytes = Some(len);
+        }
+        out.push(n);
+        out.extend(lost);
+    }
+
+    /// The record header rule of the search on `side` ([`record::HeaderRule`]).
+    fn header_rule(&self, side: usize) -> HeaderRule {
+        let s = &self.sides[side];
+        let tls13 = self.version == Some(0x0304);
+        HeaderRule {
+            version: if tls13 { 0x0303 } else { s.rec_version },
+            tls13,
+            min_len: s.keys.as_ref().map_or(0, |k| k.min_fragment()) as usize,
+            max_len: if tls13 {
+                (1 << 14) + 256
+            } else {
+                record::MAX_FRAGMENT
+            },
+        }
+    }
+
+    /// The search after a gap on `side`: each candidate header the splitter finds
+    /// ([`Splitter::probe`]) is tried with the sequence numbers its place allows, from
+    /// the first record lost + 1 to as many records as the bytes lost before it could
+    /// hold at the suite's smallest record, nearest the estimate first (the bytes lost
+    /// over the mean record size so far; for TLS 1.2 AES-GCM first the explicit nonce
+    /// read as a sequence number), at most [`RESYNC_TRIES_PER_CANDIDATE`] each and
+    /// [`RESYNC_TRIES`] a gap. The first record whose tag verifies ends the search:
+    /// the records lost are counted, their plaintext is a [`TlsOut::Lost`] gap for the
+    /// framing, and decryption goes on from that record. Past [`RESYNC_SCAN`] bytes
+    /// scanned, or the tries, the rest of the direction stays encrypted, said by a notice.
+    fn search(&mut self, side: usize, keys: &KeyLog, out: &mut Vec<TlsOut>) {
+        loop {
+            let rule = self.header_rule(side);
+            let s = &mut self.sides[side];
+            if s.resync.is_none() {
+                return;
+            }
+            let probe = s.split.probe(&rule, RESYNC_SCAN);
+            let r = match probe {
+                Probe::NeedMore => return,
+                Probe::Exhausted => {
+                    let why =
+                        format!("no record in the {RESYNC_SCAN} bytes after the gap decrypts");
+                    self.resync_failed(side, None, &why, out);
+                    return;
+                }
+                Probe::Candidate(r) => r,
+            };
+            let (lost_from, _) = s.split.search_state().unwrap_or((r.offset, 0));
+            let mean = s.mean_record.max(1);
+            let (Some(k), Some(rs)) = (s.keys.as_mut(), s.resync.as_mut()) else {
+                return;
+            };
+            rs.candidates += 1;
+            // Records lost before the candidate: at least the one the gap hit, at most
+            // as many as the bytes from it to the candidate hold at the smallest size.
+            let wire = r.offset - lost_from;
+            let most = wire.div_ceil(5 + k.min_fragment()).max(1);
+            let est = ((wire + mean / 2) / mean).clamp(1, most);
+            let nonce = k
+                .explicit_seq(&r.fragment)
+                .and_then(|n| n.checked_sub(rs.seq))
+                .filter(|d| (1..=most).contains(d));
+            let mut found = None;
+            let mut here = 0;
+            let mut tried = std::collections::HashSet::new();
+            for d in nonce.into_iter().chain(window_order(est, most)) {
+                if rs.tries >= RESYNC_TRIES || here >= RESYNC_TRIES_PER_CANDIDATE {
+                    break;
+                }
+                if !tried.insert(d) {
+                    continue;
+                }
+                rs.tries += 1;
+                here += 1;
+                if k.opens_at(rs.seq + d, &r.header, &r.fragment) {
+                    found = Some(d);
+                    break;
+                }
+            }
+            let Some(lost) = found else {
+                if rs.tries >= RESYNC_TRIES {
+                    let why = format!("{RESYNC_TRIES} decryption tries used");
+                    self.resync_failed(side, Some(r.offset), &why, out);
+                    return;
+                }
+                s.split.reject();
+                continue;
+            };
+            let rs = *rs;
+            k.set_seq(rs.seq + lost);
+            let (over, exact) = k.overhead();
+            let overhead = lost * (5 + over);
+            let plain = wire.saturating_sub(overhead);
+            let exact = exact && wire >= overhead;
+            s.records += lost;
+            s.resync = None;
+            let at = s.plain_off;
+            s.plain_off += plain;
+            let (a, b) = (rs.rec_no, rs.rec_no + lost - 1);
+            let recs = if a == b {
+                format!("1 record lost (TLS record {a})")
+            } else {
+                format!("{lost} records lost (TLS records {a}-{b})")
+            };
+            let up_to = if exact { "" } else { "up to " };
+            let gaps = if rs.gaps > 1 {
+                format!(" ({} gaps, {} bytes missing)", rs.gaps, rs.missing)
+            } else {
+                String::new()
+            };
+            let mut n = self.notice(
+                NoticeKind::Resync,
+                Some(side),
+                r.last_frame,
+                Some(r.offset),
+                format!(
+                    "TLS stream resynchronised after the gap at stream bytes {}..{}{gaps}: \
+                     TLS record {} at stream byte {} decrypts with sequence number {}; \
+                     {recs}, {wire} bytes from stream byte {lost_from}, of which {} after \
+                     the gap passed over; {up_to}{plain} bytes of plaintext lost ({} on {})",
+                    rs.gap_at,
+                    rs.gap_end,
+                    b + 1,
+                    r.offset,
+                    rs.seq + lost,
+                    r.offset.saturating_sub(rs.gap_end),
+                    plural(rs.tries.into(), "decryption try", "decryption tries"),
+                    plural(
+                        rs.candidates.into(),
+                        "candidate record",
+                        "candidate records"
+                    ),
+                ),
+            );
+            if let TlsOut::Notice(x) = &mut n {
+                x.bytes = Some(wire);
+            }
+            out.push(n);
+            out.push(TlsOut::Lost {
+                side,
+                offset: at,
+                len: plain,
+                frame: r.last_frame,
+                exact,
+            });
+            let mut recs = Vec::new();
+            self.sides[side].split.resume(&mut recs);
+            self.splits(side, recs, keys, out);
+            return;
+        }
+    }
+
+    /// The search after a gap on `side` found no record that decrypts (`why`; at
+    /// stream byte `at` when known): the rest of the direction stays encrypted, said by
+    /// a notice; a frame the gap cut comes out now as incomplete.
+    fn resync_failed(&mut self, side: usize, at: Option<u64>, why: &str, out: &mut Vec<TlsOut>) {
+        let s = &mut self.sides[side];
+        let Some(rs) = s.resync.take() else {
+            return;
+        };
+        let (_, scanned) = s.split.search_state().unwrap_or((0, 0));
+        let frame = s.split.last_frame();
+        s.split.kill();
+        s.stopped = true;
+        let plain = s.plain_off;
+        let mut n = self.notice(
+            NoticeKind::Tls,
+            Some(side),
+            frame,
+            at.or(Some(rs.gap_end)),
+            format!(
+                "TLS stream not resynchronised after the gap at stream bytes {}..{}: {why} \
+                 ({scanned} bytes scanned, {} on {}, with sequence numbers from {}); the \
+                 rest of this direction stays encrypted",
+                rs.gap_at,
+                rs.gap_end,
+                plural(rs.tries.into(), "decryption try", "decryption tries"),
+                plural(
+                    rs.candidates.into(),
+                    "candidate record",
+                    "candidate records"
+                ),
+                rs.seq + 1
+            ),
+        );
+        if let TlsOut::Notice(x) = &mut n {
+            x.bytes = Some(scanned);
+        }
+        out.push(n);
+        out.push(TlsOut::Lost {
+            side,
+            offset: plain,
+            len: 0,
+            frame,
+            exact: false,
+        });
+    }
+
     fn record(&mut self, side: usize, r: record::Record, keys: &KeyLog, out: &mut Vec<TlsOut>) {
         let ctype = r.header[0];
-        self.sides[side].records += 1;
-        let rec_no = self.sides[side].records;
+        let s = &mut self.sides[side];
+        s.records += 1;
+        s.rec_version = u16::from_be_bytes([r.header[1], r.header[2]]);
+        let size = 5 + r.fragment.len() as u64;
+        s.mean_record = if s.mean_record == 0 {
+            size
+        } else {
+            (s.mean_record * 7 + size) / 8
+        };
+        let rec_no = s.records;
         let tls13 = self.version == Some(0x0304);
         let encrypted = if tls13 {
             ctype == 23
@@ -1079,6 +1559,33 @@ impl TlsConn {
         }
         let mut cut = 0;
         for side in 0..2 {
+            if let Some(rs) = self.sides[side].resync {
+                let (_, scanned) = self.sides[side].split.search_state().unwrap_or((0, 0));
+                let scanned = scanned + self.sides[side].split.held() as u64;
+                self.sides[side].resync = None;
+                self.sides[side].split.kill();
+                let n = self.notice(
+                    NoticeKind::Unfinished,
+                    Some(side),
+                    frame,
+                    Some(rs.gap_end),
+                    format!(
+                        "the stream ended while looking for the next TLS record after the gap \
+                         at stream bytes {}..{} ({scanned} bytes after it, {} on {}): none \
+                         decrypted; the rest of this direction stayed encrypted",
+                        rs.gap_at,
+                        rs.gap_end,
+                        plural(rs.tries.into(), "decryption try", "decryption tries"),
+                        plural(
+                            rs.candidates.into(),
+                            "candidate record",
+                            "candidate records"
+                        ),
+                    ),
+                );
+                out.push(n);
+                continue;
+            }
             let held = self.sides[side].split.held();
             if held > 0 {
                 cut += 1;
@@ -1101,9 +1608,11 @@ impl TlsConn {
         let version = sum.version.unwrap_or("TLS (version unknown)");
         let random = match &self.client_random {
             Some(r) => format!("client random {}", hex_prefix(r)),
+            None if self.handshake_shed => "its handshake given up by the in-flight budget".into(),
             None => "no ClientHello".into(),
         };
         let why = match (&self.missing, &self.client_random) {
+            _ if self.handshake_shed => "the in-flight budget (all connections) gave up the TLS handshake before it was whole, so the keys cannot be derived (see its Dropped notice)".into(),
             (Some(m), _) => m.clone(),
             (None, None) => "the capture starts after the TLS handshake (no ClientHello, so no client random): the keys cannot be matched".into(),
             (None, Some(_)) if self.failed_once => "a record did not decrypt (see above)".into(),
@@ -1128,5 +1637,27 @@ impl TlsConn {
         n.connection = Some(self.id);
         n.bytes = Some(sum.encrypted_bytes);
         out.push(TlsOut::Notice(n));
+    }
+}
+
+#[cfg(test)]
+mod resync_tests {
+    use super::{spiral, window_order};
+
+    #[test]
+    fn tries_go_out_from_the_estimate_within_the_window() {
+        assert_eq!(spiral(3, 5).collect::<Vec<_>>(), vec![3, 4, 2, 5, 1]);
+        assert_eq!(spiral(1, 3).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(spiral(1, 1).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(
+            spiral(1_000, 1_000).take(3).collect::<Vec<_>>(),
+            vec![1_000, 999, 998]
+        );
+        // by turns near the estimate and from the low end
+        assert_eq!(
+            window_order(10, 20).take(6).collect::<Vec<_>>(),
+            vec![10, 1, 11, 2, 9, 3]
+        );
+        assert_eq!(window_order(2, 2).collect::<Vec<_>>(), vec![2, 1, 1, 2]);
     }
 }
