@@ -65,6 +65,9 @@ pub struct Stats {
     /// Messages on connections past the first [`CONNECTIONS_KEEP`], counted here only
     /// (their API counts are in [`Stats::apis`] all the same).
     pub connections_past_cap: u64,
+    /// TLS connections past [`crate::input::TLS_SUMMARIES_KEEP`] in a capture, counted
+    /// only.
+    pub tls_past_cap: u64,
     /// Exact latencies held over all of [`Stats::apis`] (at most [`EXACT_LATENCIES_KEEP`]).
     exact_latencies: usize,
 }
@@ -388,7 +391,10 @@ impl Item {
 impl Stats {
     /// Adds the summaries of the capture's TLS connections (from
     /// [`crate::input::CaptureStats::tls`]), kept in connection order.
-    pub fn add_tls(&mut self, tls: Vec<crate::input::tls::TlsSummary>) {
+    /// `past_cap`: the capture's TLS connections past [`crate::input::TLS_SUMMARIES_KEEP`]
+    /// (counted, not itemised).
+    pub fn add_tls(&mut self, tls: Vec<crate::input::tls::TlsSummary>, past_cap: u64) {
+        self.tls_past_cap += past_cap;
         self.tls.extend(tls);
         self.tls.sort_by_key(|t| t.connection);
     }
@@ -506,6 +512,13 @@ impl Stats {
             v.push(format!(
                 "{} messages on connections past the first {CONNECTIONS_KEEP} are not in the connection table (their APIs are counted)",
                 self.connections_past_cap
+            ));
+        }
+        if self.tls_past_cap > 0 {
+            v.push(format!(
+                "{} TLS connections past the first {} of a capture are not in the TLS table",
+                self.tls_past_cap,
+                crate::input::TLS_SUMMARIES_KEEP
             ));
         }
         if self.approximate() {

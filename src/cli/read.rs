@@ -733,7 +733,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         counted += taken;
         status = worse(status, exit_status(&outcome, a.capture.strict));
         closing.extend(outcome.closing);
-        st.add_tls(outcome.tls);
+        st.add_tls(outcome.tls, outcome.tls_past_cap);
         Ok(())
     });
     // One capture that cannot be read prints nothing; of several, the others are counted.

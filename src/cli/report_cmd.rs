@@ -158,11 +158,11 @@ pub fn report_command(
             closing: o.closing.clone(),
             unanswered: o.unanswered_requests,
             tls: (
-                o.tls.len() as u64,
+                o.tls.len() as u64 + o.tls_past_cap,
                 o.tls.iter().filter(|t| t.decrypted() == "yes").count() as u64,
             ),
         });
-        g.stats.add_tls(o.tls);
+        g.stats.add_tls(o.tls, o.tls_past_cap);
         Ok(())
     })?;
     g.finish();

@@ -713,7 +713,11 @@ impl Conn {
             t.finish(frame, &mut outs);
             let sum = t.summary();
             sink.stats.bytes_skipped += sum.encrypted_bytes;
-            sink.stats.tls.push(sum);
+            if sink.stats.tls.len() < super::TLS_SUMMARIES_KEEP {
+                sink.stats.tls.push(sum);
+            } else {
+                sink.stats.tls_past_cap += 1;
+            }
             self.tls_out(outs, sink);
         }
         for s in 0..2 {

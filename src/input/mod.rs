@@ -367,6 +367,10 @@ impl Default for CaptureOptions {
     }
 }
 
+/// TLS connections whose summary [`CaptureStats::tls`] keeps (about 200 bytes each);
+/// the rest are counted in [`CaptureStats::tls_past_cap`].
+pub const TLS_SUMMARIES_KEEP: usize = 100_000;
+
 /// Counters for a whole capture.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CaptureStats {
@@ -392,8 +396,10 @@ pub struct CaptureStats {
     /// ([`NoticeKind::CorruptRecord`]).
     pub file_corrupt: bool,
     /// Each TLS connection, in the order they ended: version, suite, SNI, how much was
-    /// decrypted.
+    /// decrypted (the first [`TLS_SUMMARIES_KEEP`]).
     pub tls: Vec<tls::TlsSummary>,
+    /// TLS connections that ended past the first [`TLS_SUMMARIES_KEEP`] (counted only).
+    pub tls_past_cap: u64,
 }
 
 /// Fatal errors of [`read_capture`]. Damage inside a readable file is reported as notices,

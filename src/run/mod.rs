@@ -271,8 +271,11 @@ pub struct Outcome {
     /// How many requests got no response (several may end in one record): the closing
     /// line's count.
     pub unanswered_requests: u64,
-    /// Each TLS connection's summary (for `kwire stats`).
+    /// Each TLS connection's summary (for `kwire stats`), the first
+    /// [`input::TLS_SUMMARIES_KEEP`].
     pub tls: Vec<input::tls::TlsSummary>,
+    /// TLS connections past those (counted only).
+    pub tls_past_cap: u64,
     /// Packets (capture records) read (for `kwire report`).
     pub packets: u64,
     /// Kafka connections found (for `kwire report`).
@@ -800,6 +803,7 @@ pub fn run_capture<W: Work + ?Sized>(
         packets: stats.packets,
         connections: stats.connections.into(),
         tls: stats.tls,
+        tls_past_cap: stats.tls_past_cap,
     })
 }
 

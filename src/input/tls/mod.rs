@@ -293,8 +293,20 @@ fn raw_extensions(mut b: &[u8]) -> Vec<(u16, &[u8])> {
 
 /// A name from the capture (SNI, ALPN) made safe to print: escapes for anything but
 /// printable ASCII.
+/// Longest SNI or ALPN name kept, in bytes of the hello (a DNS name has at most 253);
+/// a longer one is cut, with `…` after.
+const NAME_BYTES_KEEP: usize = 256;
+
+/// `b` as text (escaped), cut at [`NAME_BYTES_KEEP`] bytes.
 fn printable(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).escape_default().to_string()
+    let cut = b.len() > NAME_BYTES_KEEP;
+    let mut s = String::from_utf8_lossy(&b[..b.len().min(NAME_BYTES_KEEP)])
+        .escape_default()
+        .to_string();
+    if cut {
+        s.push('…');
+    }
+    s
 }
 
 /// The order in which a search after a gap tries how many records were lost, within
@@ -1642,7 +1654,15 @@ impl TlsConn {
 
 #[cfg(test)]
 mod resync_tests {
-    use super::{spiral, window_order};
+    use super::{printable, spiral, window_order, NAME_BYTES_KEEP};
+
+    #[test]
+    fn hello_names_are_cut_at_their_cap() {
+        assert_eq!(printable(b"broker-1.example"), "broker-1.example");
+        let long = printable(&[b'a'; 70_000]);
+        assert_eq!(long.len(), NAME_BYTES_KEEP + '…'.len_utf8());
+        assert!(long.ends_with('…'));
+    }
 
     #[test]
     fn tries_go_out_from_the_estimate_within_the_window() {
