@@ -15,7 +15,13 @@
 #            bulk aborts, its heap unable to grow), SEED (default 7)
 #   KINDS    (default "chatter bulk"), MODES (default "summary tree json")
 #   OUT      where captures and callgrind.out files go (default target/prof)
-#   TOP      if set, print that many top functions (inclusive off) of each run
+#   TOP      if set, print that many top functions (self cost) of each run
+#
+# The release profile strips symbols, so callgrind_annotate names no kwire function for
+# target/release/kwire: for names, BIN=target/profiling/kwire after
+# `cargo build --profile profiling --bin kwire` (line tables, no strip; a build of every
+# crate the first time), or the release binary crate linked again with `-C strip=none`
+# (the same code; docs/benchmarks.md, "Speed, third round"). The counts are the same.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/kwire}

@@ -783,7 +783,7 @@ mod tests {
                     }
                     let t = Timestamp::default();
                     let rec = rec as u64 + 1;
-                    if rec % 2 == 0 {
+                    if rec.is_multiple_of(2) {
                         f.data_vec(at as u64, s[at..end].to_vec(), rec, t, &plaus, &mut out);
                     } else {
                         f.data(at as u64, &s[at..end], rec, t, &plaus, &mut out);
