@@ -312,7 +312,11 @@ impl<'c, 'a> Walk<'c, 'a> {
                 continue;
             }
             let sub = step.home.as_ref().and_then(|h| h.fields(self.def));
-            match self.field_in(r, f, sub) {
+            // The struct's plan, reached once through this one.
+            let (def, version, flexible) = (self.def, self.version, self.flexible);
+            let sub_plan =
+                sub.map(|fs| &**step.sub.get_or_init(|| def.plan(fs, version, flexible)));
+            match self.field_in(r, f, sub, sub_plan) {
                 Ok(n) => {
                     if self.keeps(Some(f), &n) {
                         out.push(n)
@@ -465,22 +469,23 @@ impl<'c, 'a> Walk<'c, 'a> {
     /// # Errors
     /// The partial node, with the error attached, when the walk must stop.
     pub fn field(&mut self, r: &mut Reader<'a>, f: &'a Field) -> Result<Node<'a>, Node<'a>> {
-        self.field_in(r, f, None)
+        self.field_in(r, f, None, None)
     }
 
-    /// [`Walk::field`], with the fields of `f`'s struct when a plan found them (`None`:
-    /// looked up by name).
+    /// [`Walk::field`], with the fields of `f`'s struct and their plan when a plan found
+    /// them (`None`: looked up by name).
     fn field_in(
         &mut self,
         r: &mut Reader<'a>,
         f: &'a Field,
         sub: Option<&'a [Field]>,
+        sub_plan: Option<&Plan>,
     ) -> Result<Node<'a>, Node<'a>> {
         let name = self.name_of(f);
         let mut n = match &f.ty {
             FieldType::Prim(p) => self.prim(r, f, *p, name, self.field_flexible(f))?,
-            FieldType::Struct(s) => self.struct_field(r, f, s, name, sub)?,
-            FieldType::Array(inner) => self.array(r, f, inner, name, sub)?,
+            FieldType::Struct(s) => self.struct_field(r, f, s, name, sub, sub_plan)?,
+            FieldType::Array(inner) => self.array(r, f, inner, name, sub, sub_plan)?,
         };
         if let Some(a) = &f.about {
             n.description = Some(a.as_str());
@@ -819,6 +824,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         s: &'a str,
         name: &'a str,
         sub: Option<&'a [Field]>,
+        sub_plan: Option<&Plan>,
     ) -> Result<Node<'a>, Node<'a>> {
         let start = r.pos;
         let mut node = Node::new(name, f.type_name.as_str(), NodeKind::Struct, start);
@@ -853,7 +859,10 @@ impl<'c, 'a> Walk<'c, 'a> {
             node.children = self.cx.seal(nk);
             return Err(node);
         };
-        self.struct_body(r, node, nk, fields)
+        match sub_plan.filter(|_| sub.is_some()) {
+            Some(p) => self.struct_planned(r, node, nk, fields, p),
+            None => self.struct_body(r, node, nk, fields),
+        }
     }
 
     /// Walks a struct's `fields` into `node` (whose offset is where the struct starts)
@@ -901,6 +910,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         inner: &'a FieldType,
         name: &'a str,
         sub: Option<&'a [Field]>,
+        sub_plan: Option<&Plan>,
     ) -> Result<Node<'a>, Node<'a>> {
         let start = r.pos;
         let flexible = self.field_flexible(f);
@@ -942,9 +952,15 @@ impl<'c, 'a> Walk<'c, 'a> {
             FieldType::Struct(s) => Some((s.as_str(), sub.or_else(|| self.struct_fields(f, s)))),
             _ => None,
         };
-        // One plan for every element of an array of structs.
-        let elem_plan = match elem_struct {
-            Some((_, Some(fs))) => Some(self.def.plan(fs, self.version, self.flexible)),
+        // One plan for every element of an array of structs: the one the parent plan
+        // keeps for it, or looked up.
+        let looked_up;
+        let elem_plan: Option<&Plan> = match (elem_struct, sub_plan.filter(|_| sub.is_some())) {
+            (Some((_, Some(_))), Some(p)) => Some(p),
+            (Some((_, Some(fs))), None) => {
+                looked_up = self.def.plan(fs, self.version, self.flexible);
+                Some(&looked_up)
+            }
             _ => None,
         };
         let min = match (&elem_plan, elem_struct) {

@@ -996,7 +996,10 @@ pub fn read_capture_observed<R: Read + Send>(
                     Rec::Other => {}
                 }
                 pos += offset as u64;
-                reader.consume(offset);
+                // Without moving what is left to the buffer's start (which `consume`
+                // does each time half of the buffer is read): `refill` moves the one
+                // partial block left when the buffer runs out.
+                reader.consume_noshift(offset);
             }
             Err(PcapError::Eof) => break,
             Err(PcapError::Incomplete(_)) => {

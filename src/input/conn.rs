@@ -546,7 +546,7 @@ impl Conn {
                 bytes,
                 frame,
                 time,
-            } => fr.data(offset, &bytes, frame, time, &kc, &mut fo),
+            } => fr.data_vec(offset, bytes, frame, time, &kc, &mut fo),
             Delivery::Gap { offset, len, frame } => {
                 sink.stats.bytes_skipped += len;
                 let mut n = Notice::new(

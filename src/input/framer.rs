@@ -86,6 +86,10 @@ pub struct Framer {
     /// Key of the last frame emitted: keys never go down within a direction, as a frame
     /// cannot be cut before the ones ahead of it in the stream.
     last_key: u64,
+    /// Tests: frame everything from the buffer, as before whole frames were emitted
+    /// from the bytes that carry them (the two must give the same frames).
+    #[cfg(test)]
+    slow: bool,
 }
 
 fn plausible(plaus: &dyn FramePlausibility, dir: Direction, body: &[u8]) -> bool {
@@ -147,7 +151,18 @@ impl Framer {
             },
             last_frame: 0,
             last_key: 0,
+            #[cfg(test)]
+            slow: false,
         }
+    }
+
+    /// Whether whole frames are emitted from the bytes that carry them.
+    fn direct(&self) -> bool {
+        #[cfg(test)]
+        if self.slow {
+            return false;
+        }
+        true
     }
 
     fn frame_at(&self, off: u64) -> (u64, Timestamp) {
@@ -250,13 +265,29 @@ impl Framer {
         }
     }
 
-    fn emit(&mut self, n: usize, incomplete: bool, out: &mut Vec<FramerOut>) {
-        let n = n.min(self.buf.len());
+    /// The frame of the next `n` bytes of the stream (from the buffer's offset), with
+    /// the bytes left empty: where it is and which records carried it.
+    fn frame_of(&mut self, n: usize, incomplete: bool) -> FramerOut {
         let (first, _) = self.frame_at(self.buf_off);
         let (last, time) = self.frame_at(self.buf_off + n.saturating_sub(1) as u64);
         let key = self.completed_by(n, incomplete);
         let (low, high) = self.carriers(n);
-        let offset = self.buf_off;
+        FramerOut::Frame {
+            offset: self.buf_off,
+            bytes: Vec::new(),
+            first,
+            last,
+            time,
+            incomplete,
+            key,
+            low,
+            high,
+        }
+    }
+
+    fn emit(&mut self, n: usize, incomplete: bool, out: &mut Vec<FramerOut>) {
+        let n = n.min(self.buf.len());
+        let mut frame = self.frame_of(n, incomplete);
         let bytes = if n == self.buf.len() {
             // The usual case (the buffer holds this frame and nothing after it): hand the
             // buffer on instead of copying it.
@@ -268,17 +299,29 @@ impl Framer {
             self.consume(n);
             b
         };
-        out.push(FramerOut::Frame {
-            offset,
-            bytes,
-            first,
-            last,
-            time,
-            incomplete,
-            key,
-            low,
-            high,
-        });
+        if let FramerOut::Frame { bytes: b, .. } = &mut frame {
+            *b = bytes;
+        }
+        out.push(frame);
+    }
+
+    /// Emits the whole frame `b`, the next bytes of the stream while the buffer is
+    /// empty: copied once, from the segment that holds it, and never into the buffer.
+    fn emit_slice(&mut self, b: &[u8], out: &mut Vec<FramerOut>) {
+        let mut frame = self.frame_of(b.len(), false);
+        self.advance(b.len());
+        if let FramerOut::Frame { bytes, .. } = &mut frame {
+            *bytes = b.to_vec();
+        }
+        out.push(frame);
+    }
+
+    /// In step, the size of the frame whose size prefix starts `b` (prefix included),
+    /// when it is one the framer emits as it is (not negative, within the cap).
+    fn plain_size(&self, b: &[u8]) -> Option<usize> {
+        let size = i32::from_be_bytes(b.get(..4)?.try_into().ok()?);
+        let total = u64::try_from(size).ok()? + 4;
+        (self.mode == Mode::Sync && total <= self.max_frame as u64).then_some(total as usize)
     }
 
     /// Bytes this framer holds: its buffer (a partial frame, or bytes held while
@@ -363,6 +406,37 @@ impl Framer {
         }
     }
 
+    /// [`Framer::data`] for bytes the caller owns: when they are one whole frame and
+    /// nothing is held before them (a frame in one segment, the usual case), they go
+    /// out as that frame without being copied.
+    pub fn data_vec(
+        &mut self,
+        offset: u64,
+        bytes: Vec<u8>,
+        frame: u64,
+        time: Timestamp,
+        plaus: &dyn FramePlausibility,
+        out: &mut Vec<FramerOut>,
+    ) {
+        let whole = self.direct()
+            && self.buf.is_empty()
+            && offset == self.buf_off
+            && self.plain_size(&bytes) == Some(bytes.len());
+        if !whole {
+            return self.data(offset, &bytes, frame, time, plaus, out);
+        }
+        // What `data` does with them, but for the copy.
+        self.last_frame = frame;
+        self.spans
+            .push_back((self.buf_off + bytes.len() as u64, frame, time));
+        let mut f = self.frame_of(bytes.len(), false);
+        self.advance(bytes.len());
+        if let FramerOut::Frame { bytes: b, .. } = &mut f {
+            *b = bytes;
+        }
+        out.push(f);
+    }
+
     /// Append in-order bytes at stream offset `offset` carried by record `frame`.
     pub fn data(
         &mut self,
@@ -397,9 +471,42 @@ impl Framer {
         if bytes.is_empty() {
             return;
         }
-        self.buf.extend_from_slice(bytes);
-        self.spans
-            .push_back((self.buf_off + self.buf.len() as u64, frame, time));
+        self.spans.push_back((
+            self.buf_off + (self.buf.len() + bytes.len()) as u64,
+            frame,
+            time,
+        ));
+        // In step, whole frames are emitted from `bytes` as they lie: a partial frame
+        // in the buffer takes only the bytes that complete it (and goes out as the
+        // buffer itself), a frame wholly in `bytes` is copied once, and only what is
+        // left after the last whole frame goes into the buffer. The rest (a size
+        // prefix cut in two, a frame to skip or resynchronise on) is framed from the
+        // buffer below, as all of it was before.
+        while self.direct() {
+            if self.buf.is_empty() {
+                match self.plain_size(bytes) {
+                    Some(total) if total <= bytes.len() => {
+                        let (this, rest) = bytes.split_at(total);
+                        self.emit_slice(this, out);
+                        bytes = rest;
+                        continue;
+                    }
+                    _ => break,
+                }
+            }
+            match self.plain_size(&self.buf) {
+                Some(total) if total > self.buf.len() && total - self.buf.len() <= bytes.len() => {
+                    let (this, rest) = bytes.split_at(total - self.buf.len());
+                    self.buf.extend_from_slice(this);
+                    bytes = rest;
+                    self.emit(total, false, out);
+                }
+                _ => break,
+            }
+        }
+        if !bytes.is_empty() {
+            self.buf.extend_from_slice(bytes);
+        }
         self.process(plaus, false, out);
     }
 
@@ -616,5 +723,88 @@ impl Framer {
         }
         self.buf = Vec::new();
         self.spans = VecDeque::new();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::DefaultPlausibility;
+
+    /// Frames of the sizes in `bodies` (request headers, so that resync can accept them),
+    /// one stream.
+    fn stream(bodies: &[usize]) -> Vec<u8> {
+        let mut s = Vec::new();
+        for (i, n) in bodies.iter().enumerate() {
+            let n = (*n).max(10);
+            s.extend_from_slice(&(n as i32).to_be_bytes());
+            let mut b = vec![0u8; n];
+            b[1] = 3; // ApiVersions v0..
+            b[4..8].copy_from_slice(&(i as i32).to_be_bytes());
+            b[8..10].copy_from_slice(&(-1i16).to_be_bytes());
+            s.extend_from_slice(&b);
+        }
+        s
+    }
+
+    /// Whole frames emitted from the segments that carry them (one a segment, several a
+    /// segment, a frame completed by a segment that also carries the next ones, size
+    /// prefixes cut, a negative size, a frame over the cap, a gap) come out the same as
+    /// when every byte goes through the buffer: same bytes, offsets, records, keys.
+    #[test]
+    fn direct_frames_match_the_buffered_ones() {
+        let plaus = DefaultPlausibility;
+        let mut s = stream(&[10, 40, 12, 300, 10, 10, 10, 77, 5000, 10, 64, 33]);
+        // A negative size (resynchronised on), then more frames; then one over the cap.
+        s.extend_from_slice(&(-5i32).to_be_bytes());
+        s.extend(stream(&[20, 21, 22]));
+        s.extend_from_slice(&(9000i32).to_be_bytes());
+        s.extend(std::iter::repeat_n(0u8, 9000));
+        s.extend(stream(&[30, 31]));
+        // Cut points: a frame a segment, three frames a segment, cuts inside size
+        // prefixes and bodies, one byte at a time for a stretch.
+        let mut cuts: Vec<Vec<usize>> = vec![vec![14, 14 + 44, 14 + 44 + 16]];
+        cuts.push((1..s.len()).step_by(7).collect());
+        cuts.push((1..s.len()).step_by(333).collect());
+        cuts.push((1..200).chain((300..s.len()).step_by(2000)).collect());
+        cuts.push(vec![2, 3, 100, 101, 102, 5500, 5502, 9100]);
+        for cut in cuts {
+            let mut outs = Vec::new();
+            for slow in [false, true] {
+                let mut f = Framer::new(Direction::ToServer, 8192, true);
+                f.slow = slow;
+                let mut out = Vec::new();
+                let mut at = 0;
+                let mut bounds: Vec<usize> = cut.iter().copied().filter(|c| *c < s.len()).collect();
+                bounds.push(s.len());
+                for (rec, end) in bounds.into_iter().enumerate() {
+                    if end <= at {
+                        continue;
+                    }
+                    let t = Timestamp::default();
+                    let rec = rec as u64 + 1;
+                    if rec.is_multiple_of(2) {
+                        f.data_vec(at as u64, s[at..end].to_vec(), rec, t, &plaus, &mut out);
+                    } else {
+                        f.data(at as u64, &s[at..end], rec, t, &plaus, &mut out);
+                    }
+                    at = end;
+                    if rec == 9 {
+                        // A gap (of no bytes) cuts the frame it falls in.
+                        f.gap(at as u64, 0, rec, &mut out);
+                    }
+                }
+                f.finish(&plaus, &mut out);
+                outs.push(out);
+            }
+            assert!(
+                outs[0]
+                    .iter()
+                    .filter(|o| matches!(o, FramerOut::Frame { .. }))
+                    .count()
+                    > 10
+            );
+            assert_eq!(outs[0], outs[1], "cuts {cut:?}");
+        }
     }
 }

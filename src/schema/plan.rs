@@ -15,7 +15,7 @@
 
 use super::model::{Field, FieldType, MessageDef, Prim, SummaryFact};
 use foldhash::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// What the walk does with a field beyond reading its type, decided once from the
 /// field's name and `entityType` (Kafka's JSON definitions) when the schema is loaded:
@@ -146,6 +146,10 @@ pub struct Step {
     /// For a struct-typed field (or an array of structs): where its struct's fields are,
     /// `None` when the definition does not define it.
     pub home: Option<Home>,
+    /// The plan of the struct's fields ([`Step::home`]) at this plan's version, made the
+    /// first time the walk reaches it and kept here, so that a message reaches each of
+    /// its plans once through its parent instead of looking it up in [`Plans`].
+    pub sub: OnceLock<Arc<Plan>>,
 }
 
 /// One field list at one version, compiled; see the module docs.
@@ -259,6 +263,7 @@ impl Plan {
                 run: 0,
                 run_bytes: 0,
                 home,
+                sub: OnceLock::new(),
             });
         }
         // Runs of fixed-size fields the summary skips, from the back: a step's run is
@@ -308,7 +313,37 @@ impl Plan {
 /// every thread that decodes with the schema; a clone of a definition starts with none
 /// (the plans name its field lists by address).
 #[derive(Default)]
-pub struct Plans(RwLock<HashMap<(usize, i16, bool), Arc<Plan>>>);
+pub struct Plans(RwLock<HashMap<(usize, i16, bool), Arc<Plan>>>, BodyPlans);
+
+/// Versions whose body plans are kept outside the map (0 to this, less one).
+const BODY_VERSIONS: usize = 32;
+
+/// The plans of a definition's body (its top-level fields) at versions
+/// `0..BODY_VERSIONS`, read and not, flexibly: reached once per message without a lock
+/// or a hash. The table is made on the definition's first message (the schema holds
+/// thousands of definitions, most never used).
+#[derive(Default)]
+struct BodyPlans(OnceLock<Box<[OnceLock<Arc<Plan>>]>>);
+
+impl BodyPlans {
+    /// The slot of the body plan at `version`, read `flexible`ly or not.
+    fn slot(&self, version: i16, flexible: bool) -> Option<&OnceLock<Arc<Plan>>> {
+        let v = usize::try_from(version)
+            .ok()
+            .filter(|v| *v < BODY_VERSIONS)?;
+        let table = self
+            .0
+            .get_or_init(|| (0..2 * BODY_VERSIONS).map(|_| OnceLock::new()).collect());
+        table.get(2 * v + usize::from(flexible))
+    }
+
+    /// How many body plans are made.
+    fn len(&self) -> usize {
+        self.0
+            .get()
+            .map_or(0, |t| t.iter().filter(|p| p.get().is_some()).count())
+    }
+}
 
 impl Clone for Plans {
     fn clone(&self) -> Plans {
@@ -319,7 +354,7 @@ impl Clone for Plans {
 impl std::fmt::Debug for Plans {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let n = self.0.read().map(|m| m.len()).unwrap_or(0);
-        write!(f, "Plans({n})")
+        write!(f, "Plans({})", n + self.1.len())
     }
 }
 
@@ -332,6 +367,13 @@ impl MessageDef {
     /// struct or a common struct) at `version`, read `flexible`ly or not (the
     /// definition's flexible versions say which), made on first use and kept.
     pub fn plan(&self, fields: &[Field], version: i16, flexible: bool) -> Arc<Plan> {
+        if std::ptr::eq(fields, self.fields.as_slice()) {
+            if let Some(slot) = self.plans.1.slot(version, flexible) {
+                return slot
+                    .get_or_init(|| Arc::new(Plan::compile(self, fields, version, flexible)))
+                    .clone();
+            }
+        }
         let key = (fields.as_ptr() as usize, version, flexible);
         if let Some(p) = self.plans.0.read().ok().and_then(|m| m.get(&key).cloned()) {
             return p;
