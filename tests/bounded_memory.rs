@@ -14,6 +14,7 @@ use kwire::encode::records::{write_batch_v2, BatchHeader};
 use kwire::input::pcap_out::{PcapWriter, TcpFlow};
 
 mod common;
+use common::varint;
 
 /// Peak RSS any run may reach, in KiB. The bound is 256 MiB for any input; the
 /// scaled-down inputs here stay far below it (a debug build, 60 MiB of decompressed
@@ -621,16 +622,6 @@ fn zstd_batch_of_150k_records_as_html_is_bounded() {
 /// Peak RSS the lossy and many-connection cases may reach, in KiB.
 const LOSSY_PEAK_KIB: i64 = 64 * 1024;
 
-/// A zigzag varint (Kafka's varint of records).
-fn varint(out: &mut Vec<u8>, v: i64) {
-    let mut n = ((v << 1) ^ (v >> 63)) as u64;
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
 /// `count` records of `value` bytes each (null keys, no headers), as a batch's records.
 fn records_of(count: usize, value: usize) -> Vec<u8> {
     let mut raw = Vec::new();
@@ -1078,13 +1069,12 @@ fn client_random(i: usize) -> [u8; 32] {
     r
 }
 
-/// `n` TLS 1.3 connections, all open at once, each holding a partial record of a Produce
-/// request when the next one starts: the handshake, an ApiVersions exchange (corr 1),
-/// then a Produce (corr 2, 20 kB) in three records, of which the second (16,000 bytes of
-/// plaintext) is sent only in part (15,000 bytes of its 16,022) before the next
-/// connection's turn. Then each connection sends the rest, an ApiVersions request
-/// (corr 3), gets both responses, and closes. Writes the capture and its key log.
-fn tls_partial_records(cap: &Path, keys: &Path, n: usize) {
+/// The TLS 1.3 start both TLS budget captures share: writes the key log of `n`
+/// connections ([`TLS_SECRETS`] for each [`client_random`]) to `keys`, and gives the
+/// server's first flight (ServerHello with TLS_AES_128_GCM_SHA256, ChangeCipherSpec, and
+/// its Finished sealed with the server handshake secret), and the (empty) Finished
+/// message both sides send.
+fn tls13_start(keys: &Path, n: usize) -> (Vec<u8>, Vec<u8>) {
     let [chs, shs, cts, sts] = TLS_SECRETS;
     let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
     let mut log = String::new();
@@ -1115,6 +1105,18 @@ fn tls_partial_records(cap: &Path, keys: &Path, n: usize) {
         b.extend(seal13(&shs, 0, &finished, 22));
         b
     };
+    (server_first, finished)
+}
+
+/// `n` TLS 1.3 connections, all open at once, each holding a partial record of a Produce
+/// request when the next one starts: the handshake, an ApiVersions exchange (corr 1),
+/// then a Produce (corr 2, 20 kB) in three records, of which the second (16,000 bytes of
+/// plaintext) is sent only in part (15,000 bytes of its 16,022) before the next
+/// connection's turn. Then each connection sends the rest, an ApiVersions request
+/// (corr 3), gets both responses, and closes. Writes the capture and its key log.
+fn tls_partial_records(cap: &Path, keys: &Path, n: usize) {
+    let [chs, _, cts, sts] = TLS_SECRETS;
+    let (server_first, finished) = tls13_start(keys, n);
     let produce = produce_of(2, 2, 10_000);
     let (a, b, c) = (&produce[..4000], &produce[4000..20_000], &produce[20_000..]);
     // Per connection: its ClientHello; its Finished, ApiVersions, the Produce's first
@@ -1161,6 +1163,27 @@ fn tls_partial_records(cap: &Path, keys: &Path, n: usize) {
     w.into_inner().flush().unwrap();
 }
 
+/// `kwire read CAP --tls-keylog KEYS --format summary --threads 1` under
+/// [`LOSSY_PEAK_KIB`]: stdout and stderr (`None`: the test skips); both files removed.
+fn read_tls_under_budget(cap: &Path, keys: &Path) -> Option<(String, String)> {
+    let run = run_under(
+        &[
+            "read",
+            cap.to_str().unwrap(),
+            "--tls-keylog",
+            keys.to_str().unwrap(),
+            "--format",
+            "summary",
+            "--threads",
+            "1",
+        ],
+        LOSSY_PEAK_KIB,
+    );
+    std::fs::remove_file(cap).ok();
+    std::fs::remove_file(keys).ok();
+    run.map(|(out, err, _)| (out, err))
+}
+
 /// 4,000 TLS 1.3 connections each holding 15,000 bytes of an unfinished record (and
 /// 4,000 bytes of the Produce frame it continues): 60 MB of TLS records alone, without
 /// the budget. With it, the oldest partial records are given up (skipped by their
@@ -1175,22 +1198,7 @@ fn tls_partial_records_on_4000_connections_share_one_budget() {
         scratch("tls-partial-4000.keys"),
     );
     tls_partial_records(&cap, &keys, N);
-    let run = run_under(
-        &[
-            "read",
-            cap.to_str().unwrap(),
-            "--tls-keylog",
-            keys.to_str().unwrap(),
-            "--format",
-            "summary",
-            "--threads",
-            "1",
-        ],
-        LOSSY_PEAK_KIB,
-    );
-    std::fs::remove_file(&cap).ok();
-    std::fs::remove_file(&keys).ok();
-    let Some((out, err, _)) = run else {
+    let Some((out, err)) = read_tls_under_budget(&cap, &keys) else {
         return;
     };
     let tail = &err[err.len().saturating_sub(3000)..];
@@ -1236,35 +1244,8 @@ fn tls_partial_records_on_4000_connections_share_one_budget() {
 /// ApiVersions requests (corr 4 and 5), gets four responses, and closes. The receiver's
 /// delayed ACKs reveal the gap at once. Writes the capture and its key log.
 fn tls_searching(cap: &Path, keys: &Path, n: usize) {
-    let [chs, shs, cts, sts] = TLS_SECRETS;
-    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
-    let mut log = String::new();
-    for i in 0..n {
-        let r = hex(&client_random(i));
-        for (label, s) in [
-            ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", chs),
-            ("SERVER_HANDSHAKE_TRAFFIC_SECRET", shs),
-            ("CLIENT_TRAFFIC_SECRET_0", cts),
-            ("SERVER_TRAFFIC_SECRET_0", sts),
-        ] {
-            log.push_str(&format!("{label} {r} {}\n", hex(&s)));
-        }
-    }
-    std::fs::write(keys, log).unwrap();
-    let finished = {
-        let mut f = vec![20, 0, 0, 32];
-        f.extend([0u8; 32]);
-        f
-    };
-    let server_first = {
-        let mut sh = vec![3, 3];
-        sh.extend([9u8; 32]);
-        sh.extend([0, 0x13, 0x01, 0, 0, 6, 0, 43, 0, 2, 3, 4]);
-        let mut b = handshake_record(2, &sh);
-        b.extend([20, 3, 3, 0, 1, 1]);
-        b.extend(seal13(&shs, 0, &finished, 22));
-        b
-    };
+    let [chs, _, cts, sts] = TLS_SECRETS;
+    let (server_first, finished) = tls13_start(keys, n);
     let rec_a = seal13(&cts, 1, &produce_of(2, 25, 100), 23);
     let mut first = rec_a.clone();
     let b = produce_of(3, 160, 100);
@@ -1322,22 +1303,7 @@ fn tls_searches_after_gaps_on_2000_connections_share_one_budget() {
         scratch("tls-search-2000.keys"),
     );
     tls_searching(&cap, &keys, N);
-    let run = run_under(
-        &[
-            "read",
-            cap.to_str().unwrap(),
-            "--tls-keylog",
-            keys.to_str().unwrap(),
-            "--format",
-            "summary",
-            "--threads",
-            "1",
-        ],
-        LOSSY_PEAK_KIB,
-    );
-    std::fs::remove_file(&cap).ok();
-    std::fs::remove_file(&keys).ok();
-    let Some((out, err, _)) = run else {
+    let Some((out, err)) = read_tls_under_budget(&cap, &keys) else {
         return;
     };
     let tail = &err[err.len().saturating_sub(3000)..];

@@ -9,6 +9,7 @@
 //! stream was found again (or that it was not).
 
 mod common;
+use common::varint;
 #[path = "common/tls_build.rs"]
 mod tls_build;
 
@@ -169,16 +170,6 @@ fn request(corr: i32, len: usize) -> Vec<u8> {
     b.extend((batch.len() as i32).to_be_bytes());
     b.extend(batch);
     sized(b)
-}
-
-/// A zigzag varint (Kafka's varint of records).
-fn varint(out: &mut Vec<u8>, v: i64) {
-    let mut n = ((v << 1) ^ (v >> 63)) as u64;
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
 }
 
 /// The response to [`request`] `corr` of `len` bytes: ApiVersions v0 (no error, no API

@@ -380,3 +380,13 @@ pub fn duckdb_python(test: &str, modules: &str) -> Option<PathBuf> {
     );
     None
 }
+
+/// Appends `v` as a zigzag varint (Kafka's varint of records) to `out`.
+pub fn varint(out: &mut Vec<u8>, v: i64) {
+    let mut n = ((v << 1) ^ (v >> 63)) as u64;
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
