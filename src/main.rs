@@ -3,7 +3,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Descriptor 1 was not open when the process started, as [`check_stdout`] found it.
+/// Descriptor 1 was not open for writing (closed, or open read-only) when the process
+/// started, as [`check_stdout`] found it.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
 /// Looks at descriptor 1 before Rust's runtime starts. The runtime opens `/dev/null` on
@@ -13,9 +14,12 @@ static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 /// `main` (as the runtime's own reading of the arguments does on Linux).
 #[cfg(unix)]
 extern "C" fn check_stdout() {
-    // SAFETY: F_GETFD reads the flags of descriptor 1 and touches no memory; it fails
-    // only with EBADF, a descriptor that is not open.
-    let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1;
+    // SAFETY: F_GETFL reads the status flags of descriptor 1 and touches no memory; it
+    // fails only with EBADF, a descriptor that is not open. A descriptor open only for
+    // reading (`1</etc/hostname`) fails every write with EBADF too, which Rust's stdout
+    // ignores as it ignores a closed one.
+    let flags = unsafe { libc::fcntl(1, libc::F_GETFL) };
+    let closed = flags == -1 || flags & libc::O_ACCMODE == libc::O_RDONLY;
     STDOUT_CLOSED.store(closed, Ordering::Relaxed);
 }
 

@@ -45,6 +45,8 @@ struct Inputs {
     crc_log: String,
     values: String,
     out_dir: String,
+    /// A copy of the demo capture that a report is asked to overwrite.
+    own: String,
 }
 
 fn inputs(tag: &str) -> Inputs {
@@ -95,6 +97,7 @@ fn inputs(tag: &str) -> Inputs {
         crc_log,
         values,
         out_dir: d.join("out").to_str().unwrap().to_string(),
+        own: w("own.pcap", &demo),
     }
 }
 
@@ -242,6 +245,21 @@ fn table(i: &Inputs) -> Vec<(&'static str, &'static str, Vec<String>, i32)> {
             ]),
             2,
         ),
+        // The output is the capture: refused before reading (it would be overwritten).
+        (
+            "report",
+            "bad argument",
+            v(&["report", &i.own, "-o", &i.own]),
+            1,
+        ),
+        // The output's folder does not exist: said before reading.
+        (
+            "report",
+            "output failed",
+            v(&["report", DEMO, "-o", "no/such/folder/r.html"]),
+            2,
+        ),
+        ("read", "bad argument", v(&["read", DEMO, "-c", "0"]), 1),
         (
             "report",
             "cut",
@@ -587,6 +605,8 @@ fn closed_and_full_stdout_never_panic() {
         for (how, redirect) in [
             // A real closed descriptor 1 in the child (bash closes it before the exec).
             ("closed", ">&-"),
+            // Open for reading only: every write fails with EBADF, as on a closed one.
+            ("read-only", "1</dev/null"),
             ("full", ">/dev/full"),
             ("devnull read-write", "1<>/dev/null"),
             ("stderr closed", "2>&-"),
@@ -611,7 +631,7 @@ fn closed_and_full_stdout_never_panic() {
                 _ if !matches!(*cmd, "export" | "pages" | "report") => {
                     assert_eq!(got, 2, "{cmd} {how}: {err}");
                     assert!(err.contains("cannot write the output"), "{cmd}: {err}");
-                    if how == "closed" {
+                    if how == "closed" || how == "read-only" {
                         assert!(err.contains("stdout is closed"), "{cmd}: {err}");
                         assert_eq!(err.lines().count(), 1, "one line: {cmd}: {err}");
                     }

@@ -500,3 +500,30 @@ fn report_in_chromium() {
         assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
     }
 }
+
+/// A pcapng whose interface says its timestamps count units of 10^-124 s (`if_tsresol`
+/// 124): the times are far past what nanoseconds since 1970 hold in an i64. The report
+/// and the export saturate them instead of overflowing (a debug build panicked, a release
+/// build wrapped them to 1677).
+#[test]
+fn times_past_the_nanosecond_range_do_not_overflow() {
+    let mut d = std::fs::read(lab("ck_transactions.pcapng")).unwrap();
+    // The first interface block's if_tsresol option: code 9, length 1, value 9.
+    assert_eq!(&d[200..205], &[9, 0, 1, 0, 9], "the option moved");
+    d[204] = 124;
+    let p = tmp("tsresol-124.pcapng");
+    std::fs::write(&p, d).unwrap();
+    let p = p.display().to_string();
+    let (html, err) = report("tsresol", std::slice::from_ref(&p), &[]);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(html.contains("id=\"overview\""));
+    let out = tmp("tsresol-export");
+    let o = common::kwire()
+        .args(["export", &p, "--out"])
+        .arg(&out)
+        .arg("--force")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && !err.contains("panicked"), "{err}");
+}

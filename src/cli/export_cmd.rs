@@ -84,7 +84,7 @@ pub struct ExportArgs {
     /// Stop after N messages exported (those -Y keeps), across the captures, as `read -c`
     /// (the captures are then exported one after the other); a live capture (-i) stops
     /// there.
-    #[arg(short = 'c', value_name = "N")]
+    #[arg(short = 'c', value_name = "N", value_parser = super::message_count)]
     pub count: Option<u64>,
 }
 

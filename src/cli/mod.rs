@@ -465,6 +465,20 @@ pub fn say(line: &str) {
     let _ = e.write_all(b"\n");
 }
 
+/// `-c N`: a count of messages, 1 or more (as tshark's `-c`, which refuses 0).
+///
+/// # Errors
+/// Not a number, or 0.
+pub fn message_count(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => {
+            Err("-c counts the messages to stop after: 1 or more (0 would read nothing)".into())
+        }
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("not a count of messages: {e}")),
+    }
+}
+
 /// Descriptor 1 was not open when the process started ([`stdout_closed_at_start`]).
 static STDOUT_CLOSED_AT_START: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
@@ -504,7 +518,7 @@ impl Out {
     /// The error of a write to a stdout closed at the start.
     fn closed_error(&mut self) -> io::Error {
         self.fail(io::Error::other(
-            "stdout is closed (descriptor 1 was not open when kwire started)",
+            "stdout is closed or read-only (descriptor 1 was not open for writing when kwire started)",
         ))
     }
     fn fail(&mut self, e: io::Error) -> io::Error {

@@ -662,7 +662,7 @@ pub struct StatsArgs {
     pub format: super::ListFormat,
     /// Stop after N messages counted (those -Y keeps), across the captures, as `read -c`;
     /// a live capture (-i) stops there.
-    #[arg(short = 'c', value_name = "N")]
+    #[arg(short = 'c', value_name = "N", value_parser = super::message_count)]
     pub count: Option<u64>,
 }
 

@@ -47,8 +47,9 @@ Budget: one pass through the engine, then one index pass (no body decoded) of ea
 that has chosen messages; memory: exact latency quantiles (as `kwire stats`) for up to
 4,000,000 paired responses (32 MiB), then histograms within 1% (marked ~), plus a few MiB
 of fixed-size buckets and capped tables (what a cap folds is said in the overview), the
-index's entries past 64 MiB go to a temporary file; the file: under 20 MB at the defaults whatever the capture's
-size (200 time buckets a plot, 2000 rows a table, 256 KiB a message page, 14 MiB of pages).
+index's entries past 64 MiB go to a temporary file; the file: under 20 MB at the
+defaults whatever the capture's size (200 time buckets a plot, 2000 rows a table, 256 KiB
+a message page, 14 MiB of pages).
 
 Examples:
   kwire report captures/demo.pcap -o demo.html
@@ -97,17 +98,65 @@ impl Sink<Fact> for Collect<'_> {
     }
 }
 
+/// Refuses, before any capture is read, an output that is one of the captures (exit 1:
+/// it would be overwritten) or that is in a folder that does not exist (exit 2).
+fn check_output(a: &ReportArgs) -> Result<(), CliError> {
+    let o = &a.output;
+    if o.as_os_str() == "-" {
+        return Ok(());
+    }
+    if let Ok(om) = std::fs::metadata(o) {
+        for f in a.capture.captures() {
+            let same = std::fs::metadata(f.path).is_ok_and(|m| same_file(&m, &om));
+            if same {
+                return Err(CliError::Usage(format!(
+                    "-o {}: that is a capture being read; the report would overwrite it",
+                    o.display()
+                )));
+            }
+        }
+    }
+    let dir = match o.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(CliError::Msg(format!(
+            "-o {}: no folder {} to write the report in",
+            o.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether two files' metadata are those of one file (device and inode on Unix).
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+/// Whether two files' metadata are those of one file (elsewhere: no way to tell; the
+/// path comparison of the callers' is all).
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
+    false
+}
+
 /// Runs `kwire report`; returns the exit status.
 ///
 /// # Errors
 /// A bad filter; a capture that cannot be opened or is not a capture; the report that
-/// cannot be written.
+/// cannot be written (an output that is one of the captures, or in no folder, before
+/// any capture is read).
 pub fn report_command(
     schema: &Schema,
     a: &ReportArgs,
     out: &mut dyn Write,
 ) -> Result<i32, CliError> {
     let flt = a.filter.filter(schema)?;
+    check_output(a)?;
     let filter_text = flt.as_ref().map(|f| f.text().to_string());
     let mut g = Gather::new();
     let mut notices = Vec::new();

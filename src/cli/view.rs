@@ -53,7 +53,7 @@ pub struct ViewArgs {
     pub time: TimeArg,
     /// Stop after N messages printed, counted across all the captures (tshark's -c counts
     /// packets read instead).
-    #[arg(short = 'c', value_name = "N")]
+    #[arg(short = 'c', value_name = "N", value_parser = super::message_count)]
     pub count: Option<u64>,
     /// Print only the closing lines (no messages, no notices).
     #[arg(short = 'q')]

@@ -192,7 +192,10 @@ pub struct MessageRow {
 impl MessageRow {
     /// The time in nanoseconds since the Unix epoch.
     pub fn time_ns(&self) -> i64 {
-        self.time.0.saturating_mul(1_000_000_000) + i64::from(self.time.1)
+        self.time
+            .0
+            .saturating_mul(1_000_000_000)
+            .saturating_add(i64::from(self.time.1))
     }
 
     /// The row's cells, in [`messages_table`] order.

@@ -237,7 +237,11 @@ impl Fact {
         Fact {
             pass,
             item: Item::of(m, ctx),
-            time_ns: ctx.time.0.saturating_mul(1_000_000_000) + i64::from(ctx.time.1),
+            time_ns: ctx
+                .time
+                .0
+                .saturating_mul(1_000_000_000)
+                .saturating_add(i64::from(ctx.time.1)),
             direction: m.direction,
             api_key: m.api_key,
             api_version: m.api_version,
