@@ -1714,7 +1714,7 @@ fn report_of_many_names_and_keys_folds_past_its_caps() {
         "100 error code fields with names past the first 500 are counted as (other errors)",
         // Produce and ApiVersions, then 254 of the unknown api_keys have a line.
         "230 messages of api_keys past the first 256 are plotted as (other api_keys)",
-        "502 (api_key, api_version) pairs past the first 1000 have no first-request page",
+        "502 requests of (api_key, api_version) pairs past the first 1000 have no first-request page",
     ] {
         assert!(folded.contains(want), "{want:?} not in {folded}");
     }

@@ -522,7 +522,8 @@ pub struct Gather {
     pub errors_folded: u64,
     /// Messages counted under [`OTHER_API_KEYS`] in the plots.
     pub api_keys_folded: u64,
-    /// First requests of (api_key, api_version) pairs past [`FIRST_OF_KEEP`] (no page).
+    /// Requests of (api_key, api_version) pairs past [`FIRST_OF_KEEP`] (those pairs get no
+    /// first-request page).
     pub first_of_folded: u64,
     /// Requests whose client_id is past the first [`ROWS_KEEP`] (no client row).
     pub clients_folded: u64,
@@ -830,7 +831,7 @@ impl Gather {
         );
         say(
             self.first_of_folded,
-            format!("(api_key, api_version) pairs past the first {FIRST_OF_KEEP} have no first-request page"),
+            format!("requests of (api_key, api_version) pairs past the first {FIRST_OF_KEEP} have no first-request page"),
         );
         if self.partitions >= ALL_PARTITIONS_KEEP {
             v.push(format!(
