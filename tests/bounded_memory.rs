@@ -10,11 +10,10 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kwire::encode::records::{write_batch_v2, BatchHeader};
 use kwire::input::pcap_out::{PcapWriter, TcpFlow};
 
 mod common;
-use common::varint;
+use common::{batch_of, varint};
 
 /// Peak RSS any run may reach, in KiB. The bound is 256 MiB for any input; the
 /// scaled-down inputs here stay far below it (a debug build, 60 MiB of decompressed
@@ -34,25 +33,6 @@ fn batch(count: usize, zstd: bool) -> Vec<u8> {
         .take(TINY.len() * count)
         .collect();
     batch_of(count, &raw, zstd)
-}
-
-/// A RecordBatch v2 of `count` records encoded in `raw` (kwire's encoder computes the
-/// CRC-32C), zstd-compressed when `zstd`.
-fn batch_of(count: usize, raw: &[u8], zstd: bool) -> Vec<u8> {
-    let h = BatchHeader {
-        attributes: if zstd { 4 } else { 0 },
-        last_offset_delta: count as i32 - 1,
-        base_timestamp: 1_714_564_800_000,
-        max_timestamp: 1_714_564_800_000,
-        producer_id: -1,
-        producer_epoch: -1,
-        base_sequence: -1,
-        partition_leader_epoch: -1,
-        ..BatchHeader::default()
-    };
-    let mut b = Vec::new();
-    write_batch_v2(&mut b, &h, count as i32, raw).unwrap();
-    b
 }
 
 fn str16(b: &mut Vec<u8>, s: &str) {

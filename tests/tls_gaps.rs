@@ -17,7 +17,6 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use kwire::encode::records::{write_batch_v2, BatchHeader};
 use kwire::input::pcap_out::{PcapWriter, TcpFlow, MSS};
 use serde_json::Value as J;
 use tls_build::{
@@ -155,18 +154,7 @@ fn request(corr: i32, len: usize) -> Vec<u8> {
         varint(&mut raw, rec.len() as i64);
         raw.extend(rec);
     }
-    let h = BatchHeader {
-        last_offset_delta: count as i32 - 1,
-        base_timestamp: 1_714_564_800_000,
-        max_timestamp: 1_714_564_800_000,
-        producer_id: -1,
-        producer_epoch: -1,
-        base_sequence: -1,
-        partition_leader_epoch: -1,
-        ..BatchHeader::default()
-    };
-    let mut batch = Vec::new();
-    write_batch_v2(&mut batch, &h, count as i32, &raw).unwrap();
+    let batch = common::batch_of(count, &raw, false);
     b.extend((batch.len() as i32).to_be_bytes());
     b.extend(batch);
     sized(b)

@@ -390,3 +390,22 @@ pub fn varint(out: &mut Vec<u8>, v: i64) {
     }
     out.push(n as u8);
 }
+
+/// A RecordBatch v2 of `count` records encoded in `raw` (kwire's encoder computes the
+/// CRC-32C), zstd-compressed when `zstd`.
+pub fn batch_of(count: usize, raw: &[u8], zstd: bool) -> Vec<u8> {
+    let h = kwire::encode::records::BatchHeader {
+        attributes: if zstd { 4 } else { 0 },
+        last_offset_delta: count as i32 - 1,
+        base_timestamp: 1_714_564_800_000,
+        max_timestamp: 1_714_564_800_000,
+        producer_id: -1,
+        producer_epoch: -1,
+        base_sequence: -1,
+        partition_leader_epoch: -1,
+        ..kwire::encode::records::BatchHeader::default()
+    };
+    let mut b = Vec::new();
+    kwire::encode::records::write_batch_v2(&mut b, &h, count as i32, raw).unwrap();
+    b
+}
