@@ -67,10 +67,14 @@ pub struct CaptureArgs {
     /// A pcapng file's Decryption Secrets Blocks are always read.
     #[arg(long = "tls-keylog", value_name = "FILE")]
     pub tls_keylog: Vec<PathBuf>,
-    /// Worker threads (default: the number of cores; 1 when reading stdin, so a live
-    /// capture prints each message as it comes). `read` and `stats` decode and print on
-    /// them (`--threads 1` decodes on the reading thread); `export` exports that many
-    /// captures at once. The output is the same at any count.
+    /// Threads in all. `read`, `stats` and `report`: 1 reads, decodes and prints on one
+    /// thread; N > 1 is the reading thread (reading, reassembly, pairing, printing) and
+    /// N-1 decoding workers. The default, measured on 2 cores (docs/benchmarks.md): one
+    /// worker per core beside the reading thread (3 on 2 cores), a worker fewer for
+    /// `--format json`/`values` (whose output the reading thread moves), and 1 when
+    /// reading stdin or a live capture, so each message prints as it comes. `export`
+    /// exports that many captures at once (default: the cores). The output is the same
+    /// at any count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
     /// Live capture: `-i`, `-f`, `-a`, `-w`, `-D`.
@@ -79,17 +83,37 @@ pub struct CaptureArgs {
 }
 
 impl CaptureArgs {
-    /// Worker threads to use (see `--threads`).
-    pub fn threads(&self) -> usize {
-        let stdin = self
-            .read_file
+    /// Threads in all for a command whose output the reading thread prints (`read`'s
+    /// JSON and values: `heavy_output`), by the rule of `--threads`.
+    pub fn threads_for(&self, heavy_output: bool) -> usize {
+        match self.threads {
+            None if !self.reads_stdin() => {
+                let cores = crate::pipeline::default_threads();
+                if heavy_output {
+                    cores
+                } else {
+                    cores + 1
+                }
+            }
+            _ => self.threads(),
+        }
+    }
+
+    fn reads_stdin(&self) -> bool {
+        self.read_file
             .iter()
             .chain(&self.files)
             .any(|f| f.as_os_str() == "-")
-            || self.live.is_live();
+            || self.live.is_live()
+    }
+
+    /// Threads to use (see `--threads`): `--threads`, else 1 on stdin or a live capture,
+    /// else the cores (what `export` runs at once; `read`, `stats` and `report` take
+    /// [`CaptureArgs::threads_for`]).
+    pub fn threads(&self) -> usize {
         match self.threads {
             Some(n) => usize::from(n),
-            None if stdin => 1,
+            None if self.reads_stdin() => 1,
             None => crate::pipeline::default_threads(),
         }
     }
@@ -376,7 +400,7 @@ pub(super) fn unanswered_first_pass(
         &a.settings(),
         file,
         f.is_some_and(Filter::uses_unanswered),
-        a.threads(),
+        a.threads_for(false),
     )?)
 }
 
@@ -482,7 +506,14 @@ pub fn read_command(
         || ropts.time == crate::render::time::TimeFormat::DeltaShown;
     let mut run = RunOptions {
         quiet,
-        threads: if ordered { 1 } else { a.capture.threads() },
+        threads: if ordered {
+            1
+        } else {
+            a.capture.threads_for(matches!(
+                v.view,
+                View::Format(OutputFormat::JSON | OutputFormat::VALUES)
+            ))
+        },
         ..RunOptions::default()
     };
     // The printer: the pages (one document over the captures), or one of the others.
@@ -706,7 +737,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
             inner: &crate::traffic::Count,
         };
         let mut run = RunOptions {
-            threads: a.capture.threads(),
+            threads: a.capture.threads_for(false),
             limit: left,
             ..RunOptions::default()
         };

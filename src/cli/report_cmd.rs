@@ -180,7 +180,7 @@ pub fn report_command(
             Ok(Fact::of(m, ctx, pass))
         };
         let mut run = RunOptions {
-            threads: a.capture.threads(),
+            threads: a.capture.threads_for(false),
             ..RunOptions::default()
         };
         let mut sink = Collect {

@@ -432,7 +432,8 @@ pub struct RunOptions {
     pub quiet: bool,
     /// Stop once this many messages were shown.
     pub limit: Option<u64>,
-    /// Worker threads (1: decode on the reading thread). A caller whose output depends
+    /// Threads in all (1: decode on the reading thread; N > 1: the reading thread and
+    /// N-1 decoding workers). A caller whose output depends
     /// on what earlier messages showed (`-c`, `-t dd`, numbered pages, a live terminal)
     /// passes 1.
     pub threads: usize,
@@ -624,9 +625,12 @@ pub fn run_capture<W: Work + ?Sized>(
             })?;
             Ok((outs, batch))
         };
-        let budget = crate::pipeline::Budget::for_threads(run.threads);
+        // The reading thread is one of the threads: it reads, reassembles and pairs, the
+        // others decode and print.
+        let workers = run.threads - 1;
+        let budget = crate::pipeline::Budget::for_threads(workers);
         let piped = crate::pipeline::run(
-            run.threads,
+            workers,
             budget,
             &job,
             out,
@@ -653,6 +657,7 @@ pub fn run_capture<W: Work + ?Sized>(
                             }
                             batch_bytes += f.bytes.len();
                             batch.push((f, p));
+                            feeder.poll();
                             if batch.len() >= BATCH_FRAMES || batch_bytes >= BATCH_BYTES {
                                 feeder.submit(std::mem::take(&mut batch), batch_bytes);
                                 batch_bytes = 0;
