@@ -43,21 +43,71 @@ pub fn unhex(s: &str) -> Option<Vec<u8>> {
 /// A string in double quotes as the tree and the summary show it: `"`, `\`, newline,
 /// carriage return and tab escaped C-style, other control characters as `\u{1b}`.
 pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
+    let mut out = Vec::with_capacity(s.len() + 2);
+    quote_into(&mut out, s);
+    // quote_into copies whole characters and writes ASCII escapes: the bytes are UTF-8.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`quote`], appended to `out` (UTF-8). Runs of bytes that need no escape are copied
+/// whole; the bytes that may start an escape are the ASCII controls, `"`, `\`, DEL and
+/// `0xc2` (the lead byte of the C1 controls U+0080-U+009F, which `char::is_control`
+/// also counts).
+pub fn quote_into(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let b = s.as_bytes();
+    out.reserve(b.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let esc: &[u8] = match c {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x00..=0x1f | 0x7f => b"",
+            0xc2 if matches!(b.get(i + 1), Some(0x80..=0x9f)) => b"",
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.extend_from_slice(&b[start..i]);
+        if esc.is_empty() {
+            // `\u{..}`: the code point in lowercase hex, no leading zeros.
+            let cp = if c == 0xc2 {
+                u32::from(b[i + 1] & 0x3f) | 0x80
+            } else {
+                u32::from(c)
+            };
+            out.extend_from_slice(b"\\u{");
+            if cp >= 16 {
+                out.push(HEX[(cp >> 4) as usize & 15]);
+            }
+            out.push(HEX[cp as usize & 15]);
+            out.push(b'}');
+            i += if c == 0xc2 { 2 } else { 1 };
+        } else {
+            out.extend_from_slice(esc);
+            i += 1;
         }
+        start = i;
     }
-    out.push('"');
-    out
+    out.extend_from_slice(&b[start..]);
+    out.push(b'"');
+}
+
+/// Lowercase hex of `b` ([`hex`]), appended to `out`.
+pub fn hex_into(out: &mut Vec<u8>, b: &[u8]) {
+    const D: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(b.len() * 2);
+    for x in b {
+        out.push(D[(x >> 4) as usize]);
+        out.push(D[(x & 15) as usize]);
+    }
 }
 
 /// A string as a display-filter string literal (`-Y`, docs/filter.md), for filters built
@@ -121,6 +171,58 @@ mod tests {
     fn quotes() {
         assert_eq!(quote("a\"b\\c\n\x1b"), r#""a\"b\\c\n\u{1b}""#);
         assert_eq!(filter_literal("a\"b\\c\n\x1b"), "\"a\\\"b\\\\c\\n\x1b\"");
+    }
+
+    /// The former `quote`, char by char: what [`quote_into`] must give.
+    fn quote_chars(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    #[test]
+    fn quote_covers_every_control() {
+        for cp in (0u32..0x300).chain([0x2028, 0xfeff, 0x1_f600]) {
+            let Some(c) = char::from_u32(cp) else {
+                continue;
+            };
+            let s = format!("a{c}b{c}");
+            assert_eq!(quote(&s), quote_chars(&s), "U+{cp:04X}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The byte-run quoting gives what quoting char by char gave, on any text.
+        #[test]
+        fn quote_equals_char_by_char(
+            s in proptest::collection::vec(proptest::prelude::any::<char>(), 0..40),
+            low in proptest::collection::vec(0u32..0x200, 0..40),
+        ) {
+            let s: String = s.into_iter().collect();
+            let l: String = low.into_iter().filter_map(char::from_u32).collect();
+            for t in [s.as_str(), l.as_str()] {
+                proptest::prop_assert_eq!(quote(t), quote_chars(t));
+            }
+        }
+
+        #[test]
+        fn hex_into_equals_hex(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40)) {
+            let mut out = b"x".to_vec();
+            hex_into(&mut out, &b);
+            let want = hex(&b);
+            proptest::prop_assert_eq!(&out[1..], want.as_bytes());
+        }
     }
 
     #[test]

@@ -251,7 +251,7 @@ pub(crate) struct Spill<'w> {
 }
 
 /// Bytes of a JSON line buffered before they are written out.
-const SPILL: usize = 256 << 10;
+pub(crate) const SPILL: usize = 256 << 10;
 
 impl<'w> Spill<'w> {
     /// Spills into `w`.
@@ -267,7 +267,13 @@ impl<'w> Spill<'w> {
         }
     }
 
-    fn check(&mut self, out: &mut Vec<u8>) {
+    /// Whether a write failed (nothing more will be written).
+    pub(crate) fn failed(&self) -> bool {
+        self.err.is_some()
+    }
+
+    /// Writes out and empties `out` once it holds [`SPILL`] bytes.
+    pub(crate) fn check(&mut self, out: &mut Vec<u8>) {
         if out.len() >= SPILL {
             if self.err.is_none() {
                 if let Err(e) = self.w.write_all(out) {

@@ -185,40 +185,79 @@ pub fn printable(b: &[u8]) -> Option<&str> {
 /// in bytes: `"abc..."... (1234 B)`. `as_text` shows printable bytes as a quoted string
 /// (record keys and values). [`Value::None`] reads as an empty string.
 pub fn value_text(v: &Value<'_>, max_len: usize, as_text: bool) -> String {
+    let mut out = Vec::new();
+    value_into(&mut out, v, max_len, as_text);
+    // Every piece is ASCII or a quoted `&str` cut at a character: UTF-8.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`value_text`], appended to `out` (the tree printer's line buffer).
+pub fn value_into(out: &mut Vec<u8>, v: &Value<'_>, max_len: usize, as_text: bool) {
     match v {
-        Value::None => String::new(),
-        Value::Null => "null".to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::UInt(u) => u.to_string(),
-        Value::Float(f) => f.to_string(),
-        Value::Str(s) => str_text(s, max_len),
+        Value::None => {}
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Int(i) => out.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
+        Value::UInt(u) => out.extend_from_slice(itoa::Buffer::new().format(*u).as_bytes()),
+        Value::Float(f) => {
+            let _ = write!(out, "{f}");
+        }
+        Value::Str(s) => str_into(out, s, max_len),
         Value::Bytes(b) => {
             if as_text {
                 if let Some(s) = printable(b) {
-                    return str_text(s, max_len);
+                    return str_into(out, s, max_len);
                 }
             }
             if b.is_empty() {
-                return "\"\"".to_string();
+                return out.extend_from_slice(b"\"\"");
             }
             let keep = (max_len / 2).max(1);
             if b.len() > keep {
-                format!("{}... ({} B)", hex(&b[..keep]), b.len())
+                crate::text::hex_into(out, &b[..keep]);
+                out.extend_from_slice(b"... (");
+                out.extend_from_slice(itoa::Buffer::new().format(b.len()).as_bytes());
+                out.extend_from_slice(b" B)");
             } else {
-                hex(b)
+                crate::text::hex_into(out, b);
             }
         }
-        Value::Uuid(u) => u.hyphenated().to_string(),
-        Value::Count(n) => count_text(*n),
+        Value::Uuid(u) => out.extend_from_slice(
+            u.hyphenated()
+                .encode_lower(&mut uuid::Uuid::encode_buffer())
+                .as_bytes(),
+        ),
+        Value::Count(n) => {
+            if *n == 1 {
+                out.extend_from_slice(b"1 element");
+            } else {
+                out.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes());
+                out.extend_from_slice(b" elements");
+            }
+        }
     }
 }
 
-fn str_text(s: &str, max_len: usize) -> String {
+/// A string quoted, cut past `max_len` characters with its length in bytes.
+fn str_into(out: &mut Vec<u8>, s: &str, max_len: usize) {
     let max_len = max_len.max(1);
-    match s.char_indices().nth(max_len) {
-        Some((cut, _)) => format!("{}... ({} B)", quote(&s[..cut]), s.len()),
-        None => quote(s),
+    // No more characters than bytes: a string of at most `max_len` bytes is never cut,
+    // and an ASCII one is cut at byte `max_len`.
+    let cut = if s.len() <= max_len {
+        None
+    } else if s.is_ascii() {
+        Some(max_len)
+    } else {
+        s.char_indices().nth(max_len).map(|(cut, _)| cut)
+    };
+    match cut {
+        Some(cut) => {
+            crate::text::quote_into(out, &s[..cut]);
+            out.extend_from_slice(b"... (");
+            out.extend_from_slice(itoa::Buffer::new().format(s.len()).as_bytes());
+            out.extend_from_slice(b" B)");
+        }
+        None => crate::text::quote_into(out, s),
     }
 }
 
@@ -423,5 +462,90 @@ pub fn paint(on: bool, s: &str, style: Style) -> String {
         s.style(style).to_string()
     } else {
         s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The former `value_text`, built of `format!` and `String`s: what [`value_into`]
+    /// must give.
+    fn value_text_old(v: &Value<'_>, max_len: usize, as_text: bool) -> String {
+        fn str_text(s: &str, max_len: usize) -> String {
+            let max_len = max_len.max(1);
+            match s.char_indices().nth(max_len) {
+                Some((cut, _)) => format!("{}... ({} B)", quote(&s[..cut]), s.len()),
+                None => quote(s),
+            }
+        }
+        match v {
+            Value::None => String::new(),
+            Value::Null => "null".to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Int(i) => i.to_string(),
+            Value::UInt(u) => u.to_string(),
+            Value::Float(f) => f.to_string(),
+            Value::Str(s) => str_text(s, max_len),
+            Value::Bytes(b) => {
+                if as_text {
+                    if let Some(s) = printable(b) {
+                        return str_text(s, max_len);
+                    }
+                }
+                if b.is_empty() {
+                    return "\"\"".to_string();
+                }
+                let keep = (max_len / 2).max(1);
+                if b.len() > keep {
+                    format!("{}... ({} B)", hex(&b[..keep]), b.len())
+                } else {
+                    hex(b)
+                }
+            }
+            Value::Uuid(u) => u.hyphenated().to_string(),
+            Value::Count(n) => count_text(*n),
+        }
+    }
+
+    proptest::proptest! {
+        /// Every kind of value reads as it read before, at any cut.
+        #[test]
+        fn value_text_equals_the_former_text(
+            chars in proptest::collection::vec(proptest::prelude::any::<char>(), 0..30),
+            ascii in "[ -~\t\n]{0,80}",
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..50),
+            i in proptest::prelude::any::<i64>(),
+            u in proptest::prelude::any::<u64>(),
+            f in proptest::prelude::any::<f64>(),
+            uuid in proptest::prelude::any::<u128>(),
+            max_len in 0usize..70,
+            as_text in proptest::prelude::any::<bool>(),
+        ) {
+            let s: String = chars.into_iter().collect();
+            let values = [
+                Value::None,
+                Value::Null,
+                Value::Bool(as_text),
+                Value::Int(i),
+                Value::UInt(u),
+                Value::Float(f),
+                Value::Str(&s),
+                Value::Str(&ascii),
+                Value::Bytes(&bytes),
+                Value::Bytes(ascii.as_bytes()),
+                Value::Bytes(s.as_bytes()),
+                Value::Bytes(&[]),
+                Value::Uuid(uuid::Uuid::from_u128(uuid)),
+                Value::Count(u % 3),
+                Value::Count(u),
+            ];
+            for v in &values {
+                proptest::prop_assert_eq!(
+                    value_text(v, max_len, as_text),
+                    value_text_old(v, max_len, as_text)
+                );
+            }
+        }
     }
 }

@@ -9,14 +9,14 @@
 //!
 //! Each tree line is `name type = value (annotation) [0xOFFSET, NB] description`.
 
-use std::borrow::Cow;
 use std::io::{self, Write};
 
 use owo_colors::Style;
 
+use super::json::Spill;
 use super::{
     api_head, count_text, error_style, guess_note, is_record_payload, latency_text, paint,
-    region_style, value_text, warning_style, Context, RenderOptions,
+    region_style, value_into, value_text, warning_style, Context, RenderOptions,
 };
 use crate::tree::{Message, Node, NodeKind, Region, Value};
 
@@ -349,16 +349,7 @@ pub fn tree(w: &mut dyn Write, msg: &Message<'_>, opts: &RenderOptions) -> io::R
     let widths: Vec<usize> = (0..=msg.buffers.len() as u32)
         .map(|id| offset_width(msg.buffer(id).len()))
         .collect();
-    let p = TreePrinter { opts, widths };
-    p.node(
-        w,
-        &mut String::new(),
-        &msg.tree,
-        None,
-        &mut String::new(),
-        None,
-        0,
-    )
+    TreePrinter { opts, widths }.print(w, &msg.tree)
 }
 
 /// Prints a tree rooted at any node (offsets 4 hex digits wide).
@@ -366,19 +357,11 @@ pub fn tree(w: &mut dyn Write, msg: &Message<'_>, opts: &RenderOptions) -> io::R
 /// # Errors
 /// The writer's errors.
 pub fn node_tree(w: &mut dyn Write, root: &Node<'_>, opts: &RenderOptions) -> io::Result<()> {
-    let p = TreePrinter {
+    TreePrinter {
         opts,
         widths: Vec::new(),
-    };
-    p.node(
-        w,
-        &mut String::new(),
-        root,
-        None,
-        &mut String::new(),
-        None,
-        0,
-    )
+    }
+    .print(w, root)
 }
 
 /// The text of one node's line, without the connectors and without colour.
@@ -472,96 +455,131 @@ impl TreePrinter<'_> {
         self.opts.color
     }
 
-    /// Prints `n` (and its subtree). `cont` holds the parent's continuation prefix
-    /// (`|   ` and `    ` segments); `next` is what this node adds to it, `None` for the
-    /// root, which has no connector. `line` is a reusable line buffer.
+    /// Prints the tree under `root` into a line buffer kept on the thread, written out
+    /// to `w` in [`super::json::SPILL`]-sized pieces between nodes and once at the end: one
+    /// write a few hundred lines rather than one a line.
+    fn print(&self, w: &mut dyn Write, root: &Node<'_>) -> io::Result<()> {
+        thread_local! {
+            /// The tree's text, reused from message to message.
+            static TREE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        /// A buffer grown past this by one large message is not kept for the next.
+        const KEEP: usize = 4 << 20;
+        TREE.with(|cell| {
+            let mut fresh = Vec::new();
+            let mut kept = cell.try_borrow_mut();
+            let out = match kept.as_deref_mut() {
+                Ok(v) => v,
+                Err(_) => &mut fresh,
+            };
+            out.clear();
+            let mut spill = Spill::new(w);
+            let mut cont = Vec::with_capacity(64);
+            self.node(out, root, None, &mut cont, None, 0, &mut spill);
+            let res = spill.finish(out);
+            if out.capacity() > KEEP {
+                *out = Vec::new();
+            }
+            res
+        })
+    }
+
+    /// Prints `n` (and its subtree) into `out`. `cont` holds the parent's continuation
+    /// prefix (`|   ` and `    ` segments); `next` is what this node adds to it, `None`
+    /// for the root, which has no connector. Between nodes, `out` spills into `spill`.
     #[allow(clippy::too_many_arguments)]
     fn node(
         &self,
-        w: &mut dyn Write,
-        line: &mut String,
+        out: &mut Vec<u8>,
         n: &Node<'_>,
         parent: Option<&Node<'_>>,
-        cont: &mut String,
-        next: Option<&str>,
+        cont: &mut Vec<u8>,
+        next: Option<&[u8; 4]>,
         depth: usize,
-    ) -> io::Result<()> {
-        line.clear();
-        if next.is_some() {
-            line.push_str(cont);
-            line.push_str("+-- ");
+        spill: &mut Spill<'_>,
+    ) {
+        if spill.failed() {
+            return;
         }
-        self.line_into(line, n, parent);
-        line.push('\n');
-        w.write_all(line.as_bytes())?;
+        if next.is_some() {
+            out.extend_from_slice(cont);
+            out.extend_from_slice(b"+-- ");
+        }
+        self.line_into(out, n, parent);
+        out.push(b'\n');
+        spill.check(out);
         let base = cont.len();
         if let Some(x) = next {
-            cont.push_str(x);
+            cont.extend_from_slice(x);
         }
-        let res = self.rest(w, line, n, cont, depth);
+        self.rest(out, n, cont, depth, spill);
         cont.truncate(base);
-        res
     }
 
     /// The error and warning lines and the children of `n`, whose continuation prefix
     /// is `cont`.
     fn rest(
         &self,
-        w: &mut dyn Write,
-        line: &mut String,
+        out: &mut Vec<u8>,
         n: &Node<'_>,
-        cont: &mut String,
+        cont: &mut Vec<u8>,
         depth: usize,
-    ) -> io::Result<()> {
+        spill: &mut Spill<'_>,
+    ) {
+        let color = self.color();
         if let Some(e) = n.error() {
-            let t = format!("!! error: {e}");
-            writeln!(w, "{cont}{}", paint(self.color(), &t, super::error_style()))?;
+            out.extend_from_slice(cont);
+            if color {
+                let t = format!("!! error: {e}");
+                out.extend_from_slice(paint(true, &t, super::error_style()).as_bytes());
+            } else {
+                out.extend_from_slice(b"!! error: ");
+                out.extend_from_slice(e.as_bytes());
+            }
+            out.push(b'\n');
         }
         if let Some(e) = n.warning() {
-            let t = format!("! warning: {e}");
-            writeln!(
-                w,
-                "{cont}{}",
-                paint(self.color(), &t, super::warning_style())
-            )?;
+            out.extend_from_slice(cont);
+            if color {
+                let t = format!("! warning: {e}");
+                out.extend_from_slice(paint(true, &t, super::warning_style()).as_bytes());
+            } else {
+                out.extend_from_slice(b"! warning: ");
+                out.extend_from_slice(e.as_bytes());
+            }
+            out.push(b'\n');
         }
         if n.children.is_empty() {
-            return Ok(());
+            return;
         }
+        const LAST: &[u8; 4] = b"    ";
+        const MORE: &[u8; 4] = b"|   ";
         // The usual case, nothing folded or cut: the children themselves, no list built.
         if self.opts.depth.is_none_or(|d| depth < d) && n.children.len() <= self.opts.max_elements {
             let last = n.children.len() - 1;
             for (i, c) in n.children.iter().enumerate() {
-                let next = if i == last { "    " } else { "|   " };
-                self.node(w, line, c, Some(n), cont, Some(next), depth + 1)?;
+                let next = if i == last { LAST } else { MORE };
+                self.node(out, c, Some(n), cont, Some(next), depth + 1, spill);
             }
-            return Ok(());
+            return;
         }
         let items = self.items(n, depth);
         let last = items.len().saturating_sub(1);
         for (i, item) in items.iter().enumerate() {
-            let next = if i == last { "    " } else { "|   " };
-            match item {
-                Item::Node(c) => self.node(w, line, c, Some(n), cont, Some(next), depth + 1)?,
-                Item::More(m) => {
-                    let t = format!("... {m} more");
-                    writeln!(
-                        w,
-                        "{cont}+-- {}",
-                        paint(self.color(), &t, Style::new().dimmed())
-                    )?
+            let next = if i == last { LAST } else { MORE };
+            let t = match item {
+                Item::Node(c) => {
+                    self.node(out, c, Some(n), cont, Some(next), depth + 1, spill);
+                    continue;
                 }
-                Item::Fold(k) => {
-                    let t = format!("... ({k} node{})", if *k == 1 { "" } else { "s" });
-                    writeln!(
-                        w,
-                        "{cont}+-- {}",
-                        paint(self.color(), &t, Style::new().dimmed())
-                    )?
-                }
-            }
+                Item::More(m) => format!("... {m} more"),
+                Item::Fold(k) => format!("... ({k} node{})", if *k == 1 { "" } else { "s" }),
+            };
+            out.extend_from_slice(cont);
+            out.extend_from_slice(b"+-- ");
+            out.extend_from_slice(paint(color, &t, Style::new().dimmed()).as_bytes());
+            out.push(b'\n');
         }
-        Ok(())
     }
 
     fn items<'n, 'a>(&self, n: &'n Node<'a>, depth: usize) -> Vec<Item<'n, 'a>> {
@@ -590,39 +608,73 @@ impl TreePrinter<'_> {
         self.widths.get(buffer as usize).copied().unwrap_or(4)
     }
 
-    /// Without colour: writes an integer or a plain string value (what `value_text` would
-    /// give) straight into the line, for the nodes `line_into` leaves to it.
-    fn plain_value<'v>(&self, n: &'v Node<'_>) -> Option<impl FnOnce(&mut String) + 'v> {
-        if self.color() || matches!(n.kind, NodeKind::Frame) {
-            return None;
-        }
-        match n.value {
-            Value::Int(_) | Value::UInt(_) => {}
-            Value::Str(x) if plain_str(x, self.opts.max_value_len) => {}
-            _ => return None,
-        }
-        Some(move |s: &mut String| match n.value {
-            Value::Int(i) => s.push_str(itoa::Buffer::new().format(i)),
-            Value::UInt(u) => s.push_str(itoa::Buffer::new().format(u)),
-            Value::Str(x) => {
-                s.push('"');
-                s.push_str(x);
-                s.push('"');
-            }
-            _ => {}
-        })
-    }
-
     /// `name type = value (annotation) [0xOFFSET, NB] description`.
     fn line(&self, n: &Node<'_>, parent: Option<&Node<'_>>) -> String {
-        let mut s = String::new();
+        let mut s = Vec::new();
         self.line_into(&mut s, n, parent);
-        s
+        // Every piece is a `&str` or ASCII, and descriptions are cut at a character.
+        String::from_utf8(s).unwrap_or_default()
     }
 
     /// [`Self::line`], appended to `s`.
-    fn line_into(&self, s: &mut String, n: &Node<'_>, parent: Option<&Node<'_>>) {
-        let color = self.color();
+    fn line_into(&self, s: &mut Vec<u8>, n: &Node<'_>, parent: Option<&Node<'_>>) {
+        if self.color() {
+            return self.color_line_into(s, n, parent);
+        }
+        s.extend_from_slice(n.name.as_bytes());
+        let ty: &str = match n.kind {
+            NodeKind::Frame => "",
+            NodeKind::Header => n.ty.strip_prefix("header ").unwrap_or(n.ty),
+            _ => n.ty,
+        };
+        if !ty.is_empty() {
+            s.push(b' ');
+            s.extend_from_slice(ty.as_bytes());
+        }
+        match (n.kind, &n.value) {
+            (NodeKind::Frame, _) => {}
+            (NodeKind::Struct, Value::None) => s.extend_from_slice(b" = struct"),
+            (NodeKind::Array, Value::None) => {
+                s.extend_from_slice(b" = ");
+                let k = n.children.iter().filter(|c| is_element(n, c)).count();
+                push_count(s, k as u64);
+            }
+            (_, Value::None) => {}
+            // a leaf where the walk stopped, with nothing read: the error says it all
+            (_, Value::Bytes([])) if n.error().is_some() => {}
+            (_, v) => {
+                s.extend_from_slice(b" = ");
+                value_into(s, v, self.opts.max_value_len, is_record_payload(parent, n));
+            }
+        }
+        if let Some(a) = &n.annotation {
+            s.extend_from_slice(b" (");
+            s.extend_from_slice(a.as_bytes());
+            s.push(b')');
+        }
+        // ` [0xOFFSET, NB]` / ` [bufN 0xOFFSET, NB]`, without the formatting machinery
+        // (one per line).
+        let mut num = itoa::Buffer::new();
+        if n.buffer == 0 {
+            s.extend_from_slice(b" [0x");
+        } else {
+            s.extend_from_slice(b" [buf");
+            s.extend_from_slice(num.format(n.buffer).as_bytes());
+            s.extend_from_slice(b" 0x");
+        }
+        push_hex(s, n.offset, self.width(n.buffer));
+        s.extend_from_slice(b", ");
+        s.extend_from_slice(num.format(n.length).as_bytes());
+        s.extend_from_slice(b"B]");
+        if let Some(d) = &n.description {
+            s.push(b' ');
+            push_description(s, d, self.opts.wide);
+        }
+    }
+
+    /// [`Self::line_into`] in colour: each piece painted.
+    fn color_line_into(&self, s: &mut Vec<u8>, n: &Node<'_>, parent: Option<&Node<'_>>) {
+        let color = true;
         paint_into(s, color, n.name, Style::new().bold());
         let ty: &str = match n.kind {
             NodeKind::Frame => "",
@@ -630,135 +682,111 @@ impl TreePrinter<'_> {
             _ => n.ty,
         };
         if !ty.is_empty() {
-            s.push(' ');
+            s.push(b' ');
             paint_into(s, color, ty, Style::new().cyan());
         }
         let value = match (n.kind, &n.value) {
             (NodeKind::Frame, _) => None,
-            (NodeKind::Struct, Value::None) => Some(Cow::Borrowed("struct")),
-            (NodeKind::Array, Value::None) => Some(Cow::Owned(count_text(
+            (NodeKind::Struct, Value::None) => Some("struct".to_string()),
+            (NodeKind::Array, Value::None) => Some(count_text(
                 n.children.iter().filter(|c| is_element(n, c)).count() as u64,
-            ))),
+            )),
             (_, Value::None) => None,
             // a leaf where the walk stopped, with nothing read: the error says it all
             (_, Value::Bytes([])) if n.error().is_some() => None,
-            // without colour, the common values are written in place (see plain_value)
-            (_, Value::Int(_) | Value::UInt(_)) if !color => None,
-            (_, Value::Str(x)) if !color && plain_str(x, self.opts.max_value_len) => None,
-            (_, v) => Some(Cow::Owned(value_text(
+            (_, v) => Some(value_text(
                 v,
                 self.opts.max_value_len,
                 is_record_payload(parent, n),
-            ))),
+            )),
         };
         // A non-zero error code stands out: value and error name in the error colour.
         let error_code =
-            color && n.name.ends_with("ErrorCode") && matches!(n.value, Value::Int(c) if c != 0);
+            n.name.ends_with("ErrorCode") && matches!(n.value, Value::Int(c) if c != 0);
         if let Some(v) = value {
-            s.push_str(" = ");
+            s.extend_from_slice(b" = ");
             let style = if error_code {
                 error_style()
             } else {
                 Style::new().green()
             };
             paint_into(s, color, &v, style);
-        } else if let Some(v) = self.plain_value(n) {
-            s.push_str(" = ");
-            v(s);
         }
         if let Some(a) = &n.annotation {
-            if error_code {
-                s.push_str(&paint(color, &format!(" ({a})"), error_style()));
-            } else if color {
-                s.push_str(&paint(
-                    color,
-                    &format!(" ({a})"),
-                    Style::new().bright_black(),
-                ));
+            let style = if error_code {
+                error_style()
             } else {
-                s.push_str(" (");
-                s.push_str(a);
-                s.push(')');
-            }
+                Style::new().bright_black()
+            };
+            paint_into(s, color, &format!(" ({a})"), style);
         }
         let width = self.width(n.buffer);
-        if color {
-            let span = if n.buffer == 0 {
-                format!(" [0x{:0width$x}, {}B]", n.offset, n.length)
-            } else {
-                format!(" [buf{} 0x{:0width$x}, {}B]", n.buffer, n.offset, n.length)
-            };
-            s.push_str(&paint(color, &span, Style::new().bright_black()));
+        let span = if n.buffer == 0 {
+            format!(" [0x{:0width$x}, {}B]", n.offset, n.length)
         } else {
-            // ` [0xOFFSET, NB]` / ` [bufN 0xOFFSET, NB]`, without the formatting machinery
-            // (one per line).
-            let mut num = itoa::Buffer::new();
-            if n.buffer == 0 {
-                s.push_str(" [0x");
-            } else {
-                s.push_str(" [buf");
-                s.push_str(num.format(n.buffer));
-                s.push_str(" 0x");
-            }
-            push_hex(s, n.offset, width);
-            s.push_str(", ");
-            s.push_str(num.format(n.length));
-            s.push_str("B]");
-        }
+            format!(" [buf{} 0x{:0width$x}, {}B]", n.buffer, n.offset, n.length)
+        };
+        paint_into(s, color, &span, Style::new().bright_black());
         if let Some(d) = &n.description {
-            s.push(' ');
+            s.push(b' ');
             push_description(s, d, self.opts.wide);
         }
     }
 }
 
-/// Whether [`value_text`] shows `x` as it is between quotes: ASCII with nothing to escape,
-/// no longer than `max_len`.
-fn plain_str(x: &str, max_len: usize) -> bool {
-    x.len() <= max_len.max(1)
-        && x.bytes()
-            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+/// [`count_text`] appended to `out`.
+fn push_count(out: &mut Vec<u8>, k: u64) {
+    if k == 1 {
+        out.extend_from_slice(b"1 element");
+    } else {
+        out.extend_from_slice(itoa::Buffer::new().format(k).as_bytes());
+        out.extend_from_slice(b" elements");
+    }
 }
 
 /// `v` in lowercase hex, zero-padded to at least `width` digits (`{:0width$x}`).
-fn push_hex(out: &mut String, v: usize, width: usize) {
+fn push_hex(out: &mut Vec<u8>, v: usize, width: usize) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digits = ((usize::BITS - v.leading_zeros()).div_ceil(4) as usize).max(1);
     for _ in digits..width {
-        out.push('0');
+        out.push(b'0');
     }
     for i in (0..digits).rev() {
-        out.push(char::from(HEX[(v >> (4 * i)) & 15]));
+        out.push(HEX[(v >> (4 * i)) & 15]);
     }
 }
 
 /// `s` in `style` when `on`, else `s` as it is, appended to `out`.
-fn paint_into(out: &mut String, on: bool, s: &str, style: Style) {
+fn paint_into(out: &mut Vec<u8>, on: bool, s: &str, style: Style) {
     if on {
-        out.push_str(&paint(true, s, style));
+        out.extend_from_slice(paint(true, s, style).as_bytes());
     } else {
-        out.push_str(s);
+        out.extend_from_slice(s.as_bytes());
     }
 }
 
 /// [`cut_description`] appended to `out`, without allocating for the usual description
-/// (ASCII words separated by single spaces).
-fn push_description(out: &mut String, d: &str, wide: bool) {
+/// (ASCII words separated by single spaces), checked in one pass over its bytes.
+fn push_description(out: &mut Vec<u8>, d: &str, wide: bool) {
     let b = d.as_bytes();
-    let simple = d.is_ascii()
-        && b.first() != Some(&b' ')
-        && b.last() != Some(&b' ')
-        && !b
-            .windows(2)
-            .any(|p| p[0].is_ascii_whitespace() && p[1].is_ascii_whitespace())
-        && !b.iter().any(|c| c.is_ascii_whitespace() && *c != b' ');
+    let mut simple = b.first() != Some(&b' ') && b.last() != Some(&b' ');
+    let mut prev_space = false;
+    for &c in b {
+        if !simple {
+            break;
+        }
+        let space = c.is_ascii_whitespace();
+        // Non-ASCII, a whitespace other than a space, or two whitespaces in a row.
+        simple = c < 0x80 && !(space && (c != b' ' || prev_space));
+        prev_space = space;
+    }
     if !simple {
-        out.push_str(&cut_description(d, wide));
+        out.extend_from_slice(cut_description(d, wide).as_bytes());
     } else if !wide && d.len() > DESCRIPTION_MAX {
-        out.push_str(&d[..DESCRIPTION_MAX]);
-        out.push_str("...");
+        out.extend_from_slice(&b[..DESCRIPTION_MAX]);
+        out.extend_from_slice(b"...");
     } else {
-        out.push_str(d);
+        out.extend_from_slice(b);
     }
 }
 
@@ -772,5 +800,74 @@ pub fn cut_description(d: &str, wide: bool) -> String {
     match d.char_indices().nth(DESCRIPTION_MAX) {
         Some((cut, _)) => format!("{}...", &d[..cut]),
         None => d,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The former check of a simple description, in several passes.
+    fn simple_old(d: &str) -> bool {
+        let b = d.as_bytes();
+        d.is_ascii()
+            && b.first() != Some(&b' ')
+            && b.last() != Some(&b' ')
+            && !b
+                .windows(2)
+                .any(|p| p[0].is_ascii_whitespace() && p[1].is_ascii_whitespace())
+            && !b.iter().any(|c| c.is_ascii_whitespace() && *c != b' ')
+    }
+
+    proptest::proptest! {
+        /// The one-pass description gives what the old checks and `cut_description`
+        /// gave, wide or not.
+        #[test]
+        fn description_equals_cut_description(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::Just(" ".to_string()),
+                    proptest::prelude::Just("\t".to_string()),
+                    proptest::prelude::Just("\n".to_string()),
+                    proptest::prelude::Just("\u{b}".to_string()),
+                    proptest::prelude::Just("é".to_string()),
+                    "[a-z]{1,12}",
+                ],
+                0..30,
+            ),
+        ) {
+            let d: String = parts.concat();
+            for wide in [false, true] {
+                let mut out = Vec::new();
+                push_description(&mut out, &d, wide);
+                let want = if simple_old(&d) {
+                    if !wide && d.len() > DESCRIPTION_MAX {
+                        format!("{}...", &d[..DESCRIPTION_MAX])
+                    } else {
+                        d.clone()
+                    }
+                } else {
+                    cut_description(&d, wide)
+                };
+                proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), want);
+            }
+        }
+
+        #[test]
+        fn push_hex_equals_format(v in proptest::prelude::any::<usize>(), width in 0usize..20) {
+            let mut out = Vec::new();
+            push_hex(&mut out, v, width);
+            proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), format!("{v:0width$x}"));
+        }
+
+        #[test]
+        fn push_count_equals_count_text(k in proptest::prelude::any::<u64>()) {
+            let mut out = Vec::new();
+            push_count(&mut out, k);
+            proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), count_text(k));
+            let mut one = Vec::new();
+            push_count(&mut one, 1);
+            proptest::prop_assert_eq!(String::from_utf8(one).unwrap(), count_text(1));
+        }
     }
 }
