@@ -120,6 +120,7 @@ fn committed_captures_same_facts() {
         n += a;
         fast += b;
     }
+    eprintln!("captures/: {fast} of {n} messages by the fact walk");
     assert!(n > 1000, "{n} messages");
     assert!(fast > n / 2, "{fast} of {n} messages by the fact walk");
 }
@@ -160,6 +161,7 @@ fn kwire_gen_captures_same_facts() {
             .unwrap();
         assert!(st.status.success(), "{kind}: {st:?}");
         let (n, fast) = compare(&out);
+        eprintln!("{kind}: {fast} of {n} messages by the fact walk");
         assert!(n > 20, "{kind}: {n} messages");
         if kind == "chatter" || kind == "bulk" {
             assert!(fast * 10 > n * 9, "{kind}: {fast} of {n} by the fact walk");
