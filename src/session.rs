@@ -349,11 +349,29 @@ impl Prepared {
                 Layout::default(),
                 arena,
             ),
-            None => decode::decode(schema, opts, arena, &f.bytes, &self.known),
+            None => decode_fast(schema, opts, arena, &f.bytes, &self.known),
         };
         name_topic_ids(&mut m.tree, &self.names, arena);
         m
     }
+}
+
+/// A frame of a capture decoded as `opts.detail` asks: at [`decode::Detail::Facts`] by
+/// the fact walk ([`decode::facts::decode_facts`]) when it does not give up, else (and
+/// at the other levels) by [`decode::decode`].
+fn decode_fast<'a>(
+    schema: &'a Schema,
+    opts: &'a DecodeOptions,
+    arena: &'a Buffers,
+    frame: &'a [u8],
+    known: &Known,
+) -> Message<'a> {
+    if opts.detail == decode::Detail::Facts {
+        if let Some(m) = decode::facts::decode_facts(schema, opts, arena, frame, known) {
+            return m;
+        }
+    }
+    decode::decode(schema, opts, arena, frame, known)
 }
 
 /// Bytes of a Produce request decoded on the reading thread to find its `Acks` when
@@ -741,7 +759,7 @@ impl<'s> Session<'s> {
         let mut m = if known.direction == Direction::Response && known.api_key.is_none() {
             self.orphan(f, arena)
         } else {
-            decode::decode(self.schema, self.opts, arena, &f.bytes, &known)
+            decode_fast(self.schema, self.opts, arena, &f.bytes, &known)
         };
         self.learn_topic_ids(&m.tree);
         name_topic_ids(&mut m.tree, &self.topic_names, arena);

@@ -471,7 +471,10 @@ pub fn read_command(
     };
     // The summary line needs a fraction of the tree: decode only that much, unless the
     // filter or -e reads schema fields.
-    let detail = if v.summary_detail()
+    let detail = if v.view == View::Format(OutputFormat::SUMMARY) && flt.is_none() {
+        // Nothing but the summary line reads the message: its facts are enough.
+        Detail::Facts
+    } else if v.summary_detail()
         && !flt.as_ref().is_some_and(Filter::needs_full_tree)
         && !fields.as_ref().is_some_and(view::Fields::needs_full_tree)
     {

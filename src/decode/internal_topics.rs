@@ -98,7 +98,13 @@ impl TopicState {
     /// Takes note of field `f` of message `def_name` just read as `n`: a topic name
     /// (`entityType: topicName`) or `TopicId` sets the topic the next records belong to.
     pub fn observe(&mut self, def_name: &str, f: &Field, n: &Node<'_>) {
-        match &n.value {
+        self.observe_value(def_name, f, &n.value)
+    }
+
+    /// [`TopicState::observe`] of the value `v` read for field `f` (the fact walk reads
+    /// values without nodes).
+    pub fn observe_value(&mut self, def_name: &str, f: &Field, v: &Value<'_>) {
+        match v {
             Value::Str(s) if f.role.has(Role::TOPIC_NAME) => {
                 self.topic = InternalTopic::from_name(s);
             }

@@ -215,7 +215,7 @@ pub(super) fn record_list<'a>(
         .min(r.left() / MIN_RECORD + 1)
         .min(room);
     let mut recs = cx.vec();
-    let skim = cx.opts.detail == Detail::Summary && !bcx.control;
+    let skim = cx.opts.detail != Detail::Full && !bcx.control;
     if !skim {
         // The summary keeps no node for a clean record: nothing to make room for.
         recs.reserve(cap);
