@@ -68,11 +68,11 @@ pub struct CaptureArgs {
     #[arg(long = "tls-keylog", value_name = "FILE")]
     pub tls_keylog: Vec<PathBuf>,
     /// Threads in all. `read`, `stats` and `report`: 1 reads, decodes and prints on one
-    /// thread; N > 1 is the reading thread (reading, reassembly, pairing, printing) and
-    /// N-1 decoding workers. The default, measured on 2 cores (docs/benchmarks.md): one
-    /// worker per core beside the reading thread (3 on 2 cores), a worker fewer for
-    /// `--format json`/`values` (whose output the reading thread moves), and 1 when
-    /// reading stdin or a live capture, so each message prints as it comes. `export`
+    /// thread; 2 or more is the reading thread (reading, reassembly, pairing, printing)
+    /// and N-1 decoding workers. The default, measured on 2 cores (docs/benchmarks.md):
+    /// one worker per core beside the reading thread (3 on 2 cores), a worker fewer for
+    /// JSON and values output (which the reading thread moves), and 1 when reading stdin
+    /// or a live capture, so each message prints as it comes. `export`
     /// exports that many captures at once (default: the cores). The output is the same
     /// at any count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
