@@ -28,7 +28,7 @@
 
 use super::{Cx, DecodeOptions, Known, Reader};
 use crate::errors::error_name;
-use crate::schema::plan::{fixed_size, min_size, Plan, Role};
+use crate::schema::plan::{fixed_size, min_size, struct_fields_of, Plan, Role};
 use crate::schema::{Field, FieldType, MessageDef, MessageKind, Prim, Schema, SummaryFact};
 use crate::tree::{Buffers, Direction, Message, Node, NodeKind, Value};
 use crate::wire::{self, LenPrefix};
@@ -300,14 +300,6 @@ impl<'c, 'a> FactWalk<'c, 'a> {
         }
     }
 
-    fn struct_fields(&self, f: &'a Field, s: &str) -> Option<&'a [Field]> {
-        if !f.fields.is_empty() {
-            Some(&f.fields)
-        } else {
-            self.def.struct_fields(s)
-        }
-    }
-
     /// One field, with its struct's fields and plan when the parent plan has them.
     fn field(
         &mut self,
@@ -345,7 +337,9 @@ impl<'c, 'a> FactWalk<'c, 'a> {
                     }
                 }
                 if value != Value::Null {
-                    let fields = sub.or_else(|| self.struct_fields(f, s)).ok_or(GiveUp)?;
+                    let fields = sub
+                        .or_else(|| struct_fields_of(self.def, f, s))
+                        .ok_or(GiveUp)?;
                     match sub_plan.filter(|_| sub.is_some()) {
                         Some(p) => self.planned(r, fields, p, &mut sacc)?,
                         None => {
@@ -489,7 +483,8 @@ impl<'c, 'a> FactWalk<'c, 'a> {
         let elem_struct = match inner {
             FieldType::Struct(s) => Some((
                 s.as_str(),
-                sub.or_else(|| self.struct_fields(f, s)).ok_or(GiveUp)?,
+                sub.or_else(|| struct_fields_of(self.def, f, s))
+                    .ok_or(GiveUp)?,
             )),
             _ => None,
         };

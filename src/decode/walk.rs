@@ -12,7 +12,7 @@
 
 use super::{records, Cx, Detail, Reader};
 use crate::errors::error_name;
-use crate::schema::plan::{fixed_size, Plan, Role};
+use crate::schema::plan::{fixed_size, struct_fields_of, Plan, Role};
 use crate::schema::{Field, FieldType, MessageDef, Prim, SummaryFact};
 use crate::tree::{Node, NodeKind, Region, Value};
 use crate::wire::{self, LenPrefix, WireError};
@@ -809,14 +809,6 @@ impl<'c, 'a> Walk<'c, 'a> {
         Some(node)
     }
 
-    fn struct_fields(&self, f: &'a Field, s: &str) -> Option<&'a [Field]> {
-        if !f.fields.is_empty() {
-            Some(&f.fields)
-        } else {
-            self.def.struct_fields(s)
-        }
-    }
-
     fn struct_field(
         &mut self,
         r: &mut Reader<'a>,
@@ -853,7 +845,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 }
             }
         }
-        let Some(fields) = sub.or_else(|| self.struct_fields(f, s)) else {
+        let Some(fields) = sub.or_else(|| struct_fields_of(self.def, f, s)) else {
             nk.push(self.err_leaf(r, "unread", "bytes", format!("struct {s} is not defined")));
             node.length = r.pos - start;
             node.children = self.cx.seal(nk);
@@ -949,7 +941,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             nk.push(l);
         }
         let elem_struct = match inner {
-            FieldType::Struct(s) => Some((s.as_str(), sub.or_else(|| self.struct_fields(f, s)))),
+            FieldType::Struct(s) => {
+                Some((s.as_str(), sub.or_else(|| struct_fields_of(self.def, f, s))))
+            }
             _ => None,
         };
         // One plan for every element of an array of structs: the one the parent plan

@@ -30,16 +30,7 @@ pub fn render(
         /// The line buffer, reused from message to message.
         static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    /// A buffer grown past this by one large message is not kept for the next.
-    const KEEP: usize = 4 << 20;
-    LINE.with(|cell| {
-        let mut fresh = Vec::new();
-        let mut kept = cell.try_borrow_mut();
-        let out = match kept.as_deref_mut() {
-            Ok(v) => v,
-            Err(_) => &mut fresh,
-        };
-        out.clear();
+    super::with_thread_buffer(&LINE, |out| {
         out.reserve(1024 + 160 * msg.size.min(1 << 16));
         let mut spill = Spill::new(w);
         write_message(out, msg, ctx, &mut spill);
@@ -50,11 +41,7 @@ pub fn render(
             out.extend_from_slice(b"\"}");
         }
         out.push(b'\n');
-        let res = spill.finish(out);
-        if out.capacity() > KEEP {
-            *out = Vec::new();
-        }
-        res
+        spill.finish(out)
     })
 }
 

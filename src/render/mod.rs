@@ -465,6 +465,32 @@ pub fn paint(on: bool, s: &str, style: Style) -> String {
     }
 }
 
+/// Runs `f` with the output buffer kept in `cell` on this thread (emptied first), so
+/// the printers reuse one allocation from message to message; a buffer that one large
+/// message grew past 4 MiB is dropped afterwards rather than kept. Re-entered on the
+/// same thread (a printer inside a printer), `f` gets a fresh buffer instead.
+pub(crate) fn with_thread_buffer<R>(
+    cell: &'static std::thread::LocalKey<std::cell::RefCell<Vec<u8>>>,
+    f: impl FnOnce(&mut Vec<u8>) -> R,
+) -> R {
+    /// A buffer grown past this by one large message is not kept for the next.
+    const KEEP: usize = 4 << 20;
+    cell.with(|cell| {
+        let mut fresh = Vec::new();
+        let mut kept = cell.try_borrow_mut();
+        let out = match kept.as_deref_mut() {
+            Ok(v) => v,
+            Err(_) => &mut fresh,
+        };
+        out.clear();
+        let r = f(out);
+        if out.capacity() > KEEP {
+            *out = Vec::new();
+        }
+        r
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -463,24 +463,11 @@ impl TreePrinter<'_> {
             /// The tree's text, reused from message to message.
             static TREE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        /// A buffer grown past this by one large message is not kept for the next.
-        const KEEP: usize = 4 << 20;
-        TREE.with(|cell| {
-            let mut fresh = Vec::new();
-            let mut kept = cell.try_borrow_mut();
-            let out = match kept.as_deref_mut() {
-                Ok(v) => v,
-                Err(_) => &mut fresh,
-            };
-            out.clear();
+        super::with_thread_buffer(&TREE, |out| {
             let mut spill = Spill::new(w);
             let mut cont = Vec::with_capacity(64);
             self.node(out, root, None, &mut cont, None, 0, &mut spill);
-            let res = spill.finish(out);
-            if out.capacity() > KEEP {
-                *out = Vec::new();
-            }
-            res
+            spill.finish(out)
         })
     }
 

@@ -181,8 +181,9 @@ fn in_order(f: &Field, version: i16, flexible: bool) -> bool {
     f.versions.contains(version) && !(flexible && f.is_tagged(version))
 }
 
-/// The fields of struct-typed field `f`: its own, or those of the struct it names.
-fn struct_fields_of<'d>(def: &'d MessageDef, f: &'d Field, s: &str) -> Option<&'d [Field]> {
+/// The fields of struct-typed field `f`: its own, or those of the struct `s` it names
+/// (a common struct of `def`); `None` when `def` defines no such struct.
+pub fn struct_fields_of<'d>(def: &'d MessageDef, f: &'d Field, s: &str) -> Option<&'d [Field]> {
     if !f.fields.is_empty() {
         Some(&f.fields)
     } else {
