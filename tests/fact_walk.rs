@@ -171,10 +171,18 @@ fn which_filters_decide_on_facts() {
     ] {
         assert!(!Filter::parse(f).unwrap().decides_on_facts(), "{f}");
     }
-    for f in ["error_code", "error_code != 0", "error_code < 1", "!(error_code ~= 3)"] {
+    for f in [
+        "error_code",
+        "error_code != 0",
+        "error_code < 1",
+        "!(error_code ~= 3)",
+    ] {
         assert!(Filter::parse(f).unwrap().needs_full_tree(), "{f}");
     }
-    for f in FACT_FILTERS.iter().chain(&["topic == orders", "client_id == x"]) {
+    for f in FACT_FILTERS
+        .iter()
+        .chain(&["topic == orders", "client_id == x"])
+    {
         assert!(!Filter::parse(f).unwrap().needs_full_tree(), "{f}");
     }
 }
@@ -222,6 +230,81 @@ fn summary_and_tree_keep_the_same_messages() {
         }
     }
     assert!(kept > 1000, "{kept} messages kept in all");
+}
+
+/// `kwire read -T fields`: the columns of facts only (decoded by the fact walk), of
+/// `topic` and `client_id` (the summary level), and of `record_type` and `error_code`
+/// (whole) are what they are beside a schema field's column, which has every message
+/// decoded whole: on every committed capture, with and without a filter.
+#[test]
+fn field_columns_the_same_at_every_detail() {
+    let bin = env!("CARGO_BIN_EXE_kwire");
+    let rows = |args: &[&str], strip_last: bool| -> String {
+        let o = std::process::Command::new(bin)
+            .args(args)
+            .args(["--color", "never", "--threads", "1"])
+            .output()
+            .unwrap();
+        assert!(o.status.code().is_some_and(|c| c < 2), "{args:?}: {o:?}");
+        let text = String::from_utf8(o.stdout).unwrap();
+        text.lines()
+            .map(|l| match strip_last {
+                true => l.rsplit_once('\t').map_or("", |(a, _)| a),
+                false => l,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let facts = [
+        "frame",
+        "api",
+        "api_version",
+        "header_version",
+        "kind",
+        "correlation_id",
+        "latency",
+        "size",
+        "connection",
+        "src",
+        "dst",
+        "schema_release",
+        "malformed",
+        "guessed",
+    ];
+    let mut files = Vec::new();
+    captures(&root().join("captures"), &mut files);
+    files.sort();
+    let pcaps = files.iter().filter(|p| {
+        p.extension().is_some_and(|x| x == "pcap") && !p.to_string_lossy().contains("/tls/")
+    });
+    let mut lines = 0;
+    for p in pcaps {
+        let c = p.to_str().unwrap();
+        for (cols, flt) in [
+            (&facts[..], None),
+            (
+                &facts[..],
+                Some("kind == response && error_code ~= 0 || api_key == 3"),
+            ),
+            (&["frame", "topic", "client_id"][..], None),
+            (&["frame", "record_type"][..], None),
+            (&["frame", "error_code"][..], Some("api_key != 18")),
+        ] {
+            let mut args = vec!["read", c, "-T", "fields"];
+            for e in cols {
+                args.extend(["-e", e]);
+            }
+            if let Some(f) = flt {
+                args.extend(["-Y", f]);
+            }
+            let alone = rows(&args, false);
+            args.extend(["-e", "ThrottleTimeMs"]);
+            let whole = rows(&args, true);
+            assert_eq!(alone, whole, "{c}: {cols:?} -Y {flt:?}");
+            lines += alone.lines().count();
+        }
+    }
+    assert!(lines > 2000, "{lines} rows in all");
 }
 
 fn root() -> PathBuf {

@@ -477,6 +477,12 @@ pub fn read_command(
         // Nothing but the summary line (and a filter on facts) reads the message: its
         // facts are enough.
         Detail::Facts
+    } else if v.view == View::Fields
+        && fields.as_ref().is_some_and(view::Fields::on_facts)
+        && flt.as_ref().is_none_or(Filter::decides_on_facts)
+    {
+        // Columns of the message's and the capture's own facts.
+        Detail::Facts
     } else if v.summary_detail()
         && !flt.as_ref().is_some_and(Filter::needs_full_tree)
         && !fields.as_ref().is_some_and(view::Fields::needs_full_tree)

@@ -281,6 +281,30 @@ pub fn is_property(name: &str) -> bool {
     !matches!(resolve(name), Name::Field(_))
 }
 
+/// Whether every occurrence of `name` (a `-T fields -e` column) is in a message's whole
+/// tree only: a schema field, `record_type` (the summary tree counts clean records, it
+/// does not hold them) or `error_code` (every code, zeros included, which the summary
+/// tree keeps only in partitions).
+pub fn name_needs_full_tree(name: &str) -> bool {
+    matches!(
+        resolve(name),
+        Name::Field(_) | Name::Prop(Prop::RecordType | Prop::ErrorCode)
+    )
+}
+
+/// Whether the occurrences of `name` (a `-T fields -e` column) are the same from a fact
+/// tree ([`crate::decode::Detail::Facts`]) as from the whole tree: the message's and the
+/// capture's properties and the predicates, but `topic`, `client_id`, `record_type` and
+/// `error_code`.
+pub fn name_on_facts(name: &str) -> bool {
+    match resolve(name) {
+        Name::Pred(_) => true,
+        Name::Prop(Prop::Topic | Prop::ClientId | Prop::RecordType | Prop::ErrorCode) => false,
+        Name::Prop(_) => true,
+        Name::Field(_) => false,
+    }
+}
+
 /// A number as a literal gives it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Num {
