@@ -4,14 +4,20 @@
 //! and partitions, group, transactional id, records, errors, topic names learned from
 //! earlier messages), and so do the facts the session reads (`ProtocolType`, `Acks`);
 //! the fact walk is taken only for messages whose summary tree is clean, and it gives up
-//! on the malformed frames of the fuzz corpus and the regressions.
+//! on the malformed frames of the fuzz corpus and the regressions. `kwire stats`' counts
+//! (`traffic::Stats`, from `traffic::Item::of`: client ids, error names, malformed
+//! messages) are the same from the whole tree, the summary tree and the fact trees, and
+//! display filters that decide on facts (`Filter::decides_on_facts`) keep the same
+//! messages from the summary tree and the fact trees.
 
 use kwire::decode::facts::decode_facts;
 use kwire::decode::{self, DecodeOptions, Detail, Known};
+use kwire::filter::{Filter, MessageFacts};
 use kwire::input::{self, CaptureOptions, Event, Frame};
 use kwire::render::{summary, RenderOptions};
 use kwire::schema::Schema;
 use kwire::session::{SchemaPlausibility, Session};
+use kwire::traffic::Stats;
 use kwire::tree::{Buffers, Message, Value};
 use std::path::{Path, PathBuf};
 
@@ -50,12 +56,25 @@ fn frames(path: &Path) -> Vec<Frame> {
 }
 
 /// Decodes the frames of `path` with a session at the summary level and one at the fact
-/// level, in capture order, and compares every message; returns (messages, fast ones).
+/// level, in capture order, and compares every message; and `kwire stats`' counts of
+/// the capture from those and from a session at the full level. Returns (messages,
+/// fast ones).
 fn compare(path: &Path) -> (usize, usize) {
     let schema = Schema::embedded();
-    let (o_sum, o_fact) = (opts(Detail::Summary), opts(Detail::Facts));
+    let (o_sum, o_fact, o_full) = (
+        opts(Detail::Summary),
+        opts(Detail::Facts),
+        opts(Detail::Full),
+    );
     let mut s_sum = Session::new(&schema, &o_sum);
     let mut s_fact = Session::new(&schema, &o_fact);
+    let mut s_full = Session::new(&schema, &o_full);
+    let mut stats: [Stats; 3] = Default::default();
+    let a3 = Buffers::new();
+    let filters: Vec<Filter> = FACT_FILTERS
+        .iter()
+        .map(|f| Filter::parse(f).unwrap())
+        .collect();
     let narrow = RenderOptions {
         max_value_len: 6,
         ..RenderOptions::default()
@@ -69,6 +88,10 @@ fn compare(path: &Path) -> (usize, usize) {
     for f in frames(path) {
         let (m1, c1) = s_sum.decode(&f, &a1);
         let (m2, c2) = s_fact.decode(&f, &a2);
+        let (m3, c3) = s_full.decode(&f, &a3);
+        stats[0].add(&m1, &c1);
+        stats[1].add(&m2, &c2);
+        stats[2].add(&m3, &c3);
         n += 1;
         let at = format!("{} frame {:?}", path.display(), c1.frames);
         for o in [&RenderOptions::default(), &narrow, &wide] {
@@ -80,6 +103,23 @@ fn compare(path: &Path) -> (usize, usize) {
         }
         assert_eq!(session_facts(&m1), session_facts(&m2), "{at}");
         assert_eq!(m1.error_count(), m2.error_count(), "{at}");
+        for (flt, text) in filters.iter().zip(FACT_FILTERS) {
+            let (f1, f2) = (
+                MessageFacts {
+                    capture: Some(&c1),
+                    unanswered: None,
+                },
+                MessageFacts {
+                    capture: Some(&c2),
+                    unanswered: None,
+                },
+            );
+            assert_eq!(
+                flt.matches(&m1, &f1),
+                flt.matches(&m2, &f2),
+                "{at}: -Y '{text}'"
+            );
+        }
         if is_facts(&m2) {
             fast += 1;
             assert_eq!(
@@ -89,7 +129,182 @@ fn compare(path: &Path) -> (usize, usize) {
             );
         }
     }
+    let [sum, fact, full] = stats.map(|s| s.to_json().to_string());
+    assert_eq!(full, sum, "{}: stats, summary tree", path.display());
+    assert_eq!(full, fact, "{}: stats, fact trees", path.display());
     (n, fast)
+}
+
+/// Display filters that decide on facts, each on several of them.
+const FACT_FILTERS: [&str; 10] = [
+    "api_key == 0 || api == Fetch",
+    "kind == response && error_code ~= 0",
+    "error_code == UNKNOWN_TOPIC_OR_PARTITION || error_code == NOT_COORDINATOR",
+    "error_code > 0 || error_code in {3 15..16}",
+    "!(error_code matches \"^NOT_\")",
+    "malformed || warning",
+    "!guessed && header_version >= 1 && api_version < 5",
+    "size > 300 && correlation_id > 3",
+    "latency > 1ms",
+    "incomplete || schema_release == \"4.4\"",
+];
+
+/// The filters above decide on facts; those that read topics, client ids, record types
+/// or schema fields do not.
+#[test]
+fn which_filters_decide_on_facts() {
+    for f in FACT_FILTERS {
+        assert!(Filter::parse(f).unwrap().decides_on_facts(), "{f}");
+    }
+    for f in [
+        "topic == orders",
+        "client_id == x",
+        "api_key == 0 && record_type == TopicRecord",
+        "kind == request || GroupId == g",
+        "!(Acks == -1)",
+        // Zero error codes take part: only the whole tree has them all.
+        "error_code",
+        "error_code != 0",
+        "error_code === 3",
+        "error_code ~= 3",
+        "error_code < 1",
+    ] {
+        assert!(!Filter::parse(f).unwrap().decides_on_facts(), "{f}");
+    }
+    for f in [
+        "error_code",
+        "error_code != 0",
+        "error_code < 1",
+        "!(error_code ~= 3)",
+    ] {
+        assert!(Filter::parse(f).unwrap().needs_full_tree(), "{f}");
+    }
+    for f in FACT_FILTERS
+        .iter()
+        .chain(&["topic == orders", "client_id == x"])
+    {
+        assert!(!Filter::parse(f).unwrap().needs_full_tree(), "{f}");
+    }
+}
+
+/// `kwire read -Y F` keeps the same messages in its one-line summary (decoded by the
+/// fact walk, the summary walk or whole, as the filter needs) as in its tree (`-V`,
+/// always whole, printed to depth 0): the message numbers are the same, on every
+/// committed capture, for
+/// filters on facts and for those the zero error codes take part in.
+#[test]
+fn summary_and_tree_keep_the_same_messages() {
+    let bin = env!("CARGO_BIN_EXE_kwire");
+    let numbers = |args: &[&str]| -> Vec<String> {
+        let o = std::process::Command::new(bin)
+            .args(args)
+            .args(["--color", "never", "--threads", "1"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| l.starts_with('#'))
+            .map(|l| l.split(' ').next().unwrap().to_string())
+            .collect()
+    };
+    let mut files = Vec::new();
+    captures(&root().join("captures"), &mut files);
+    files.sort();
+    let mut kept = 0;
+    // The .pcapng files hold the .pcap files' packets; TLS needs its keys.
+    let pcaps = files.iter().filter(|p| {
+        p.extension().is_some_and(|x| x == "pcap") && !p.to_string_lossy().contains("/tls/")
+    });
+    for p in pcaps {
+        let c = p.to_str().unwrap();
+        for f in FACT_FILTERS.iter().chain(&[
+            "error_code",
+            "error_code != 0",
+            "error_code < 1",
+            "topic matches \"^lab\" && kind == request",
+        ]) {
+            let line = numbers(&["read", c, "-Y", f]);
+            let tree = numbers(&["read", c, "-Y", f, "-V", "--depth", "0"]);
+            assert_eq!(line, tree, "{c}: -Y '{f}'");
+            kept += line.len();
+        }
+    }
+    assert!(kept > 1000, "{kept} messages kept in all");
+}
+
+/// `kwire read -T fields`: the columns of facts only (decoded by the fact walk), of
+/// `topic` and `client_id` (the summary level), and of `record_type` and `error_code`
+/// (whole) are what they are beside a schema field's column, which has every message
+/// decoded whole: on every committed capture, with and without a filter.
+#[test]
+fn field_columns_the_same_at_every_detail() {
+    let bin = env!("CARGO_BIN_EXE_kwire");
+    let rows = |args: &[&str], strip_last: bool| -> String {
+        let o = std::process::Command::new(bin)
+            .args(args)
+            .args(["--color", "never", "--threads", "1"])
+            .output()
+            .unwrap();
+        assert!(o.status.code().is_some_and(|c| c < 2), "{args:?}: {o:?}");
+        let text = String::from_utf8(o.stdout).unwrap();
+        text.lines()
+            .map(|l| match strip_last {
+                true => l.rsplit_once('\t').map_or("", |(a, _)| a),
+                false => l,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let facts = [
+        "frame",
+        "api",
+        "api_version",
+        "header_version",
+        "kind",
+        "correlation_id",
+        "latency",
+        "size",
+        "connection",
+        "src",
+        "dst",
+        "schema_release",
+        "malformed",
+        "guessed",
+    ];
+    let mut files = Vec::new();
+    captures(&root().join("captures"), &mut files);
+    files.sort();
+    let pcaps = files.iter().filter(|p| {
+        p.extension().is_some_and(|x| x == "pcap") && !p.to_string_lossy().contains("/tls/")
+    });
+    let mut lines = 0;
+    for p in pcaps {
+        let c = p.to_str().unwrap();
+        for (cols, flt) in [
+            (&facts[..], None),
+            (
+                &facts[..],
+                Some("kind == response && error_code ~= 0 || api_key == 3"),
+            ),
+            (&["frame", "topic", "client_id"][..], None),
+            (&["frame", "record_type"][..], None),
+            (&["frame", "error_code"][..], Some("api_key != 18")),
+        ] {
+            let mut args = vec!["read", c, "-T", "fields"];
+            for e in cols {
+                args.extend(["-e", e]);
+            }
+            if let Some(f) = flt {
+                args.extend(["-Y", f]);
+            }
+            let alone = rows(&args, false);
+            args.extend(["-e", "ThrottleTimeMs"]);
+            let whole = rows(&args, true);
+            assert_eq!(alone, whole, "{c}: {cols:?} -Y {flt:?}");
+            lines += alone.lines().count();
+        }
+    }
+    assert!(lines > 2000, "{lines} rows in all");
 }
 
 fn root() -> PathBuf {
@@ -262,4 +477,58 @@ fn spoilt_requests_give_up() {
         clean > 5 && spoilt >= clean,
         "{clean} clean, {spoilt} spoilt"
     );
+}
+
+/// An AddPartitionsToTxn v3 exchange whose response refuses a partition by
+/// `PartitionErrorCode` (an error code under another name than `ErrorCode`, which the
+/// summary line does not read and `kwire stats` counts), built with kwire's encoder:
+/// the fact walk reads both messages and the counts name the error.
+#[test]
+fn stats_count_error_codes_of_other_names() {
+    use kwire::encode::encode;
+    use kwire::input::pcap_out::{PcapWriter, TcpFlow};
+    use serde_json::json;
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    let schema = Schema::embedded();
+    let frame = |v: serde_json::Value| encode(&schema, &v).unwrap();
+    let req = frame(json!({"kind": "request", "api_key": 24, "api_version": 3,
+        "header": {"correlation_id": 11, "client_id": "txn-client"},
+        "body": {"V3AndBelowTransactionalId": "tx-1", "V3AndBelowProducerId": 4000,
+            "V3AndBelowProducerEpoch": 0,
+            "V3AndBelowTopics": [{"Name": "orders", "Partitions": [0, 1]}]}}));
+    let resp = frame(json!({"kind": "response", "api_key": 24, "api_version": 3,
+        "header": {"correlation_id": 11},
+        "body": {"ThrottleTimeMs": 0, "ResultsByTopicV3AndBelow": [{"Name": "orders",
+            "ResultsByPartition": [
+                {"PartitionIndex": 0, "PartitionErrorCode": 0},
+                {"PartitionIndex": 1, "PartitionErrorCode": 3}]}]}}));
+    let mut w = PcapWriter::new(Vec::new()).unwrap();
+    let mut flow = TcpFlow::new(
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000),
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9092),
+        [1000, 5000],
+    );
+    flow.open(&mut w, 0).unwrap();
+    flow.send(&mut w, true, 1000, &req).unwrap();
+    flow.send(&mut w, false, 2000, &resp).unwrap();
+    flow.close(&mut w, 1_000_000).unwrap();
+    let dir = std::env::temp_dir().join(format!("kwire-fact-stats-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("txn.pcap");
+    std::fs::write(&path, w.into_inner()).unwrap();
+    let (n, fast) = compare(&path);
+    assert_eq!((n, fast), (2, 2), "both messages by the fact walk");
+    // What the counts hold, read from the fact trees.
+    let o = opts(Detail::Facts);
+    let mut s = Session::new(&schema, &o);
+    let mut st = Stats::default();
+    let a = Buffers::new();
+    for f in frames(&path) {
+        let (m, c) = s.decode(&f, &a);
+        st.add(&m, &c);
+    }
+    let j = st.to_json().to_string();
+    assert!(j.contains(r#""client_id":"txn-client""#), "{j}");
+    assert!(j.contains(r#""UNKNOWN_TOPIC_OR_PARTITION":1"#), "{j}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -471,8 +471,17 @@ pub fn read_command(
     };
     // The summary line needs a fraction of the tree: decode only that much, unless the
     // filter or -e reads schema fields.
-    let detail = if v.view == View::Format(OutputFormat::SUMMARY) && flt.is_none() {
-        // Nothing but the summary line reads the message: its facts are enough.
+    let detail = if v.view == View::Format(OutputFormat::SUMMARY)
+        && flt.as_ref().is_none_or(Filter::decides_on_facts)
+    {
+        // Nothing but the summary line (and a filter on facts) reads the message: its
+        // facts are enough.
+        Detail::Facts
+    } else if v.view == View::Fields
+        && fields.as_ref().is_some_and(view::Fields::on_facts)
+        && flt.as_ref().is_none_or(Filter::decides_on_facts)
+    {
+        // Columns of the message's and the capture's own facts.
         Detail::Facts
     } else if v.summary_detail()
         && !flt.as_ref().is_some_and(Filter::needs_full_tree)
@@ -720,6 +729,17 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
             .map(|t| super::log_cmd::log_status(&t, a.capture.strict));
     }
     let flt = a.filter.filter(schema)?;
+    // The counts read a few facts of each message (traffic::Item::of): with no filter the
+    // fact walk gives them; a filter that decides on the summary tree's facts gets that.
+    let dopts = DecodeOptions {
+        detail: match &flt {
+            None => Detail::Facts,
+            Some(f) if f.decides_on_facts() => Detail::Facts,
+            Some(f) if !f.needs_full_tree() => Detail::Summary,
+            Some(_) => Detail::Full,
+        },
+        ..DecodeOptions::default()
+    };
     let mut st = crate::traffic::Stats::default();
     let mut closing = Vec::new();
     let mut ordinal = 0;
@@ -751,7 +771,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
             schema,
             &a.capture,
             file,
-            DecodeOptions::default(),
+            dopts.clone(),
             &mut run,
             &mut std::io::sink(),
             &work,

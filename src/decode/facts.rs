@@ -6,18 +6,21 @@
 //! ([`crate::session`]) read of the summary tree: topics (name or id, with their
 //! partitions, in order), the first `GroupId` and `TransactionalId`, non-zero
 //! `ErrorCode`s, batch and record counts, the (topic id, name) pairs a message teaches,
-//! the first `ProtocolType` and `Acks`. Fields that none of them read are stepped over
-//! by their lengths, checked against the bytes left as the summary walk checks them;
-//! `records` fields go to the records decoder as they do there (read, counted,
-//! CRC-checked, decompressed under the caps).
+//! the first `ProtocolType` and `Acks`; and what `kwire stats` reads
+//! ([`crate::traffic::Item::of`]): the header's `client_id` and every non-zero field
+//! whose name ends in `ErrorCode` (`TopicConfigErrorCode`, `AcknowledgeErrorCode`...).
+//! Fields that none of them read are stepped over by their lengths, checked against the
+//! bytes left as the summary walk checks them; `records` fields go to the records
+//! decoder as they do there (read, counted, CRC-checked, decompressed under the caps).
 //!
 //! What it gives is a *fact tree*: a message whose root holds one small node per fact
 //! (a topic struct with its name or id and a `Partitions` array, a `Topics` array of
-//! names, `GroupId`, `TransactionalId`, `ErrorCode`s, `ProtocolType`, `Acks`, a group per
-//! (id, name) pair, the records decoder's groups), laid out so that everything that
-//! reads a summary tree ([`crate::render::summary::line`], the session's topic ids,
-//! topic naming, pairing) reads the same facts from it as from the message's summary
-//! tree: a few nodes instead of one per field read.
+//! names, `client_id`, `GroupId`, `TransactionalId`, the error codes under their fields'
+//! names, `ProtocolType`, `Acks`, a group per (id, name) pair, the records decoder's
+//! groups), laid out so that everything that reads a summary tree
+//! ([`crate::render::summary::line`], [`crate::traffic::Item::of`], the session's topic
+//! ids, topic naming, pairing) reads the same facts from it as from the message's
+//! summary tree: a few nodes instead of one per field read.
 //!
 //! Anything out of the ordinary gives up (`None`): an error or a warning anywhere (a
 //! length past the end, a null where the version allows none, bad UTF-8, trailing bytes,
@@ -107,8 +110,11 @@ struct FactWalk<'c, 'a> {
     correlation_id: Option<i32>,
     group: Option<&'a str>,
     transactional: Option<&'a str>,
-    /// Non-zero error codes in order: the value and the error's name.
-    errors: Vec<(i64, &'a str)>,
+    /// The header's `ClientId` (a string or null; absent in header v0 and responses).
+    client_id: Option<Value<'a>>,
+    /// Non-zero error codes (fields whose name ends in `ErrorCode`) in order: the
+    /// field's name, the value and the error's name (for an int16 error code).
+    errors: Vec<(&'a str, i64, Option<&'a str>)>,
     topics: Vec<Topic<'a>>,
     pairs: Vec<(uuid::Uuid, &'a str)>,
     protocol_type: Option<Value<'a>>,
@@ -123,7 +129,13 @@ impl<'c, 'a> FactWalk<'c, 'a> {
     }
 
     /// A kept node named `name` with `value`, a child of the struct `acc`.
-    fn child(&mut self, acc: &mut Acc<'a>, name: &str, value: &Value<'a>, error: Option<&'a str>) {
+    fn child(
+        &mut self,
+        acc: &mut Acc<'a>,
+        name: &'a str,
+        value: &Value<'a>,
+        error: Option<&'a str>,
+    ) {
         if self.header {
             return;
         }
@@ -139,10 +151,9 @@ impl<'c, 'a> FactWalk<'c, 'a> {
                     self.transactional = Some(s);
                 }
             }
-            "ErrorCode" => {
+            n if n.ends_with("ErrorCode") => {
                 if let Some(code) = int_value(value).filter(|c| *c != 0) {
-                    let e = error.unwrap_or_else(|| self.cx.fmt(format_args!("error{code}")));
-                    self.errors.push((code, e));
+                    self.errors.push((n, code, error));
                 }
             }
             "ProtocolType" if self.protocol_type.is_none() => {
@@ -316,6 +327,9 @@ impl<'c, 'a> FactWalk<'c, 'a> {
                     if let Value::Int(c) = v {
                         self.correlation_id = Some(c as i32);
                     }
+                }
+                if self.header && f.name == "ClientId" {
+                    self.client_id = Some(v.clone());
                 }
                 self.cx.topics.observe_value(&self.def.name, f, &v);
                 if *p == Prim::Records && v == Value::None && !self.header {
@@ -623,6 +637,7 @@ pub fn decode_facts<'a>(
         flexible: hd.def.is_flexible(hv),
         header: true,
         correlation_id: None,
+        client_id: None,
         group: None,
         transactional: None,
         errors: Vec::new(),
@@ -637,7 +652,13 @@ pub fn decode_facts<'a>(
     w.planned(&mut r, &hd.def.fields, &hplan, &mut hacc).ok()?;
     let correlation_id = w.correlation_id;
     let def = &body_def.def;
+    // The definition's release, as the summary walk gives it: for a body that has bytes.
+    let mut schema_release = None;
     if !r.rest.is_empty() {
+        schema_release = Some(match &body_def.source {
+            crate::schema::Source::User => "user",
+            crate::schema::Source::Release(x) => x.as_str(),
+        });
         w.header = false;
         w.def = def;
         w.version = ver;
@@ -660,10 +681,7 @@ pub fn decode_facts<'a>(
         correlation_id,
         header_version: hv,
         size: frame.len(),
-        schema_release: Some(match &body_def.source {
-            crate::schema::Source::User => "user",
-            crate::schema::Source::Release(x) => x.as_str(),
-        }),
+        schema_release,
         frame,
         buffers,
         tree,
@@ -676,6 +694,9 @@ fn fact_tree<'a>(w: FactWalk<'_, 'a>, root_name: &'a str, ver: i16, len: usize) 
     let arena = w.cx.arena;
     let leaf = |name: &'a str, v: Value<'a>| Node::leaf(name, "fact", v, 0, 0);
     let mut kids: Vec<Node<'a>> = Vec::new();
+    if let Some(c) = w.client_id {
+        kids.push(leaf("client_id", c));
+    }
     if let Some(g) = w.group {
         kids.push(leaf("GroupId", Value::Str(g)));
     }
@@ -688,8 +709,12 @@ fn fact_tree<'a>(w: FactWalk<'_, 'a>, root_name: &'a str, ver: i16, len: usize) 
     if let Some(a) = w.acks {
         kids.push(leaf("Acks", a));
     }
-    for (code, name) in w.errors {
-        kids.push(leaf("ErrorCode", Value::Int(code)).annotate(name));
+    for (field, code, name) in w.errors {
+        let e = leaf(field, Value::Int(code));
+        kids.push(match name {
+            Some(n) => e.annotate(n),
+            None => e,
+        });
     }
     for t in w.topics {
         match t {

@@ -125,9 +125,11 @@ pub enum Detail {
     /// cleanly only in the count of their `Records` group. Such a tree does not tile the
     /// frame and is for `--format summary` only.
     Summary,
-    /// What the summary line and the session read, and nothing else: the session
-    /// decodes each message by the fact walk ([`facts::decode_facts`]), which gives a
-    /// fact tree of a few nodes, and a message it gives up on at [`Detail::Summary`].
+    /// What the summary line, the session, `kwire stats`, `-T fields` columns of
+    /// properties and filters on facts ([`crate::filter::Filter::decides_on_facts`])
+    /// read, and nothing else: the session decodes each message by the fact walk
+    /// ([`facts::decode_facts`]), which gives a fact tree of a few nodes, and a message
+    /// it gives up on at [`Detail::Summary`].
     /// [`decode`] itself decodes at [`Detail::Summary`] at this level.
     Facts,
 }

@@ -281,6 +281,30 @@ pub fn is_property(name: &str) -> bool {
     !matches!(resolve(name), Name::Field(_))
 }
 
+/// Whether every occurrence of `name` (a `-T fields -e` column) is in a message's whole
+/// tree only: a schema field, `record_type` (the summary tree counts clean records, it
+/// does not hold them) or `error_code` (every code, zeros included, which the summary
+/// tree keeps only in partitions).
+pub fn name_needs_full_tree(name: &str) -> bool {
+    matches!(
+        resolve(name),
+        Name::Field(_) | Name::Prop(Prop::RecordType | Prop::ErrorCode)
+    )
+}
+
+/// Whether the occurrences of `name` (a `-T fields -e` column) are the same from a fact
+/// tree ([`crate::decode::Detail::Facts`]) as from the whole tree: the message's and the
+/// capture's properties and the predicates, but `topic`, `client_id`, `record_type` and
+/// `error_code`.
+pub fn name_on_facts(name: &str) -> bool {
+    match resolve(name) {
+        Name::Pred(_) => true,
+        Name::Prop(Prop::Topic | Prop::ClientId | Prop::RecordType | Prop::ErrorCode) => false,
+        Name::Prop(_) => true,
+        Name::Field(_) => false,
+    }
+}
+
 /// A number as a literal gives it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Num {
@@ -427,14 +451,42 @@ impl Filter {
 
     /// Whether the filter reads schema fields (so the message must be decoded whole,
     /// not at the summary detail level, which keeps only headers, topics, partitions,
-    /// group ids, error codes and problems).
+    /// group ids, non-zero error codes and problems), or tests `error_code` in a way
+    /// the zero codes take part in (`error_code` alone, `!=`, `===`, `< 1`...: see
+    /// [`decided_by_nonzero`]).
     pub fn needs_full_tree(&self) -> bool {
         fn go(e: &Expr) -> bool {
             match e {
                 Expr::And(v) | Expr::Or(v) => v.iter().any(go),
                 Expr::Not(a) => go(a),
                 Expr::Test(Name::Field(_) | Name::Prop(Prop::RecordType), _) => true,
+                Expr::Test(Name::Prop(Prop::ErrorCode), rel) => !decided_by_nonzero(rel),
                 Expr::Test(..) => false,
+            }
+        }
+        go(&self.expr)
+    }
+
+    /// Whether the filter decides on what a fact tree holds
+    /// ([`crate::decode::Detail::Facts`]), so that messages can be decoded by the fact
+    /// walk: it names only the message's own facts (`api`, `api_key`, `api_version`,
+    /// `header_version`, `kind`, `correlation_id`, `size`, `schema_release`), the
+    /// capture's (`connection`, `frame`, `src`, `dst`, `latency`, `tls...`), `error_code`
+    /// where the non-zero codes decide (a fact tree holds every non-zero error code, not
+    /// the zeros: [`decided_by_nonzero`]) and the predicates (the fact walk
+    /// makes a tree only for a message with no error or warning, and the others are
+    /// decoded at the summary level). `topic`, `client_id`, `record_type` and schema
+    /// fields need the summary tree or the whole tree.
+    pub fn decides_on_facts(&self) -> bool {
+        fn go(e: &Expr) -> bool {
+            match e {
+                Expr::And(v) | Expr::Or(v) => v.iter().all(go),
+                Expr::Not(a) => go(a),
+                Expr::Test(Name::Pred(_), _) => true,
+                Expr::Test(Name::Prop(Prop::Topic | Prop::ClientId | Prop::RecordType), _) => false,
+                Expr::Test(Name::Prop(Prop::ErrorCode), rel) => decided_by_nonzero(rel),
+                Expr::Test(Name::Prop(_), _) => true,
+                Expr::Test(Name::Field(_), _) => false,
             }
         }
         go(&self.expr)
@@ -1187,6 +1239,26 @@ fn eval(e: &Expr, s: &Subject<'_, '_>) -> bool {
             }
         }
     }
+}
+
+/// Whether a test of `error_code` with relation `rel` is decided by the message's
+/// non-zero error codes alone, whatever zero codes are there besides: a relation that
+/// holds when *some* code satisfies it (`==`, `~=`, `>`, `in`, `contains`, `matches`...)
+/// and that a zero code (unnamed, as the decoder leaves NONE) does not satisfy. The
+/// summary tree keeps the non-zero codes and only some zeros (a partition's), the fact
+/// tree the non-zero ones, the whole tree every code: such a test gives the same answer
+/// on all three. `error_code` alone, `!=` and `===` (every code), and relations that 0
+/// satisfies (`~= 3`, `< 1`) are not.
+fn decided_by_nonzero(rel: &Option<Rel>) -> bool {
+    let Some(r) = rel else { return false };
+    if matches!(r, Rel::Cmp(RelOp::AllEq | RelOp::AllNe, _)) {
+        return false;
+    }
+    let zero = Occurrence {
+        value: Occ::Num(Num::Int(0)),
+        label: None,
+    };
+    !relation(r, &[zero])
 }
 
 fn relation(r: &Rel, occ: &[Occurrence<'_>]) -> bool {

@@ -92,9 +92,17 @@ impl Fields {
         Ok(self)
     }
 
-    /// Whether a field is a schema field (so messages must be decoded whole).
+    /// Whether a column is in the whole tree only (a schema field, `record_type`,
+    /// `error_code`: [`filter::name_needs_full_tree`]), so messages must be decoded whole.
     pub fn needs_full_tree(&self) -> bool {
-        self.names.iter().any(|n| !filter::is_property(n))
+        self.names.iter().any(|n| filter::name_needs_full_tree(n))
+    }
+
+    /// Whether every column is one a fact tree gives as the whole tree does
+    /// ([`filter::name_on_facts`]: `frame`, `api`, `correlation_id`, `latency`...), so
+    /// messages can be decoded by the fact walk.
+    pub fn on_facts(&self) -> bool {
+        self.names.iter().all(|n| filter::name_on_facts(n))
     }
 
     fn quoted(&self, s: &str) -> String {

@@ -860,8 +860,9 @@ pub fn unanswered_first_pass(
             "-Y unanswered needs a capture file, not stdin or a live capture: it reads the capture twice".into(),
         ));
     }
+    // The pass reads only which requests are answered: the pairing's facts (`Acks`).
     let dopts = DecodeOptions {
-        detail: Detail::Summary,
+        detail: Detail::Facts,
         ..DecodeOptions::default()
     };
     let mut run = RunOptions {
