@@ -452,8 +452,8 @@ impl Filter {
     /// Whether the filter reads schema fields (so the message must be decoded whole,
     /// not at the summary detail level, which keeps only headers, topics, partitions,
     /// group ids, non-zero error codes and problems), or tests `error_code` in a way
-    /// the zero codes take part in (`error_code` alone, `!=`, `===`, `< 1`...: see
-    /// [`decided_by_nonzero`]).
+    /// the zero codes take part in: `error_code` alone, `!=` and `===` (which ask about
+    /// every code), and relations that 0 satisfies (`~= 3`, `< 1`).
     pub fn needs_full_tree(&self) -> bool {
         fn go(e: &Expr) -> bool {
             match e {
@@ -473,7 +473,7 @@ impl Filter {
     /// `header_version`, `kind`, `correlation_id`, `size`, `schema_release`), the
     /// capture's (`connection`, `frame`, `src`, `dst`, `latency`, `tls...`), `error_code`
     /// where the non-zero codes decide (a fact tree holds every non-zero error code, not
-    /// the zeros: [`decided_by_nonzero`]) and the predicates (the fact walk
+    /// the zeros: `==`, `~= 0`, `> 0`, `in`, `matches`...) and the predicates (the fact walk
     /// makes a tree only for a message with no error or warning, and the others are
     /// decoded at the summary level). `topic`, `client_id`, `record_type` and schema
     /// fields need the summary tree or the whole tree.
