@@ -10,6 +10,8 @@
 //! display filters that decide on facts (`Filter::decides_on_facts`) keep the same
 //! messages from the summary tree and the fact trees.
 
+mod common;
+
 use kwire::decode::facts::decode_facts;
 use kwire::decode::{self, DecodeOptions, Detail, Known};
 use kwire::filter::{Filter, MessageFacts};
@@ -230,6 +232,16 @@ fn summary_and_tree_keep_the_same_messages() {
         }
     }
     assert!(kept > 1000, "{kept} messages kept in all");
+    // An error code of 0 is NONE by name.
+    let demo = root().join("captures/demo.pcap");
+    let demo = demo.to_str().unwrap();
+    let none = numbers(&["read", demo, "-Y", "error_code == NONE"]);
+    assert!(!none.is_empty());
+    assert_eq!(none, numbers(&["read", demo, "-Y", "error_code == 0"]));
+    assert_eq!(
+        numbers(&["read", demo, "-Y", "error_code != NONE"]),
+        numbers(&["read", demo, "-Y", "error_code != 0"])
+    );
 }
 
 /// `kwire read -T fields`: the columns of facts only (decoded by the fact walk), of
@@ -352,11 +364,10 @@ fn kwire_gen() -> Option<PathBuf> {
 #[test]
 fn kwire_gen_captures_same_facts() {
     let Some(gen) = kwire_gen() else {
-        assert!(
-            std::env::var_os("KWIRE_NO_SKIP").is_none(),
-            "no kwire-gen: cargo build -p kwire-gen"
+        common::skip(
+            "kwire_gen_captures_same_facts",
+            "no kwire-gen in target/ (cargo build -p kwire-gen)",
         );
-        eprintln!("skipped: no kwire-gen (cargo build -p kwire-gen)");
         return;
     };
     let dir = std::env::temp_dir().join(format!("kwire-fact-walk-{}", std::process::id()));

@@ -857,10 +857,13 @@ fn node_occ<'a>(n: &'a Node<'_>) -> Occurrence<'a> {
         Value::Bytes(b) => Occ::Bytes(b),
         Value::Uuid(u) => Occ::Uuid(*u),
     };
-    Occurrence {
-        value,
-        label: n.annotation,
-    }
+    // The decoder leaves an error code of 0 unnamed (as the reference page does); to a
+    // filter it is NONE, the name Kafka gives it.
+    let label = match (n.annotation, &n.value) {
+        (None, Value::Int(0)) if n.name.ends_with("ErrorCode") => Some("NONE"),
+        (a, _) => a,
+    };
+    Occurrence { value, label }
 }
 
 /// Whether a node named `node` is field `field`: the same name, or an element of a
@@ -1244,7 +1247,7 @@ fn eval(e: &Expr, s: &Subject<'_, '_>) -> bool {
 /// Whether a test of `error_code` with relation `rel` is decided by the message's
 /// non-zero error codes alone, whatever zero codes are there besides: a relation that
 /// holds when *some* code satisfies it (`==`, `~=`, `>`, `in`, `contains`, `matches`...)
-/// and that a zero code (unnamed, as the decoder leaves NONE) does not satisfy. The
+/// and that a zero code (NONE) does not satisfy. The
 /// summary tree keeps the non-zero codes and only some zeros (a partition's), the fact
 /// tree the non-zero ones, the whole tree every code: such a test gives the same answer
 /// on all three. `error_code` alone, `!=` and `===` (every code), and relations that 0
@@ -1256,7 +1259,7 @@ fn decided_by_nonzero(rel: &Option<Rel>) -> bool {
     }
     let zero = Occurrence {
         value: Occ::Num(Num::Int(0)),
-        label: None,
+        label: Some("NONE"),
     };
     !relation(r, &[zero])
 }
