@@ -85,18 +85,8 @@ fn fetch_response(records: &[u8]) -> Vec<u8> {
 
 /// A pcap holding `frames` sent by one client to a broker on 9092.
 fn capture(path: &Path, frames: &[Vec<u8>]) {
-    let mut w = PcapWriter::new(Vec::new()).unwrap();
-    let mut flow = TcpFlow::new(
-        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000),
-        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9092),
-        [1000, 5000],
-    );
-    flow.open(&mut w, 0).unwrap();
-    for (i, f) in frames.iter().enumerate() {
-        flow.send(&mut w, true, 1000 + 1000 * i as u64, f).unwrap();
-    }
-    flow.close(&mut w, 1_000_000).unwrap();
-    std::fs::write(path, w.into_inner()).unwrap();
+    let sent: Vec<(bool, &[u8])> = frames.iter().map(|f| (true, f.as_slice())).collect();
+    std::fs::write(path, common::one_connection_pcap(&sent)).unwrap();
 }
 
 fn scratch(name: &str) -> PathBuf {

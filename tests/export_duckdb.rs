@@ -1148,8 +1148,6 @@ fn collect_values(n: &J, out: &mut Vec<String>) {
 /// partitions' records fields (partition i of topic `big`), built with kwire's encoder.
 fn fetch_capture(path: &Path, parts: &[Vec<u8>]) {
     use kwire::encode::{encode, to_hex};
-    use kwire::input::pcap_out::{PcapWriter, TcpFlow};
-    use std::net::{Ipv4Addr, SocketAddrV4};
     let schema = kwire::schema::Schema::embedded();
     let frame = |v: J| encode(&schema, &v).unwrap();
     let req = frame(json!({"kind": "request", "api_key": 1, "api_version": 11,
@@ -1167,17 +1165,11 @@ fn fetch_capture(path: &Path, parts: &[Vec<u8>]) {
                 {"PartitionIndex": i, "ErrorCode": 0, "HighWatermark": 60_000,
                  "LastStableOffset": 60_000, "LogStartOffset": 0, "AbortedTransactions": null,
                  "PreferredReadReplica": -1, "Records": to_hex(r)})).collect::<Vec<_>>()}]}}));
-    let mut w = PcapWriter::new(Vec::new()).unwrap();
-    let mut flow = TcpFlow::new(
-        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000),
-        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9092),
-        [1000, 5000],
-    );
-    flow.open(&mut w, 0).unwrap();
-    flow.send(&mut w, true, 1000, &req).unwrap();
-    flow.send(&mut w, false, 2000, &resp).unwrap();
-    flow.close(&mut w, 1_000_000).unwrap();
-    std::fs::write(path, w.into_inner()).unwrap();
+    std::fs::write(
+        path,
+        common::one_connection_pcap(&[(true, &req), (false, &resp)]),
+    )
+    .unwrap();
 }
 
 /// An uncompressed RecordBatch v2 at `base` of `count` records, each with key `k<i>` and

@@ -497,9 +497,7 @@ fn spoilt_requests_give_up() {
 #[test]
 fn stats_count_error_codes_of_other_names() {
     use kwire::encode::encode;
-    use kwire::input::pcap_out::{PcapWriter, TcpFlow};
     use serde_json::json;
-    use std::net::{Ipv4Addr, SocketAddrV4};
     let schema = Schema::embedded();
     let frame = |v: serde_json::Value| encode(&schema, &v).unwrap();
     let req = frame(json!({"kind": "request", "api_key": 24, "api_version": 3,
@@ -513,20 +511,14 @@ fn stats_count_error_codes_of_other_names() {
             "ResultsByPartition": [
                 {"PartitionIndex": 0, "PartitionErrorCode": 0},
                 {"PartitionIndex": 1, "PartitionErrorCode": 3}]}]}}));
-    let mut w = PcapWriter::new(Vec::new()).unwrap();
-    let mut flow = TcpFlow::new(
-        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000),
-        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9092),
-        [1000, 5000],
-    );
-    flow.open(&mut w, 0).unwrap();
-    flow.send(&mut w, true, 1000, &req).unwrap();
-    flow.send(&mut w, false, 2000, &resp).unwrap();
-    flow.close(&mut w, 1_000_000).unwrap();
     let dir = std::env::temp_dir().join(format!("kwire-fact-stats-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("txn.pcap");
-    std::fs::write(&path, w.into_inner()).unwrap();
+    std::fs::write(
+        &path,
+        common::one_connection_pcap(&[(true, &req), (false, &resp)]),
+    )
+    .unwrap();
     let (n, fast) = compare(&path);
     assert_eq!((n, fast), (2, 2), "both messages by the fact walk");
     // What the counts hold, read from the fact trees.

@@ -409,3 +409,24 @@ pub fn batch_of(count: usize, raw: &[u8], zstd: bool) -> Vec<u8> {
     kwire::encode::records::write_batch_v2(&mut b, &h, count as i32, raw).unwrap();
     b
 }
+
+/// A pcap (kwire's own writer) of one TCP connection from a client at 10.0.0.1:40000 to a
+/// broker at 10.0.0.2:9092: opened at 0, each of `frames` sent in order (`true`: by the
+/// client) 1 ms apart from 1 ms on, closed at 1 s.
+pub fn one_connection_pcap(frames: &[(bool, &[u8])]) -> Vec<u8> {
+    use kwire::input::pcap_out::{PcapWriter, TcpFlow};
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    let mut w = PcapWriter::new(Vec::new()).unwrap();
+    let mut flow = TcpFlow::new(
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 40000),
+        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9092),
+        [1000, 5000],
+    );
+    flow.open(&mut w, 0).unwrap();
+    for (i, (to_server, f)) in frames.iter().enumerate() {
+        flow.send(&mut w, *to_server, 1000 + 1000 * i as u64, f)
+            .unwrap();
+    }
+    flow.close(&mut w, 1_000_000).unwrap();
+    w.into_inner()
+}
