@@ -11,7 +11,6 @@ use kwire::schema::Schema;
 use kwire::session::Session;
 use kwire::tree::Buffers;
 use serde_json::Value as J;
-use std::path::Path;
 
 /// `(file name, first capture frame of the message, [(offset, error)])`.
 type Bad = (&'static str, u64, &'static [(usize, &'static str)]);
@@ -64,17 +63,6 @@ const KNOWN_BAD: &[Bad] = &[
     ),
 ];
 
-fn captures(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            captures(&p, out);
-        } else if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {
-            out.push(p);
-        }
-    }
-}
-
 #[test]
 fn every_shared_capture_decodes() {
     let Some(sh) = common::shared("every_shared_capture_decodes") else {
@@ -83,9 +71,7 @@ fn every_shared_capture_decodes() {
     let schema = Schema::embedded();
     let plaus = SchemaPlausibility(&schema);
     let dopts = DecodeOptions::default();
-    let mut files = Vec::new();
-    captures(&sh.join("captures"), &mut files);
-    files.sort();
+    let files = common::capture_files(&sh.join("captures"));
     assert!(files.len() >= 70, "{} captures", files.len());
     let schema_path = concat!(
         env!("CARGO_MANIFEST_DIR"),

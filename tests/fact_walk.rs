@@ -209,9 +209,7 @@ fn summary_and_tree_keep_the_same_messages() {
             .map(|l| l.split(' ').next().unwrap().to_string())
             .collect()
     };
-    let mut files = Vec::new();
-    captures(&root().join("captures"), &mut files);
-    files.sort();
+    let files = common::capture_files(&root().join("captures"));
     let mut kept = 0;
     // The .pcapng files hold the .pcap files' packets; TLS needs its keys.
     let pcaps = files.iter().filter(|p| {
@@ -283,9 +281,7 @@ fn field_columns_the_same_at_every_detail() {
         "malformed",
         "guessed",
     ];
-    let mut files = Vec::new();
-    captures(&root().join("captures"), &mut files);
-    files.sort();
+    let files = common::capture_files(&root().join("captures"));
     let pcaps = files.iter().filter(|p| {
         p.extension().is_some_and(|x| x == "pcap") && !p.to_string_lossy().contains("/tls/")
     });
@@ -323,23 +319,10 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn captures(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            captures(&p, out);
-        } else if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {
-            out.push(p);
-        }
-    }
-}
-
 /// Every message of the committed captures: the same facts either way.
 #[test]
 fn committed_captures_same_facts() {
-    let mut files = Vec::new();
-    captures(&root().join("captures"), &mut files);
-    files.sort();
+    let files = common::capture_files(&root().join("captures"));
     assert!(files.len() > 10, "{files:?}");
     let (mut n, mut fast) = (0, 0);
     for p in &files {

@@ -374,11 +374,7 @@ impl<'c, 'a> FactWalk<'c, 'a> {
 
     /// Whether the summary tree keeps the leaf of `f` valued `v`.
     fn keeps(&self, f: &Field, v: &Value<'_>) -> bool {
-        match f.summary {
-            SummaryFact::Never => false,
-            SummaryFact::Always => true,
-            SummaryFact::NonZero => *v != Value::Int(0),
-        }
+        f.summary.keeps(v)
     }
 
     /// A primitive's value and, for an int16 error code, its error's name.

@@ -125,11 +125,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         {
             return true;
         }
-        match f.map_or(SummaryFact::Never, |f| f.summary) {
-            SummaryFact::Never => false,
-            SummaryFact::Always => true,
-            SummaryFact::NonZero => n.value != Value::Int(0),
-        }
+        f.map_or(SummaryFact::Never, |f| f.summary).keeps(&n.value)
     }
 
     /// At [`Detail::Summary`], reads field `f` (which the summary does not keep) without

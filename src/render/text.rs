@@ -514,27 +514,23 @@ impl TreePrinter<'_> {
         spill: &mut Spill<'_>,
     ) {
         let color = self.color();
-        if let Some(e) = n.error() {
+        // A problem's line under the node: `cont`, then `!! error: ...` or `! warning: ...`.
+        let mut problem = |head: &str, text: &str, style| {
             out.extend_from_slice(cont);
             if color {
-                let t = format!("!! error: {e}");
-                out.extend_from_slice(paint(true, &t, super::error_style()).as_bytes());
+                let t = format!("{head}{text}");
+                out.extend_from_slice(paint(true, &t, style).as_bytes());
             } else {
-                out.extend_from_slice(b"!! error: ");
-                out.extend_from_slice(e.as_bytes());
+                out.extend_from_slice(head.as_bytes());
+                out.extend_from_slice(text.as_bytes());
             }
             out.push(b'\n');
+        };
+        if let Some(e) = n.error() {
+            problem("!! error: ", e, super::error_style());
         }
         if let Some(e) = n.warning() {
-            out.extend_from_slice(cont);
-            if color {
-                let t = format!("! warning: {e}");
-                out.extend_from_slice(paint(true, &t, super::warning_style()).as_bytes());
-            } else {
-                out.extend_from_slice(b"! warning: ");
-                out.extend_from_slice(e.as_bytes());
-            }
-            out.push(b'\n');
+            problem("! warning: ", e, super::warning_style());
         }
         if n.children.is_empty() {
             return;

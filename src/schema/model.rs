@@ -344,6 +344,15 @@ impl SummaryFact {
             _ => SummaryFact::Never,
         }
     }
+
+    /// Whether the summary detail level keeps a value `v` of a field that is this fact.
+    pub fn keeps(self, v: &crate::tree::Value<'_>) -> bool {
+        match self {
+            SummaryFact::Never => false,
+            SummaryFact::Always => true,
+            SummaryFact::NonZero => *v != crate::tree::Value::Int(0),
+        }
+    }
 }
 
 /// A struct listed in a file's `commonStructs`.

@@ -430,3 +430,21 @@ pub fn one_connection_pcap(frames: &[(bool, &[u8])]) -> Vec<u8> {
     flow.close(&mut w, 1_000_000).unwrap();
     w.into_inner()
 }
+
+/// Every `.pcap` and `.pcapng` file under `dir` (its subfolders included), sorted.
+pub fn capture_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
+}
