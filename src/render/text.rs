@@ -605,11 +605,7 @@ impl TreePrinter<'_> {
             return self.color_line_into(s, n, parent);
         }
         s.extend_from_slice(n.name.as_bytes());
-        let ty: &str = match n.kind {
-            NodeKind::Frame => "",
-            NodeKind::Header => n.ty.strip_prefix("header ").unwrap_or(n.ty),
-            _ => n.ty,
-        };
+        let ty = shown_type(n);
         if !ty.is_empty() {
             s.push(b' ');
             s.extend_from_slice(ty.as_bytes());
@@ -659,11 +655,7 @@ impl TreePrinter<'_> {
     fn color_line_into(&self, s: &mut Vec<u8>, n: &Node<'_>, parent: Option<&Node<'_>>) {
         let color = true;
         paint_into(s, color, n.name, Style::new().bold());
-        let ty: &str = match n.kind {
-            NodeKind::Frame => "",
-            NodeKind::Header => n.ty.strip_prefix("header ").unwrap_or(n.ty),
-            _ => n.ty,
-        };
+        let ty = shown_type(n);
         if !ty.is_empty() {
             s.push(b' ');
             paint_into(s, color, ty, Style::new().cyan());
@@ -783,6 +775,16 @@ pub fn cut_description(d: &str, wide: bool) -> String {
     match d.char_indices().nth(DESCRIPTION_MAX) {
         Some((cut, _)) => format!("{}...", &d[..cut]),
         None => d,
+    }
+}
+
+/// The type a node's tree line shows: none for the frame, a header's version alone
+/// (`v2` of `header v2`), else the node's type.
+fn shown_type<'a>(n: &Node<'a>) -> &'a str {
+    match n.kind {
+        NodeKind::Frame => "",
+        NodeKind::Header => n.ty.strip_prefix("header ").unwrap_or(n.ty),
+        _ => n.ty,
     }
 }
 
