@@ -8,17 +8,22 @@
 //! (`traffic::Stats`, from `traffic::Item::of`: client ids, error names, malformed
 //! messages) are the same from the whole tree, the summary tree and the fact trees, and
 //! display filters that decide on facts (`Filter::decides_on_facts`) keep the same
-//! messages from the summary tree and the fact trees.
+//! messages from the summary tree and the fact trees. The rows tree (`Detail::Rows`)
+//! gives the export's `messages` and `partitions` rows and the report's facts of the
+//! whole tree, and display filters that do not need the whole tree keep the same
+//! messages from it.
 
 mod common;
 
 use kwire::decode::facts::decode_facts;
 use kwire::decode::{self, DecodeOptions, Detail, Known};
+use kwire::export::rows;
 use kwire::filter::{Filter, MessageFacts};
 use kwire::input::{self, CaptureOptions, Event, Frame};
 use kwire::render::{summary, RenderOptions};
+use kwire::report::gather;
 use kwire::schema::Schema;
-use kwire::session::{SchemaPlausibility, Session};
+use kwire::session::{Context, SchemaPlausibility, Session};
 use kwire::traffic::Stats;
 use kwire::tree::{Buffers, Message, Value};
 use std::path::{Path, PathBuf};
@@ -71,8 +76,15 @@ fn compare(path: &Path) -> (usize, usize) {
     let mut s_sum = Session::new(&schema, &o_sum);
     let mut s_fact = Session::new(&schema, &o_fact);
     let mut s_full = Session::new(&schema, &o_full);
+    let o_rows = opts(Detail::Rows);
+    let mut s_rows = Session::new(&schema, &o_rows);
     let mut stats: [Stats; 3] = Default::default();
-    let a3 = Buffers::new();
+    let (a3, a4) = (Buffers::new(), Buffers::new());
+    let row_filters: Vec<Filter> = ROW_FILTERS
+        .iter()
+        .chain(&FACT_FILTERS)
+        .map(|f| Filter::parse(f).unwrap())
+        .collect();
     let filters: Vec<Filter> = FACT_FILTERS
         .iter()
         .map(|f| Filter::parse(f).unwrap())
@@ -91,6 +103,15 @@ fn compare(path: &Path) -> (usize, usize) {
         let (m1, c1) = s_sum.decode(&f, &a1);
         let (m2, c2) = s_fact.decode(&f, &a2);
         let (m3, c3) = s_full.decode(&f, &a3);
+        let (m4, c4) = s_rows.decode(&f, &a4);
+        same_rows(
+            &m3,
+            &c3,
+            &m4,
+            &c4,
+            &row_filters,
+            &format!("{}", path.display()),
+        );
         stats[0].add(&m1, &c1);
         stats[1].add(&m2, &c2);
         stats[2].add(&m3, &c3);
@@ -135,6 +156,59 @@ fn compare(path: &Path) -> (usize, usize) {
     assert_eq!(full, sum, "{}: stats, summary tree", path.display());
     assert_eq!(full, fact, "{}: stats, fact trees", path.display());
     (n, fast)
+}
+
+/// Display filters that read the summary tree (`!Filter::needs_full_tree`) but not only
+/// facts: topics, client ids.
+const ROW_FILTERS: [&str; 4] = [
+    "topic",
+    "topic matches \"^_\" || client_id contains \"consumer\"",
+    "topic == \"bench\" && kind == request",
+    "!client_id",
+];
+
+/// The export's rows and the report's facts of message `full` (decoded at
+/// `Detail::Full`, context `cf`) and of the same message decoded at `Detail::Rows`
+/// (`rows`, `cr`) are the same, and so is what each of `filters` says of them.
+fn same_rows(
+    full: &Message<'_>,
+    cf: &Context,
+    rows: &Message<'_>,
+    cr: &Context,
+    filters: &[Filter],
+    at: &str,
+) {
+    let at = format!("{at} frames {:?}", cf.frames);
+    assert_eq!(cf, cr, "{at}: context");
+    assert_eq!(
+        rows::message_row(full, cf, 0, 1),
+        rows::message_row(rows, cr, 0, 1),
+        "{at}: messages row"
+    );
+    assert_eq!(
+        rows::partition_rows(full, None, false),
+        rows::partition_rows(rows, None, false),
+        "{at}: partitions rows"
+    );
+    for pass in [true, false] {
+        assert_eq!(
+            format!("{:?}", gather::Fact::of(full, cf, pass)),
+            format!("{:?}", gather::Fact::of(rows, cr, pass)),
+            "{at}: report facts"
+        );
+    }
+    for flt in filters.iter().filter(|f| !f.needs_full_tree()) {
+        let facts = |c| MessageFacts {
+            capture: Some(c),
+            unanswered: None,
+        };
+        assert_eq!(
+            flt.matches(full, &facts(cf)),
+            flt.matches(rows, &facts(cr)),
+            "{at}: -Y '{}'",
+            flt.text()
+        );
+    }
 }
 
 /// Display filters that decide on facts, each on several of them.
@@ -381,11 +455,13 @@ fn kwire_gen_captures_same_facts() {
 
 /// The malformed frames of the fuzz corpus and the regressions: where the fact walk
 /// gives facts, the summary tree is clean and says the same; it gives up on the others.
+/// The rows tree gives the whole tree's export rows and report facts on every one.
 #[test]
 fn malformed_frames_give_up() {
     let schema = Schema::embedded();
     let o_sum = opts(Detail::Summary);
     let o_fact = opts(Detail::Facts);
+    let (o_full, o_rows) = (opts(Detail::Full), opts(Detail::Rows));
     let mut files = Vec::new();
     for d in ["fuzz/corpus/frame", "fuzz/regressions/frame"] {
         for e in std::fs::read_dir(root().join(d)).unwrap() {
@@ -405,6 +481,11 @@ fn malformed_frames_give_up() {
         for known in knowns {
             let (a1, a2) = (Buffers::new(), Buffers::new());
             let tree = decode::decode(&schema, &o_sum, &a1, &b, &known);
+            let (a3, a4) = (Buffers::new(), Buffers::new());
+            let full = decode::decode(&schema, &o_full, &a3, &b, &known);
+            let rows = decode::decode(&schema, &o_rows, &a4, &b, &known);
+            let ctx = Context::default();
+            same_rows(&full, &ctx, &rows, &ctx, &[], &p.display().to_string());
             match decode_facts(&schema, &o_fact, &a2, &b, &known) {
                 Some(m) => {
                     fast += 1;

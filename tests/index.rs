@@ -139,6 +139,48 @@ fn demo_every_message_and_its_pair() {
     assert!(pairs >= cap.len() / 2 - 1, "{pairs} pairs of {}", cap.len());
 }
 
+/// `Capture::decode_at` at the lighter detail levels, as the explorer's scans use it:
+/// every message of the demo and of a large lab capture gives the whole tree's summary
+/// line and problem counts from its fact tree and its summary tree, and `kwire stats`'
+/// counts over the capture are the same from fact trees as from whole trees.
+#[test]
+fn decode_at_every_detail() {
+    use kwire::decode::Detail;
+    use kwire::render::summary;
+    use kwire::traffic::Stats;
+    for f in ["captures/demo.pcap", "captures/lab/mixed_large.pcapng"] {
+        let cap = Capture::open(repo(f)).unwrap();
+        let mut stats: [Stats; 2] = Default::default();
+        let mut facts = 0;
+        for i in 0..cap.len() {
+            let frame = cap.frame(i).unwrap();
+            let arenas = [Buffers::new(), Buffers::new(), Buffers::new()];
+            let at = |k: usize, d: Detail| cap.decode_at(i, &frame, &arenas[k], d).unwrap();
+            let (full, cf) = at(0, Detail::Full);
+            let (sum, cs) = at(1, Detail::Summary);
+            let (fact, cx) = at(2, Detail::Facts);
+            assert_eq!((&cf, &cf), (&cs, &cx), "{f}: message {i}: context");
+            let o = RenderOptions::default();
+            let line = summary::line(&full, Some(&cf), &o);
+            assert_eq!(line, summary::line(&sum, Some(&cs), &o), "{f}: {i}");
+            assert_eq!(line, summary::line(&fact, Some(&cx), &o), "{f}: {i}");
+            assert_eq!(full.problem_counts(), fact.problem_counts(), "{f}: {i}");
+            // A fact tree has no Frame node; a whole tree does.
+            facts += usize::from(!fact.tree.children.iter().any(|c| c.name == "Frame"));
+            assert!(full.tree.children.iter().any(|c| c.name == "Frame"));
+            stats[0].add(&full, &cf);
+            stats[1].add(&fact, &cx);
+        }
+        assert!(
+            facts > cap.len() / 2,
+            "{f}: {facts} of {} fact trees",
+            cap.len()
+        );
+        let [a, b] = stats.map(|s| s.to_json().to_string());
+        assert_eq!(a, b, "{f}: stats");
+    }
+}
+
 /// The last, a middle and the first message of the largest lab capture (2.5 MB, three
 /// clients), and of a pcapng file.
 #[test]

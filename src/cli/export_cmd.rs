@@ -5,7 +5,7 @@ use super::read::{
 };
 use super::CliError;
 use super::{say, EXIT_OK};
-use crate::decode::DecodeOptions;
+use crate::decode::{DecodeOptions, Detail};
 use crate::export::{self, table::FileOptions, CaptureExport, ExportOptions, PartitionBy};
 use crate::filter::{Filter, Select};
 use crate::schema::Schema;
@@ -297,6 +297,18 @@ fn export_logs(
     Ok(super::log_cmd::log_status(&t, a.capture.strict))
 }
 
+/// The detail a capture's messages are decoded at for the `messages` and `partitions`
+/// rows (and `kwire report`): [`Detail::Rows`], which keeps what those rows read, unless
+/// the `records` table is written (`records`: one row per record) or the filter reads
+/// more than the summary tree holds ([`Filter::needs_full_tree`]).
+pub(crate) fn rows_detail(flt: Option<&Filter>, records: bool) -> Detail {
+    if records || flt.is_some_and(Filter::needs_full_tree) {
+        Detail::Full
+    } else {
+        Detail::Rows
+    }
+}
+
 /// One capture's export: its summary and exit status, or what went wrong.
 type Exported = Result<(export::ExportSummary, i32), String>;
 
@@ -335,6 +347,7 @@ fn export_one(
             // (records past the node budget are, and the rows read them from their bytes).
             DecodeOptions {
                 fold_frame_arrays: false,
+                detail: rows_detail(flt, a.records),
                 ..DecodeOptions::default()
             },
             &mut run,

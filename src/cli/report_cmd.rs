@@ -192,7 +192,10 @@ pub fn report_command(
             schema,
             &a.capture.settings(),
             file,
-            DecodeOptions::default(),
+            DecodeOptions {
+                detail: super::export_cmd::rows_detail(flt.as_ref(), false),
+                ..DecodeOptions::default()
+            },
             &mut run,
             &mut std::io::sink(),
             &work,

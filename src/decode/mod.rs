@@ -132,6 +132,14 @@ pub enum Detail {
     /// it gives up on at [`Detail::Summary`].
     /// [`decode`] itself decodes at [`Detail::Summary`] at this level.
     Facts,
+    /// What [`Detail::Summary`] keeps, and besides what the export's `messages` and
+    /// `partitions` rows and `kwire report` read: every error code (zero, NONE,
+    /// included) and the row facts ([`crate::schema::Field::row`]: a partition entry's
+    /// offsets, watermarks, timestamp and leader, `ThrottleTimeMs`, the client software
+    /// of ApiVersions, every `records` field with its batch headers). Records that
+    /// decode cleanly are counted in their `Records` group, as at
+    /// [`Detail::Summary`]; the `records` table needs [`Detail::Full`].
+    Rows,
 }
 
 impl DecodeOptions {

@@ -115,7 +115,8 @@ impl<'c, 'a> Walk<'c, 'a> {
     /// its length with `f` None), goes into the tree at this detail level: always at
     /// [`Detail::Full`] and in the header; at [`Detail::Summary`] when it holds an
     /// error, a warning or children, or when `f` is a [`SummaryFact`] of the summary
-    /// line, the session or `kwire read`'s filters.
+    /// line, the session or `kwire read`'s filters; at [`Detail::Rows`] also when `f`
+    /// is a row fact ([`Field::row`]) or an error code, zero included.
     fn keeps(&self, f: Option<&Field>, n: &Node<'_>) -> bool {
         if self.cx.opts.detail == Detail::Full
             || self.guide_style
@@ -125,7 +126,11 @@ impl<'c, 'a> Walk<'c, 'a> {
         {
             return true;
         }
-        f.map_or(SummaryFact::Never, |f| f.summary).keeps(&n.value)
+        let Some(f) = f else {
+            return false;
+        };
+        f.summary.keeps(&n.value)
+            || (self.cx.opts.detail == Detail::Rows && (f.row || f.summary == SummaryFact::NonZero))
     }
 
     /// At [`Detail::Summary`], reads field `f` (which the summary does not keep) without
@@ -293,18 +298,22 @@ impl<'c, 'a> Walk<'c, 'a> {
             out.reserve(plan.steps.len() + 1);
         }
         let skims = !full && !self.guide_style;
+        // A run may hold row facts ([`Field::row`]), which the rows detail keeps: there
+        // each field is skimmed (or kept) on its own.
+        let runs = skims && self.cx.opts.detail != Detail::Rows;
+        let rows = self.cx.opts.detail == Detail::Rows;
         let mut k = 0;
         while let Some(step) = plan.steps.get(k) {
             let f = &fields[usize::from(step.field)];
             // A run of fixed-size fields the summary does not keep: one bounds check.
             // When the bytes run out inside it, its fields are read one by one below and
             // the one cut short says so.
-            if skims && step.run > 1 && r.split(step.run_bytes as usize).is_some() {
+            if runs && step.run > 1 && r.split(step.run_bytes as usize).is_some() {
                 k += usize::from(step.run);
                 continue;
             }
             k += 1;
-            if skims && f.summary == SummaryFact::Never && self.skim(r, f) {
+            if skims && f.summary == SummaryFact::Never && !(rows && f.row) && self.skim(r, f) {
                 continue;
             }
             let sub = step.home.as_ref().and_then(|h| h.fields(self.def));

@@ -363,7 +363,7 @@ impl App {
             time: TimeFormat::Relative,
             ..self.opts.render.clone()
         };
-        self.src.with_message(i, Detail::Summary, &mut |m, ctx| {
+        self.src.with_message(i, Detail::Facts, &mut |m, ctx| {
             let mut o = base.clone();
             o.time_refs.first = ctx.first_time;
             o.time_refs.previous = ctx.previous_time;

@@ -469,7 +469,7 @@ impl Source for Indexed {
             return false;
         };
         let arena = Buffers::new();
-        match c.decode(i, &frame, &arena) {
+        match c.decode_at(i, &frame, &arena, detail) {
             Ok((m, ctx)) => {
                 f(&m, &ctx);
                 true

@@ -80,7 +80,9 @@ fn run<T: Send + 'static>(
 
 /// The messages (numbers in the source) a display filter keeps, found in order.
 pub fn filter(src: Arc<dyn Source>, f: Filter) -> Arc<Scan<Vec<usize>>> {
-    let detail = if f.needs_full_tree() {
+    let detail = if f.decides_on_facts() {
+        Detail::Facts
+    } else if f.needs_full_tree() {
         Detail::Full
     } else {
         Detail::Summary
@@ -115,9 +117,10 @@ const MAX_SECONDS: usize = 1 << 20;
 /// The overview of the whole capture.
 pub fn overview(src: Arc<dyn Source>) -> Arc<Scan<Overview>> {
     let meta_src = Arc::clone(&src);
+    // `kwire stats`' counts read a few facts of each message: the fact trees.
     run(
         src,
-        Detail::Full,
+        Detail::Facts,
         Overview::default(),
         move |o, i, m, ctx| {
             let capture = meta_src.meta(i).map_or(0, |x| x.capture);

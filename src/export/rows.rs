@@ -762,6 +762,23 @@ pub(crate) fn count_records(
         return;
     }
     for g in b.children.iter().filter(|c| c.ty == "records") {
+        // The group's value is the count of records the decoder read. Below
+        // `Detail::Full` a record that decodes cleanly has no node, and only the
+        // count of those is added here (none are left at `Detail::Full`, where every
+        // record read is a `Record[i]` node or in a folded leaf): the rows of the
+        // `records` table need the full tree.
+        if let Value::Count(read) = g.value {
+            let kept: u64 = g
+                .children
+                .iter()
+                .map(|r| match (r.ty, &r.value) {
+                    ("Record", _) => 1,
+                    ("folded", Value::Count(n)) if r.name.starts_with("Record[") => *n,
+                    _ => 0,
+                })
+                .sum();
+            *count += read.saturating_sub(kept) as i64;
+        }
         for r in &g.children {
             if r.ty == "Record" {
                 *count += 1;

@@ -56,7 +56,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use crate::decode::guess::Guesser;
-use crate::decode::DecodeOptions;
+use crate::decode::{DecodeOptions, Detail};
 use crate::input::tls::{TlsFrameInfo, TlsSession};
 use crate::input::{
     self, CaptureError, CaptureObserver, CaptureOptions, CaptureStats, Direction, Event, Frame,
@@ -217,6 +217,8 @@ pub struct Capture {
     map: memmap2::Mmap,
     schema: Schema,
     dopts: DecodeOptions,
+    /// `dopts` at each detail level, in [`Detail`] order, for [`Capture::decode_at`].
+    dopts_at: [DecodeOptions; 4],
     max_out_of_order: usize,
     entries: Entries,
     /// File offset of record `RECORD_STEP * k + 1`.
@@ -353,6 +355,12 @@ impl Capture {
             path: path.clone(),
             map,
             schema: Schema::default(),
+            dopts_at: [Detail::Full, Detail::Summary, Detail::Facts, Detail::Rows].map(|detail| {
+                DecodeOptions {
+                    detail,
+                    ..decode.clone()
+                }
+            }),
             dopts: decode.clone(),
             max_out_of_order: capture.max_out_of_order,
             entries: Entries::new(memory_limit / ENTRY_BYTES),
@@ -715,9 +723,33 @@ impl Capture {
         frame: &'a Frame,
         arena: &'a Buffers,
     ) -> Result<(Message<'a>, Context), IndexError> {
+        self.decode_at(index, frame, arena, self.dopts.detail)
+    }
+
+    /// [`Capture::decode`] at detail level `detail` rather than the one of the
+    /// [`IndexOptions`]: a summary tree or a fact tree ([`Detail::Summary`],
+    /// [`Detail::Facts`]) for what reads only a few facts of each message (a display
+    /// filter that decides on them, `kwire stats`' counts), the whole tree
+    /// ([`Detail::Full`]) to show it.
+    ///
+    /// # Errors
+    /// As [`Capture::decode`].
+    pub fn decode_at<'a>(
+        &'a self,
+        index: usize,
+        frame: &'a Frame,
+        arena: &'a Buffers,
+        detail: Detail,
+    ) -> Result<(Message<'a>, Context), IndexError> {
+        let dopts = &self.dopts_at[match detail {
+            Detail::Full => 0,
+            Detail::Summary => 1,
+            Detail::Facts => 2,
+            Detail::Rows => 3,
+        }];
         let e = self.entry(index)?;
         let info = self.info_of(index, &e);
-        let mut s = Session::new(&self.schema, &self.dopts);
+        let mut s = Session::new(&self.schema, dopts);
         let guesser = self
             .guesser
             .get_or_init(|| Arc::new(Guesser::new(&self.schema)));
@@ -762,7 +794,7 @@ impl Capture {
             None => None,
         };
         let ctx = p.ctx.clone();
-        Ok((p.decode(&self.schema, &self.dopts, frame, arena), ctx))
+        Ok((p.decode(&self.schema, dopts, frame, arena), ctx))
     }
 
     /// Reads message `index` again, decodes it and hands message and context to `f`: the

@@ -314,6 +314,11 @@ pub struct Field {
     /// Whether the summary detail level keeps this field's value (from its name; see
     /// `decode::Detail::Summary`).
     pub summary: SummaryFact,
+    /// Whether the rows detail level (`decode::Detail::Rows`) keeps this field's value
+    /// beyond what [`Field::summary`] keeps: the values the export's `messages` and
+    /// `partitions` rows and `kwire report` read (from its name and type; see
+    /// [`Field::is_row_fact`]).
+    pub row: bool,
     /// What the decoder does with the field beyond reading its type (from its name and
     /// entity type; see [`super::plan::Role`]).
     pub role: super::plan::Role,
@@ -352,6 +357,33 @@ impl SummaryFact {
             SummaryFact::Always => true,
             SummaryFact::NonZero => *v != crate::tree::Value::Int(0),
         }
+    }
+}
+
+impl Field {
+    /// Whether a field called `name` of type `ty` (or an element of an array field) is
+    /// read by the export's `messages` and `partitions` rows or by `kwire report`, and is
+    /// not a [`SummaryFact::Always`] already: a partition entry's offsets, watermarks,
+    /// timestamp and leader (Fetch, ListOffsets, OffsetCommit, OffsetFetch, Produce
+    /// responses), `ThrottleTimeMs`, the `ClientSoftwareName`/`Version` of
+    /// ApiVersions, and every `records` field (its batches are counted and summed).
+    pub fn is_row_fact(name: &str, ty: &FieldType) -> bool {
+        matches!(ty, FieldType::Prim(Prim::Records))
+            || matches!(
+                name,
+                "FetchOffset"
+                    | "HighWatermark"
+                    | "LastStableOffset"
+                    | "LogStartOffset"
+                    | "BaseOffset"
+                    | "CommittedOffset"
+                    | "Offset"
+                    | "Timestamp"
+                    | "LeaderId"
+                    | "ThrottleTimeMs"
+                    | "ClientSoftwareName"
+                    | "ClientSoftwareVersion"
+            )
     }
 }
 
@@ -515,6 +547,7 @@ impl Field {
         let entity_type = get_str(o, "entityType", &path)?.map(str::to_string);
         Ok(Field {
             summary: SummaryFact::of(&name),
+            row: Field::is_row_fact(&name, &ty),
             role: super::plan::Role::of(&name, entity_type.as_deref()),
             name,
             type_name,
