@@ -12,12 +12,16 @@ set -u
 bin=$(realpath "$1"); out=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out"; mkdir -p "$out"; out=$(realpath "$out")
+# Scratch space of this run (exports, reports), named TMP in what is recorded, so that
+# two runs (before and after) may go at once.
+tmp=$out.tmp; rm -rf "$tmp"; mkdir -p "$tmp"
 cd "$root"
 # run NAME ARGS...: stdout to NAME.out, stderr to NAME.err, the status to NAME.rc.
 run() {
   local name=$1; shift
   NO_COLOR=1 SSLKEYLOGFILE= "$bin" --color never "$@" >"$out/$name.out" 2>"$out/$name.err"
   echo $? >"$out/$name.rc"
+  sed -i "s#$tmp#TMP#g" "$out/$name.out" "$out/$name.err"
 }
 captures=(captures/demo.pcap captures/lab/*.pcap captures/lab/*.pcapng captures/lab/tls/*.pcapng)
 for c in "${captures[@]}"; do
@@ -44,12 +48,24 @@ for c in "${captures[@]}"; do
     run "$n.f$f" read "$c" "${extra[@]}" --format $f
   done
   run "$n.c5" read "$c" "${extra[@]}" -c 5 -V
-  rm -rf target/golden-export.tmp
-  run "$n.export" export "$c" "${extra[@]}" --out target/golden-export.tmp --records --record-values
-  if [ -d target/golden-export.tmp ]; then
-    (cd target/golden-export.tmp && find . -type f | sort | xargs sha256sum) >"$out/$n.export.files"
-  fi
-  rm -rf target/golden-export.tmp
+  # With --records the export decodes whole trees; without, and with a filter on
+  # topics, the rows trees (decode::Detail::Rows).
+  for e in records rows topic; do
+    case $e in
+      records) eargs=(--records --record-values) ;;
+      rows) eargs=() ;;
+      topic) eargs=(-Y 'topic || error_code ~= 0') ;;
+    esac
+    rm -rf "$tmp/export"
+    run "$n.export-$e" export "$c" "${extra[@]}" --out "$tmp/export" "${eargs[@]}"
+    if [ -d "$tmp/export" ]; then
+      (cd "$tmp/export" && find . -type f | sort | xargs sha256sum) >"$out/$n.export-$e.files"
+    fi
+  done
+  rm -rf "$tmp/export"
+  run "$n.report" report "$c" "${extra[@]}" -o "$tmp/report.html"
+  [ -f "$tmp/report.html" ] && sha256sum <"$tmp/report.html" >"$out/$n.report.sha"
+  rm -f "$tmp/report.html"
 done
 # several captures at once
 run several.t8 read captures/demo.pcap captures/lab/ck_admin.pcap --threads 8 -V
@@ -62,12 +78,12 @@ for d in captures/logdirs/*; do
   run "$n.logjson" log "$d" --format json
   run "$n.stats" stats "$d"
   run "$n.statsjson" stats "$d" --format json
-  rm -rf target/golden-export.tmp
-  run "$n.export" export "$d" --out target/golden-export.tmp --records
-  if [ -d target/golden-export.tmp ]; then
-    (cd target/golden-export.tmp && find . -type f | sort | xargs sha256sum) >"$out/$n.export.files"
+  rm -rf "$tmp/export"
+  run "$n.export" export "$d" --out "$tmp/export" --records
+  if [ -d "$tmp/export" ]; then
+    (cd "$tmp/export" && find . -type f | sort | xargs sha256sum) >"$out/$n.export.files"
   fi
-  rm -rf target/golden-export.tmp
+  rm -rf "$tmp/export"
 done
 # hex fixtures: the goldens' text read back, and kwire's own hexdump of a capture
 for g in tests/golden/*.txt; do
@@ -89,3 +105,4 @@ done
 run decode.seed decode --hex 000000230014000600000000000000020100000000000000000000000000000000000000000000
 run decode.lone decode --hex 000000200000000000000000000201000000000000000000000000000000000000010000 --api-key 20 --api-version 6
 echo "$(ls "$out" | wc -l) files in $out"
+rm -rf "$tmp"

@@ -6,6 +6,14 @@
 
 use base64::Engine as _;
 
+/// Bytes as a `String`, as `String::from_utf8_lossy(&b).into_owned()` gives it (each
+/// invalid sequence as U+FFFD), but moved without a copy when they are UTF-8, and
+/// checked by the standard library's validator rather than chunk by chunk: for the
+/// html printers' buffers of megabytes, which are UTF-8 by construction.
+pub fn utf8_owned(b: Vec<u8>) -> String {
+    String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// Lowercase hex of `b`, two digits a byte, no separators (`[0x0a, 0xff]` -> `0aff`).
 pub fn hex(b: &[u8]) -> String {
     const D: &[u8; 16] = b"0123456789abcdef";
@@ -149,6 +157,19 @@ pub fn base64_uuid(s: &str) -> Option<uuid::Uuid> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utf8_owned_is_from_utf8_lossy() {
+        for b in [
+            &b"plain"[..],
+            "caf\u{e9} \u{2192}".as_bytes(),
+            b"bad \xff\xfe end",
+            b"\xe2\x82",
+            b"",
+        ] {
+            assert_eq!(utf8_owned(b.to_vec()), String::from_utf8_lossy(b));
+        }
+    }
 
     #[test]
     fn hex_round_trip() {

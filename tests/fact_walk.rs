@@ -599,3 +599,70 @@ fn stats_count_error_codes_of_other_names() {
     assert!(j.contains(r#""UNKNOWN_TOPIC_OR_PARTITION":1"#), "{j}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A Fetch v4 response from `__consumer_offsets` partition 31 whose records (a real
+/// segment's batches) name the topic `topic_transactions` in a group's assignment: the
+/// whole tree decodes those records, and so must every tree a `topic` filter reads.
+#[test]
+fn topic_filter_reads_internal_topic_records() {
+    let log = std::fs::read(
+        root().join("captures/logdirs/rupia/__consumer_offsets-31/00000000000000000003.log"),
+    )
+    .unwrap();
+    let mut body = Vec::new();
+    body.extend_from_slice(&7i32.to_be_bytes()); // correlation_id
+    body.extend_from_slice(&0i32.to_be_bytes()); // ThrottleTimeMs
+    body.extend_from_slice(&1i32.to_be_bytes()); // Responses: 1
+    let topic = b"__consumer_offsets";
+    body.extend_from_slice(&(topic.len() as i16).to_be_bytes());
+    body.extend_from_slice(topic);
+    body.extend_from_slice(&1i32.to_be_bytes()); // Partitions: 1
+    body.extend_from_slice(&31i32.to_be_bytes()); // PartitionIndex
+    body.extend_from_slice(&0i16.to_be_bytes()); // ErrorCode
+    body.extend_from_slice(&5i64.to_be_bytes()); // HighWatermark
+    body.extend_from_slice(&5i64.to_be_bytes()); // LastStableOffset
+    body.extend_from_slice(&(-1i32).to_be_bytes()); // AbortedTransactions: null
+    body.extend_from_slice(&(log.len() as i32).to_be_bytes()); // Records
+    body.extend_from_slice(&log);
+    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    let schema = Schema::embedded();
+    let known = Known::response(1, 4);
+    let f = Filter::parse(r#"topic == "topic_transactions""#).unwrap();
+    assert!(!f.needs_full_tree());
+    let facts = MessageFacts::default();
+    let (a, af) = (Buffers::new(), Buffers::new());
+    let of = opts(Detail::Full);
+    let full = decode::decode(&schema, &of, &af, &frame, &known);
+    let line = summary::line(&full, None, &RenderOptions::default());
+    assert!(
+        line.contains("__consumer_offsets") && line.contains("records=2"),
+        "{line}"
+    );
+    for detail in [Detail::Full, Detail::Summary, Detail::Rows, Detail::Facts] {
+        let a = Buffers::new();
+        let o = opts(detail);
+        let m = match detail {
+            Detail::Facts => decode_facts(&schema, &o, &a, &frame, &known)
+                .unwrap_or_else(|| decode::decode(&schema, &o, &a, &frame, &known)),
+            _ => decode::decode(&schema, &o, &a, &frame, &known),
+        };
+        assert_eq!(m.problem_counts(), (0, 0), "{detail:?}");
+        assert!(f.matches(&m, &facts), "{detail:?}: the records' topic");
+        assert_eq!(
+            summary::line(&m, None, &RenderOptions::default()),
+            line,
+            "{detail:?}"
+        );
+    }
+    let o = opts(Detail::Rows);
+    let rows = decode::decode(&schema, &o, &a, &frame, &known);
+    same_rows(
+        &full,
+        &Context::default(),
+        &rows,
+        &Context::default(),
+        &[f],
+        "fetch",
+    );
+}

@@ -494,3 +494,39 @@ fn render_dispatch_summary_and_hexdump_colour() {
         }
     }
 }
+
+/// The regions of every buffer from one walk (`text::ByteRegions`, which the grids of
+/// `-x` and the html pages read) are what `text::byte_regions` gives buffer by buffer,
+/// and their runs (`page::runs_of`) are `page::region_runs`': on every message of the
+/// compressed lab captures (a buffer a batch) and of the demo.
+#[test]
+fn byte_regions_of_every_buffer_at_once() {
+    let mut buffers = 0;
+    for f in [
+        "captures/lab/ck_produce_zstd.pcap",
+        "captures/lab/ck_produce_lz4.pcap",
+        "captures/lab/ck_produce_gzip.pcapng",
+        "captures/lab/kp_produce_codecs.pcap",
+        "captures/demo.pcap",
+    ] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(f);
+        let cap = kwire::index::Capture::open(&path).unwrap();
+        for i in 0..cap.len() {
+            cap.with_message(i, |m, _| {
+                let br = text::ByteRegions::of(m);
+                for id in 0..=m.buffers.len() as u32 {
+                    let one = text::byte_regions(m, id);
+                    assert_eq!(br.buffer(id), one, "{f}: message {i}, buffer {id}");
+                    assert_eq!(
+                        kwire::page::runs_of(&one.0),
+                        kwire::page::region_runs(m, id),
+                        "{f}: message {i}, buffer {id}"
+                    );
+                    buffers += usize::from(id > 0);
+                }
+            })
+            .unwrap();
+        }
+    }
+    assert!(buffers > 10, "{buffers} decompressed buffers");
+}

@@ -204,7 +204,7 @@ impl Doc {
                     .map(|c| c.to_string())
                     .unwrap_or_else(|| "?".into())
             ),
-            html: String::from_utf8_lossy(&buf).into_owned(),
+            html: crate::text::utf8_owned(buf),
             connection: ctx.map(|c| c.connection).unwrap_or(stream),
             correlation_id: m.correlation_id,
             request: m.direction == Direction::Request,

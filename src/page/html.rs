@@ -10,7 +10,7 @@
 
 use std::io::{self, Write};
 
-use super::{groups, page_options, page_stem, region_runs, runs_text, IndexEntry, Page, Side};
+use super::{groups, page_options, page_stem, runs_of, runs_text, IndexEntry, Page, Side};
 use crate::render::{text as rtext, RenderOptions};
 use crate::schema::Schema;
 use crate::tree::{Message, Node, Region};
@@ -268,9 +268,9 @@ fn grid_hiding(
     id: u32,
     gid: &str,
     hidden: &[(usize, usize)],
+    regions: &[Option<Region>],
 ) -> io::Result<()> {
     let buf = msg.buffer(id);
-    let (regions, _) = rtext::byte_regions(msg, id);
     let width = rtext::offset_width(buf.len());
     let caption = if id == 0 {
         format!("byte layout ({} bytes, 16 bytes per row)", buf.len())
@@ -288,6 +288,7 @@ fn grid_hiding(
     }
     writeln!(w, "</tr>")?;
     let mut h = hidden.iter().peekable();
+    let mut html_row = Vec::new();
     let mut gap: Option<(usize, usize)> = None;
     let end_gap = |w: &mut dyn Write, gap: &mut Option<(usize, usize)>| -> io::Result<()> {
         if let Some((a, b)) = gap.take() {
@@ -314,20 +315,29 @@ fn grid_hiding(
             continue;
         }
         end_gap(w, &mut gap)?;
-        write!(w, "<tr><th class=\"off\">{:0width$x}</th>", base)?;
-        for (j, b) in chunk.iter().enumerate() {
+        // One row, `<tr><th class="off">OFFSET</th><td class="b CLASS"
+        // title="0xOFFSET">hh</td>...</tr>`, built in a buffer kept from row to html_row.
+        html_row.clear();
+        html_row.extend_from_slice(b"<tr><th class=\"off\">");
+        rtext::put_hex_offset(&mut html_row, base, width);
+        html_row.extend_from_slice(b"</th>");
+        for (j, &b) in chunk.iter().enumerate() {
             let i = base + j;
             let cls = regions[i].map(region_class).unwrap_or("");
-            write!(
-                w,
-                "<td class=\"b {cls}\" title=\"0x{i:0width$x}\">{b:02x}</td>"
-            )?;
+            html_row.extend_from_slice(b"<td class=\"b ");
+            html_row.extend_from_slice(cls.as_bytes());
+            html_row.extend_from_slice(b"\" title=\"0x");
+            rtext::put_hex_offset(&mut html_row, i, width);
+            html_row.extend_from_slice(b"\">");
+            rtext::put_hex_byte(&mut html_row, b);
+            html_row.extend_from_slice(b"</td>");
         }
-        writeln!(w, "</tr>")?;
+        html_row.extend_from_slice(b"</tr>\n");
+        w.write_all(&html_row)?;
     }
     end_gap(w, &mut gap)?;
     writeln!(w, "</table>")?;
-    let runs: Vec<String> = region_runs(msg, id)
+    let runs: Vec<String> = runs_of(regions)
         .iter()
         .map(|(r, runs)| format!("{} {}", r.label(), runs_text(runs)))
         .collect();
@@ -487,9 +497,11 @@ fn side_html(
 /// The legend of the regions `msg` has bytes in (any buffer), in legend order.
 fn legend_present(w: &mut dyn Write, msg: &Message<'_>) -> io::Result<()> {
     let mut present = Vec::new();
+    let br = rtext::ByteRegions::of(msg);
     for id in 0..=msg.buffers.len() as u32 {
-        for (r, _) in region_runs(msg, id) {
-            if !present.contains(&r) {
+        let (regions, _) = br.buffer(id);
+        for r in Region::ALL {
+            if !present.contains(&r) && regions.contains(&Some(r)) {
                 present.push(r);
             }
         }
@@ -524,9 +536,11 @@ fn grid_and_tree(
 ) -> io::Result<()> {
     writeln!(w, "<div class=\"gridpane\">")?;
     let hidden = hidden_ranges(msg, opts);
+    let br = rtext::ByteRegions::of(msg);
     for id in 0..=msg.buffers.len() as u32 {
         let h = hidden.get(id as usize).map_or(&[][..], Vec::as_slice);
-        grid_hiding(w, msg, id, &format!("{sid}-{id}"), h)?;
+        let (regions, _) = br.buffer(id);
+        grid_hiding(w, msg, id, &format!("{sid}-{id}"), h, &regions)?;
     }
     writeln!(w, "</div>")?;
     writeln!(w, "<div class=\"treepane\">")?;

@@ -313,23 +313,31 @@ pub fn page_options() -> DecodeOptions {
 /// The runs of each region in buffer `id`, in legend order: `(region, [(offset, len)])`.
 pub fn region_runs(msg: &Message<'_>, id: u32) -> Vec<(Region, Vec<(usize, usize)>)> {
     let (regions, _) = crate::render::text::byte_regions(msg, id);
-    let mut out: Vec<(Region, Vec<(usize, usize)>)> = Vec::new();
-    for r in Region::ALL {
-        let mut runs: Vec<(usize, usize)> = Vec::new();
-        for (i, x) in regions.iter().enumerate() {
-            if *x != Some(r) {
-                continue;
-            }
-            match runs.last_mut() {
-                Some((o, l)) if *o + *l == i => *l += 1,
-                _ => runs.push((i, 1)),
-            }
+    runs_of(&regions)
+}
+
+/// The runs of each region in `regions` (a buffer's bytes, as
+/// [`crate::render::text::byte_regions`] gives them), in legend order, from one pass.
+pub fn runs_of(regions: &[Option<Region>]) -> Vec<(Region, Vec<(usize, usize)>)> {
+    let mut by: [Vec<(usize, usize)>; Region::ALL.len()] = Default::default();
+    let slot = |r: Region| Region::ALL.iter().position(|x| *x == r).unwrap_or(0);
+    let mut i = 0;
+    while i < regions.len() {
+        let mut e = i + 1;
+        while e < regions.len() && regions[e] == regions[i] {
+            e += 1;
         }
-        if !runs.is_empty() {
-            out.push((r, runs));
+        if let Some(r) = regions[i] {
+            by[slot(r)].push((i, e - i));
         }
+        i = e;
     }
-    out
+    Region::ALL
+        .iter()
+        .zip(by)
+        .filter(|(_, runs)| !runs.is_empty())
+        .map(|(r, runs)| (*r, runs))
+        .collect()
 }
 
 /// `[0x000f, 18B]` spans of a run list, joined by spaces.

@@ -77,10 +77,7 @@ impl Printer {
             }
             Shape::LineGrid => {
                 summary::render(out, m, Some(ctx), opts)?;
-                text::grid(out, m, 0, opts.color)?;
-                for id in 1..=m.buffers.len() as u32 {
-                    text::grid(out, m, id, opts.color)?;
-                }
+                text::grids(out, m, opts.color)?;
                 writeln!(out)?;
             }
             Shape::Fields(f) => {

@@ -36,10 +36,7 @@ pub fn render(
 ) -> io::Result<()> {
     writeln!(w, "{}", title_with(msg, ctx, opts))?;
     if !opts.no_bytes {
-        grid(w, msg, 0, opts.color)?;
-        for id in 1..=msg.buffers.len() as u32 {
-            grid(w, msg, id, opts.color)?;
-        }
+        grids(w, msg, opts.color)?;
     }
     if !opts.bytes_only {
         if !opts.no_bytes {
@@ -161,6 +158,29 @@ pub fn offset_width(len: usize) -> usize {
     width
 }
 
+/// Lower-case hex digits.
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// `v` in lower-case hex, zero-padded to `width` digits (more when it needs them), as
+/// `{v:0width$x}` writes it.
+pub(crate) fn put_hex_offset(out: &mut Vec<u8>, v: usize, width: usize) {
+    let digits = (usize::BITS - v.leading_zeros()).div_ceil(4).max(1) as usize;
+    out.resize(out.len() + width.saturating_sub(digits), b'0');
+    for k in (0..digits).rev() {
+        out.push(HEX[(v >> (4 * k)) & 15]);
+    }
+}
+
+/// Byte `b` as two lower-case hex digits, as `{b:02x}` writes it.
+pub(crate) fn put_hex_byte(out: &mut Vec<u8>, b: u8) {
+    out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+}
+
+/// ASCII bytes as text (the grid's hex digits and `.`-masked ASCII column).
+fn ascii_str(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap_or_default()
+}
+
 /// The colour class of each byte of buffer `id`: the region of the deepest node
 /// covering it (`None` where no node does), and whether a node with an error covers it.
 pub fn byte_regions(msg: &Message<'_>, id: u32) -> (Vec<Option<Region>>, Vec<bool>) {
@@ -180,6 +200,69 @@ pub fn byte_regions(msg: &Message<'_>, id: u32) -> (Vec<Option<Region>>, Vec<boo
     (regions, errors)
 }
 
+/// Every node's span, by buffer, from one walk of a message's tree: what
+/// [`byte_regions`] reads of the tree, for a printer that shows every buffer of a
+/// message (a Produce or Fetch of many compressed batches has a buffer each), which
+/// would otherwise walk the whole tree once per buffer. One entry a node (at most the
+/// node budget, [`crate::decode::DecodeOptions::max_nodes`]).
+pub struct ByteRegions {
+    /// Per buffer: (offset, end, region, has an error), in the tree's walk order.
+    spans: Vec<Vec<(usize, usize, Region, bool)>>,
+    /// Per buffer: its length.
+    lens: Vec<usize>,
+}
+
+impl ByteRegions {
+    /// The spans of every buffer of `msg` (0 = the frame, 1.. the decompressed ones).
+    pub fn of(msg: &Message<'_>) -> ByteRegions {
+        let lens: Vec<usize> = (0..=msg.buffers.len() as u32)
+            .map(|id| msg.buffer(id).len())
+            .collect();
+        let mut spans = vec![Vec::new(); lens.len()];
+        msg.tree.walk(&mut |n, _| {
+            let id = n.buffer as usize;
+            match lens.get(id) {
+                Some(&len) if n.offset < len => {
+                    spans[id].push((n.offset, n.end().min(len), n.region, n.error().is_some()))
+                }
+                _ => {}
+            }
+        });
+        ByteRegions { spans, lens }
+    }
+
+    /// Buffer `id`'s regions and error marks, as [`byte_regions`] gives them.
+    pub fn buffer(&self, id: u32) -> (Vec<Option<Region>>, Vec<bool>) {
+        let len = self.lens.get(id as usize).copied().unwrap_or(0);
+        let mut regions = vec![None; len];
+        let mut errors = vec![false; len];
+        for &(a, b, r, e) in self.spans.get(id as usize).map_or(&[][..], Vec::as_slice) {
+            regions[a..b].fill(Some(r));
+            if e {
+                errors[a..b].fill(true);
+            }
+        }
+        (regions, errors)
+    }
+}
+
+/// Prints the byte grids of every buffer of `msg` (the frame, then each decompressed
+/// buffer), each as [`grid`] prints it, reading the tree once for all of them.
+///
+/// # Errors
+/// The writer's errors.
+pub fn grids(w: &mut dyn Write, msg: &Message<'_>, color: bool) -> io::Result<()> {
+    let br = ByteRegions::of(msg);
+    for id in 0..=msg.buffers.len() as u32 {
+        let re = br.buffer(id);
+        grid_rows_given(w, msg, id, color, &[], &re)?;
+        if color {
+            grid_legend(w, &re.0, &re.1)?;
+        }
+    }
+    Ok(())
+}
+
 /// Prints the byte grid of buffer `id` (0 = the frame): a title, a header row of columns
 /// `0`..`F`, rows of 16 bytes labelled by offset with an ASCII column, each byte in the
 /// colour of its region; then, with colour, a legend of the regions present.
@@ -189,6 +272,15 @@ pub fn byte_regions(msg: &Message<'_>, id: u32) -> (Vec<Option<Region>>, Vec<boo
 pub fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, color: bool) -> io::Result<()> {
     let (regions, errors) = grid_rows(w, msg, id, color)?;
     if color {
+        grid_legend(w, &regions, &errors)?;
+    }
+    Ok(())
+}
+
+/// The colour legend under a grid: the regions present, and `error` where a byte is in
+/// a node with an error.
+fn grid_legend(w: &mut dyn Write, regions: &[Option<Region>], errors: &[bool]) -> io::Result<()> {
+    {
         let mut present: Vec<Region> = Region::ALL
             .iter()
             .copied()
@@ -243,6 +335,21 @@ pub fn grid_rows_hiding(
     color: bool,
     hidden: &[(usize, usize)],
 ) -> io::Result<(Vec<Option<Region>>, Vec<bool>)> {
+    let re = byte_regions(msg, id);
+    grid_rows_given(w, msg, id, color, hidden, &re)?;
+    Ok(re)
+}
+
+/// [`grid_rows_hiding`] with the buffer's regions and error marks given (`re`, as
+/// [`byte_regions`] or [`ByteRegions::buffer`] gives them).
+fn grid_rows_given(
+    w: &mut dyn Write,
+    msg: &Message<'_>,
+    id: u32,
+    color: bool,
+    hidden: &[(usize, usize)],
+    (regions, errors): &(Vec<Option<Region>>, Vec<bool>),
+) -> io::Result<()> {
     let buf = msg.buffer(id);
     let width = offset_width(buf.len());
     if id == 0 {
@@ -254,7 +361,6 @@ pub fn grid_rows_hiding(
             buf.len()
         )?;
     }
-    let (regions, errors) = byte_regions(msg, id);
     let mut head = " ".repeat(width + 1);
     for c in 0..16 {
         head.push_str(&format!(" {c:X} "));
@@ -273,6 +379,7 @@ pub fn grid_rows_hiding(
         }
     };
     let run_key = |i: usize| (errors[i], regions[i]);
+    let (mut line, mut ascii, mut hex, mut text) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut h = hidden.iter().peekable();
     let mut gap: Option<(usize, usize)> = None;
     let end_gap = |w: &mut dyn Write, gap: &mut Option<(usize, usize)>| -> io::Result<()> {
@@ -298,47 +405,55 @@ pub fn grid_rows_hiding(
             continue;
         }
         end_gap(w, &mut gap)?;
-        let mut line = format!("{:0width$x} ", base);
-        let mut ascii = String::with_capacity(16);
+        // One row: `OFFSET  hh hh ...  ascii`, built in buffers kept from row to row.
+        line.clear();
+        ascii.clear();
+        put_hex_offset(&mut line, base, width);
+        line.push(b' ');
         let mut j = 0;
         while j < chunk.len() {
             let mut e = j + 1;
             while color && e < chunk.len() && run_key(base + e) == run_key(base + j) {
                 e += 1;
             }
-            let mut hex = String::with_capacity(3 * (e - j));
-            let mut text = String::with_capacity(e - j);
-            for (k, b) in chunk[j..e].iter().enumerate() {
+            hex.clear();
+            text.clear();
+            for (k, &b) in chunk[j..e].iter().enumerate() {
                 if k > 0 {
-                    hex.push(' ');
+                    hex.push(b' ');
                 }
-                hex.push_str(&format!("{b:02x}"));
-                text.push(if b.is_ascii_graphic() || *b == b' ' {
-                    *b as char
+                put_hex_byte(&mut hex, b);
+                text.push(if b.is_ascii_graphic() || b == b' ' {
+                    b
                 } else {
-                    '.'
+                    b'.'
                 });
             }
-            line.push(' ');
+            line.push(b' ');
             match key(base + j) {
+                // The hex digits and the ASCII column are ASCII: valid UTF-8.
                 Some(st) => {
-                    line.push_str(&paint(true, &hex, st));
-                    ascii.push_str(&paint(true, &text, st));
+                    let (h, t) = (ascii_str(&hex), ascii_str(&text));
+                    line.extend_from_slice(paint(true, h, st).as_bytes());
+                    ascii.extend_from_slice(paint(true, t, st).as_bytes());
                 }
                 None => {
-                    line.push_str(&hex);
-                    ascii.push_str(&text);
+                    line.extend_from_slice(&hex);
+                    ascii.extend_from_slice(&text);
                 }
             }
             j = e;
         }
         for _ in chunk.len()..16 {
-            line.push_str("   ");
+            line.extend_from_slice(b"   ");
         }
-        writeln!(w, "{line}  {ascii}")?;
+        line.extend_from_slice(b"  ");
+        line.extend_from_slice(&ascii);
+        line.push(b'\n');
+        w.write_all(&line)?;
     }
     end_gap(w, &mut gap)?;
-    Ok((regions, errors))
+    Ok(())
 }
 
 /// Prints the tree of `msg` (see the module documentation).
@@ -791,6 +906,34 @@ fn shown_type<'a>(n: &Node<'a>) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The grid's hex writers give what `format!` gives.
+    #[test]
+    fn hex_writers_match_format() {
+        let mut out = Vec::new();
+        for b in 0..=255u8 {
+            out.clear();
+            put_hex_byte(&mut out, b);
+            assert_eq!(out, format!("{b:02x}").as_bytes());
+        }
+        for width in [1, 4, 5, 8, 16] {
+            for v in [
+                0usize,
+                1,
+                15,
+                16,
+                255,
+                0xfff0,
+                0x1_0000,
+                0xdead_beef,
+                usize::MAX,
+            ] {
+                out.clear();
+                put_hex_offset(&mut out, v, width);
+                assert_eq!(out, format!("{v:0width$x}").as_bytes(), "{v} {width}");
+            }
+        }
+    }
 
     /// The former check of a simple description, in several passes.
     fn simple_old(d: &str) -> bool {

@@ -215,7 +215,10 @@ pub(super) fn record_list<'a>(
         .min(r.left() / MIN_RECORD + 1)
         .min(room);
     let mut recs = cx.vec();
-    let skim = cx.opts.detail != Detail::Full && !bcx.control;
+    // Records of an internal topic (`__consumer_offsets`...) keep their nodes at every
+    // level: their keys and values decode into trees that name topics, groups and
+    // producers, which `-Y topic` and the rest read there as in the whole tree.
+    let skim = cx.opts.detail != Detail::Full && !bcx.control && cx.topics.topic.is_none();
     if !skim {
         // The summary keeps no node for a clean record: nothing to make room for.
         recs.reserve(cap);
