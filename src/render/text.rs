@@ -176,6 +176,16 @@ pub(crate) fn put_hex_byte(out: &mut Vec<u8>, b: u8) {
     out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
 }
 
+/// A byte as the grid's ASCII column shows it: itself when printable ASCII (space
+/// included), else `.`.
+fn ascii_mask(b: u8) -> u8 {
+    if b.is_ascii_graphic() || b == b' ' {
+        b
+    } else {
+        b'.'
+    }
+}
+
 /// ASCII bytes as text (the grid's hex digits and `.`-masked ASCII column).
 fn ascii_str(b: &[u8]) -> &str {
     std::str::from_utf8(b).unwrap_or_default()
@@ -410,10 +420,18 @@ fn grid_rows_given(
         ascii.clear();
         put_hex_offset(&mut line, base, width);
         line.push(b' ');
-        let mut j = 0;
+        // Without colour the row is one run: ` hh` a byte, as the runs below write it.
+        let mut j = if color { 0 } else { chunk.len() };
+        if !color {
+            for &b in chunk {
+                line.push(b' ');
+                put_hex_byte(&mut line, b);
+                ascii.push(ascii_mask(b));
+            }
+        }
         while j < chunk.len() {
             let mut e = j + 1;
-            while color && e < chunk.len() && run_key(base + e) == run_key(base + j) {
+            while e < chunk.len() && run_key(base + e) == run_key(base + j) {
                 e += 1;
             }
             hex.clear();
@@ -423,11 +441,7 @@ fn grid_rows_given(
                     hex.push(b' ');
                 }
                 put_hex_byte(&mut hex, b);
-                text.push(if b.is_ascii_graphic() || b == b' ' {
-                    b
-                } else {
-                    b'.'
-                });
+                text.push(ascii_mask(b));
             }
             line.push(b' ');
             match key(base + j) {
