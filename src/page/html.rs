@@ -17,8 +17,15 @@ use crate::tree::{Message, Node, Region};
 
 /// `s` with `&`, `<`, `>`, `"` and `'` escaped.
 pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
+    // Most texts (names, types, values, offsets) hold none of the five: one copy.
+    let special = |c: &u8| matches!(c, b'&' | b'<' | b'>' | b'"' | b'\'');
+    let Some(first) = s.as_bytes().iter().position(special) else {
+        return s.to_string();
+    };
+    // The five are ASCII, so `first` is a character boundary.
+    let mut o = String::with_capacity(s.len() + 16);
+    o.push_str(&s[..first]);
+    for c in s[first..].chars() {
         match c {
             '&' => o.push_str("&amp;"),
             '<' => o.push_str("&lt;"),
@@ -723,4 +730,38 @@ fn anchor(g: &str) -> String {
     g.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::esc;
+
+    /// The escape as it was written first: every character looked at.
+    fn esc_each(s: &str) -> String {
+        s.chars()
+            .map(|c| match c {
+                '&' => "&amp;".to_string(),
+                '<' => "&lt;".to_string(),
+                '>' => "&gt;".to_string(),
+                '"' => "&quot;".to_string(),
+                '\'' => "&#39;".to_string(),
+                c => c.to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn esc_escapes_the_five_only() {
+        for s in [
+            "",
+            "plain",
+            "a<b>&\"c'",
+            "caf\u{e9} <\u{2192}> 'x'",
+            "& at the start",
+            "ends with >",
+            "\u{1f600}&\u{1f600}",
+        ] {
+            assert_eq!(esc(s), esc_each(s), "{s}");
+        }
+    }
 }
