@@ -17,13 +17,20 @@ use crate::tree::{Message, Node, Region};
 
 /// `s` with `&`, `<`, `>`, `"` and `'` escaped.
 pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    esc_into(&mut o, s);
+    o
+}
+
+/// [`esc`] appended to `o`.
+pub fn esc_into(o: &mut String, s: &str) {
     // Most texts (names, types, values, offsets) hold none of the five: one copy.
     let special = |c: &u8| matches!(c, b'&' | b'<' | b'>' | b'"' | b'\'');
     let Some(first) = s.as_bytes().iter().position(special) else {
-        return s.to_string();
+        o.push_str(s);
+        return;
     };
     // The five are ASCII, so `first` is a character boundary.
-    let mut o = String::with_capacity(s.len() + 16);
     o.push_str(&s[..first]);
     for c in s[first..].chars() {
         match c {
@@ -35,7 +42,11 @@ pub fn esc(s: &str) -> String {
             c => o.push(c),
         }
     }
-    o
+}
+
+/// An integer's decimal digits appended to `o`.
+fn push_int(o: &mut String, v: impl itoa::Integer) {
+    o.push_str(itoa::Buffer::new().format(v));
 }
 
 /// The CSS class of a region.
@@ -357,7 +368,7 @@ fn grid_hiding(
 
 /// A tree line split for colouring: the name, the middle (type, value, annotation),
 /// the span and the description.
-fn line_html(line: &str, name: &str) -> String {
+fn line_html(o: &mut String, line: &str, name: &str) {
     let (front, rest) = match line.find(" [0x").or_else(|| line.find(" [buf")) {
         Some(i) => line.split_at(i),
         None => (line, ""),
@@ -371,13 +382,15 @@ fn line_html(line: &str, name: &str) -> String {
     } else {
         ("", front)
     };
-    format!(
-        "<span class=\"n\">{}</span>{}<span class=\"s\">{}</span><span class=\"d\">{}</span>",
-        esc(n),
-        esc(mid),
-        esc(span),
-        esc(desc)
-    )
+    o.push_str("<span class=\"n\">");
+    esc_into(o, n);
+    o.push_str("</span>");
+    esc_into(o, mid);
+    o.push_str("<span class=\"s\">");
+    esc_into(o, span);
+    o.push_str("</span><span class=\"d\">");
+    esc_into(o, desc);
+    o.push_str("</span>");
 }
 
 struct TreeHtml<'o> {
@@ -398,30 +411,45 @@ impl TreeHtml<'_> {
         depth: usize,
     ) -> io::Result<()> {
         let line = rtext::node_line(n, parent, self.opts);
-        let full = if self.title_all {
-            let mut t = line.clone();
-            if let Some(d) = n.description {
-                let d = rtext::cut_description(d, true);
-                if !t.contains(&d) {
-                    t = format!("{t} {d}");
-                }
+        // `<div class="row" tabindex="0" data-g="SIDE-BUFFER" data-o="OFFSET"
+        // data-l="LENGTH" data-d="DEPTH" title="..."><span class="c">LEAD</span>LINE</div>`,
+        // the title the whole line and its description (`title_all`) or the description.
+        let mut row = String::with_capacity(2 * line.len() + 192);
+        row.push_str("<div class=\"row\" tabindex=\"0\" data-g=\"");
+        row.push_str(self.side);
+        row.push('-');
+        push_int(&mut row, n.buffer);
+        row.push_str("\" data-o=\"");
+        push_int(&mut row, n.offset);
+        row.push_str("\" data-l=\"");
+        push_int(&mut row, n.length);
+        row.push_str("\" data-d=\"");
+        push_int(&mut row, depth);
+        row.push('"');
+        let desc = n.description.map(|d| {
+            let mut b = Vec::with_capacity(d.len());
+            rtext::push_description(&mut b, d, true);
+            String::from_utf8(b).unwrap_or_default()
+        });
+        if self.title_all {
+            row.push_str(" title=\"");
+            esc_into(&mut row, &line);
+            if let Some(d) = desc.as_deref().filter(|d| !line.contains(d)) {
+                row.push(' ');
+                esc_into(&mut row, d);
             }
-            format!(" title=\"{}\"", esc(&t))
-        } else {
-            n.description
-                .map(|d| format!(" title=\"{}\"", esc(&rtext::cut_description(d, true))))
-                .unwrap_or_default()
-        };
-        writeln!(
-            w,
-            "<div class=\"row\" tabindex=\"0\" data-g=\"{}-{}\" data-o=\"{}\" data-l=\"{}\" data-d=\"{depth}\"{full}><span class=\"c\">{}</span>{}</div>",
-            self.side,
-            n.buffer,
-            n.offset,
-            n.length,
-            esc(lead),
-            line_html(&line, n.name)
-        )?;
+            row.push('"');
+        } else if let Some(d) = &desc {
+            row.push_str(" title=\"");
+            esc_into(&mut row, d);
+            row.push('"');
+        }
+        row.push_str("><span class=\"c\">");
+        esc_into(&mut row, lead);
+        row.push_str("</span>");
+        line_html(&mut row, &line, n.name);
+        row.push_str("</div>\n");
+        w.write_all(row.as_bytes())?;
         for (label, msg) in [("!! error: ", n.error()), ("! warning: ", n.warning())] {
             if let Some(m) = msg {
                 writeln!(

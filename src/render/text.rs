@@ -871,7 +871,7 @@ fn paint_into(out: &mut Vec<u8>, on: bool, s: &str, style: Style) {
 
 /// [`cut_description`] appended to `out`, without allocating for the usual description
 /// (ASCII words separated by single spaces), checked in one pass over its bytes.
-fn push_description(out: &mut Vec<u8>, d: &str, wide: bool) {
+pub(crate) fn push_description(out: &mut Vec<u8>, d: &str, wide: bool) {
     let b = d.as_bytes();
     let mut simple = b.first() != Some(&b' ') && b.last() != Some(&b' ');
     let mut prev_space = false;
