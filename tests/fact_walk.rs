@@ -89,6 +89,7 @@ fn compare(path: &Path) -> (usize, usize) {
         .iter()
         .map(|f| Filter::parse(f).unwrap())
         .collect();
+    assert!(row_filters.iter().all(|f| !f.needs_full_tree()));
     let narrow = RenderOptions {
         max_value_len: 6,
         ..RenderOptions::default()
