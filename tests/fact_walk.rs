@@ -601,15 +601,52 @@ fn stats_count_error_codes_of_other_names() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A Fetch v4 response from `__consumer_offsets` partition 31 whose records (a real
-/// segment's batches) name the topic `topic_transactions` in a group's assignment: the
-/// whole tree decodes those records, and so must every tree a `topic` filter reads.
-#[test]
-fn topic_filter_reads_internal_topic_records() {
-    let log = std::fs::read(
-        root().join("captures/logdirs/rupia/__consumer_offsets-31/00000000000000000003.log"),
-    )
-    .unwrap();
+/// Frame `frame` (a response to `known`) decoded at every level below the whole tree
+/// reads as the whole tree does: the same problems, summary line and `filters`
+/// answers, and at `Detail::Rows` the same export rows and report facts. Each filter
+/// must keep the message in the whole tree.
+fn every_level_as_whole(frame: &[u8], known: &Known, filters: &[&str], at: &str) {
+    let schema = Schema::embedded();
+    let filters: Vec<Filter> = filters.iter().map(|f| Filter::parse(f).unwrap()).collect();
+    let facts = MessageFacts::default();
+    let (af, of) = (Buffers::new(), opts(Detail::Full));
+    let full = decode::decode(&schema, &of, &af, frame, known);
+    let line = summary::line(&full, None, &RenderOptions::default());
+    for f in &filters {
+        assert!(!f.needs_full_tree(), "{at}: {}", f.text());
+        assert!(
+            f.matches(&full, &facts),
+            "{at}: the whole tree: -Y '{}'",
+            f.text()
+        );
+    }
+    for detail in [Detail::Summary, Detail::Rows, Detail::Facts] {
+        let a = Buffers::new();
+        let o = opts(detail);
+        let m = match detail {
+            Detail::Facts => decode_facts(&schema, &o, &a, frame, known)
+                .unwrap_or_else(|| decode::decode(&schema, &o, &a, frame, known)),
+            _ => decode::decode(&schema, &o, &a, frame, known),
+        };
+        assert_eq!(
+            m.problem_counts(),
+            full.problem_counts(),
+            "{at}: {detail:?}"
+        );
+        let l = summary::line(&m, None, &RenderOptions::default());
+        assert_eq!(l, line, "{at}: {detail:?}");
+        for f in &filters {
+            assert!(f.matches(&m, &facts), "{at}: {detail:?}: -Y '{}'", f.text());
+        }
+        if detail == Detail::Rows {
+            let c = Context::default();
+            same_rows(&full, &c, &m, &c, &filters, at);
+        }
+    }
+}
+
+/// A Fetch v4 response of `__consumer_offsets` partition 31 carrying `records`.
+fn consumer_offsets_fetch(records: &[u8]) -> Vec<u8> {
     let mut body = Vec::new();
     body.extend_from_slice(&7i32.to_be_bytes()); // correlation_id
     body.extend_from_slice(&0i32.to_be_bytes()); // ThrottleTimeMs
@@ -623,47 +660,76 @@ fn topic_filter_reads_internal_topic_records() {
     body.extend_from_slice(&5i64.to_be_bytes()); // HighWatermark
     body.extend_from_slice(&5i64.to_be_bytes()); // LastStableOffset
     body.extend_from_slice(&(-1i32).to_be_bytes()); // AbortedTransactions: null
-    body.extend_from_slice(&(log.len() as i32).to_be_bytes()); // Records
-    body.extend_from_slice(&log);
+    body.extend_from_slice(&(records.len() as i32).to_be_bytes()); // Records
+    body.extend_from_slice(records);
     let mut frame = (body.len() as i32).to_be_bytes().to_vec();
     frame.extend_from_slice(&body);
-    let schema = Schema::embedded();
+    frame
+}
+
+/// Fetch v4 responses from `__consumer_offsets` whose records (a real segment's
+/// batches) name the topic `topic_transactions` in a group's subscription and
+/// assignment: the whole tree decodes those records, and so must every tree a `topic`
+/// filter, the export or the report reads. Once as the broker wrote them; once with the
+/// assignment's topic name made invalid UTF-8 (the batch's CRC fixed), an error that
+/// only a member metadata read by its group's `protocolType` finds.
+#[test]
+fn internal_topic_records_at_every_level() {
+    let log = std::fs::read(
+        root().join("captures/logdirs/rupia/__consumer_offsets-31/00000000000000000003.log"),
+    )
+    .unwrap();
     let known = Known::response(1, 4);
-    let f = Filter::parse(r#"topic == "topic_transactions""#).unwrap();
-    assert!(!f.needs_full_tree());
-    let facts = MessageFacts::default();
-    let (a, af) = (Buffers::new(), Buffers::new());
-    let of = opts(Detail::Full);
-    let full = decode::decode(&schema, &of, &af, &frame, &known);
-    let line = summary::line(&full, None, &RenderOptions::default());
+    let topic = [r#"topic == "topic_transactions""#];
+    every_level_as_whole(&consumer_offsets_fetch(&log), &known, &topic, "clean");
+    // The first batch: its length at 8, its CRC-32C at 17 over the bytes from 21.
+    let end = 12 + u32::from_be_bytes(log[8..12].try_into().unwrap()) as usize;
+    let name = b"topic_transactions";
+    let last = (0..end - name.len())
+        .rev()
+        .find(|&i| &log[i..i + name.len()] == name)
+        .unwrap();
+    let mut bad = log.clone();
+    bad[last + 16] = 0xe2;
+    let crc = crc32c::crc32c(&bad[21..end]);
+    bad[17..21].copy_from_slice(&crc.to_be_bytes());
+    let frame = consumer_offsets_fetch(&bad);
+    let a = Buffers::new();
+    let (schema, of) = (Schema::embedded(), opts(Detail::Full));
+    let full = decode::decode(&schema, &of, &a, &frame, &known);
     assert!(
-        line.contains("__consumer_offsets") && line.contains("records=2"),
-        "{line}"
+        full.error_count() > 0,
+        "the bad name is an error in the whole tree"
     );
-    for detail in [Detail::Full, Detail::Summary, Detail::Rows, Detail::Facts] {
-        let a = Buffers::new();
-        let o = opts(detail);
-        let m = match detail {
-            Detail::Facts => decode_facts(&schema, &o, &a, &frame, &known)
-                .unwrap_or_else(|| decode::decode(&schema, &o, &a, &frame, &known)),
-            _ => decode::decode(&schema, &o, &a, &frame, &known),
-        };
-        assert_eq!(m.problem_counts(), (0, 0), "{detail:?}");
-        assert!(f.matches(&m, &facts), "{detail:?}: the records' topic");
-        assert_eq!(
-            summary::line(&m, None, &RenderOptions::default()),
-            line,
-            "{detail:?}"
-        );
-    }
-    let o = opts(Detail::Rows);
-    let rows = decode::decode(&schema, &o, &a, &frame, &known);
-    same_rows(
-        &full,
-        &Context::default(),
-        &rows,
-        &Context::default(),
-        &[f],
-        "fetch",
+    every_level_as_whole(&frame, &known, &[], "bad name");
+}
+
+/// A FetchSnapshot v0 response at `Position` 0 whose `UnalignedRecords` hold a real
+/// `__cluster_metadata` log's first batches (made with kwire's encoder): the position
+/// says they start at a batch, so they decode as records (a FeatureLevelRecord names
+/// `metadata.version`), at every level.
+#[test]
+fn snapshot_records_at_every_level() {
+    const FRAME: &str = "00000141000000050000000000000002135f5f636c75737465725f6d657461646174610200000000000000000000000000\
+        0a000000010000000000000001f20000000000000000fa0100000000000000000000004700000000026cbf64070020000000\
+        0000000191b239b7a100000191b239b7a1ffffffffffffffffffffffffffff000000012a0000000800000003160000000000\
+        0000000000000000000000000000010000004f0000000002e9ffad2300000000000000000191b239b7ab00000191b239b7ab\
+        ffffffffffffffffffffffffffff000000013a000000012e010c00116d657461646174612e76657273696f6e001400000000\
+        0000000000020000003f000000000260c2db5300200000000000000191b239b7ac00000191b239b7acffffffffffffffffff\
+        ffffffffff000000011a00000008000000040600000000000000";
+    let frame = common::unhex(FRAME);
+    let known = Known::response(59, 0);
+    let a = Buffers::new();
+    let (schema, of) = (Schema::embedded(), opts(Detail::Full));
+    let full = decode::decode(&schema, &of, &a, &frame, &known);
+    let mut batches = 0;
+    full.tree
+        .walk(&mut |n, _| batches += usize::from(n.name == "RecordBatch"));
+    assert_eq!(batches, 3, "the snapshot's batches in the whole tree");
+    every_level_as_whole(
+        &frame,
+        &known,
+        &[r#"topic == "metadata.version""#],
+        "snapshot",
     );
 }

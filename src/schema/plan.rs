@@ -42,6 +42,12 @@ impl Role {
     pub const CLIENT_HOST_ADDRESS: Role = Role(1 << 7);
     /// `UnalignedRecords`: records bytes that need not start at a batch.
     pub const UNALIGNED_RECORDS: Role = Role(1 << 8);
+    /// Its value steers the rest of the walk: the group protocol type (`ProtocolType`,
+    /// and `protocolType` of a `__consumer_offsets` GroupMetadataValue), which decides
+    /// how member metadata is read; the topic (a name or `TopicId`) and a FetchSnapshot
+    /// response's `Position`, which decide how the records that follow are read. Read
+    /// whole at every detail level: never skimmed, nor stepped over in a run.
+    pub const STEERS: Role = Role(1 << 9);
 
     /// The roles of a field called `name` with `entityType` `entity`.
     pub fn of(name: &str, entity: Option<&str>) -> Role {
@@ -69,6 +75,13 @@ impl Role {
         add(name == "Position", Role::POSITION);
         add(name == "ClientHostAddress", Role::CLIENT_HOST_ADDRESS);
         add(name == "UnalignedRecords", Role::UNALIGNED_RECORDS);
+        add(
+            matches!(
+                name,
+                "ProtocolType" | "protocolType" | "TopicId" | "Position"
+            ) || entity == Some("topicName"),
+            Role::STEERS,
+        );
         r
     }
 
@@ -273,7 +286,11 @@ impl Plan {
         for s in steps.iter_mut().rev() {
             let f = &fields[usize::from(s.field)];
             let fixed = match f.ty {
-                FieldType::Prim(p) if f.summary == SummaryFact::Never => fixed_size(p),
+                FieldType::Prim(p)
+                    if f.summary == SummaryFact::Never && !f.role.has(Role::STEERS) =>
+                {
+                    fixed_size(p)
+                }
                 _ => None,
             };
             next = match fixed {
