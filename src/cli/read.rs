@@ -732,12 +732,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
     // The counts read a few facts of each message (traffic::Item::of): with no filter the
     // fact walk gives them; a filter that decides on the summary tree's facts gets that.
     let dopts = DecodeOptions {
-        detail: match &flt {
-            None => Detail::Facts,
-            Some(f) if f.decides_on_facts() => Detail::Facts,
-            Some(f) if !f.needs_full_tree() => Detail::Summary,
-            Some(_) => Detail::Full,
-        },
+        detail: flt.as_ref().map_or(Detail::Facts, Filter::least_detail),
         ..DecodeOptions::default()
     };
     let mut st = crate::traffic::Stats::default();

@@ -250,11 +250,7 @@ impl<'c, 'a> FactWalk<'c, 'a> {
                 continue;
             }
             k += 1;
-            if !self.header
-                && f.summary == SummaryFact::Never
-                && !f.role.has(Role::STEERS)
-                && self.skim(r, f)?
-            {
+            if !self.header && f.skimmable() && self.skim(r, f)? {
                 continue;
             }
             let sub = step.home.as_ref().and_then(|h| h.fields(self.def));

@@ -313,12 +313,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 continue;
             }
             k += 1;
-            if skims
-                && f.summary == SummaryFact::Never
-                && !(rows && f.row)
-                && !f.role.has(Role::STEERS)
-                && self.skim(r, f)
-            {
+            if skims && f.skimmable() && !(rows && f.row) && self.skim(r, f) {
                 continue;
             }
             let sub = step.home.as_ref().and_then(|h| h.fields(self.def));

@@ -80,13 +80,7 @@ fn run<T: Send + 'static>(
 
 /// The messages (numbers in the source) a display filter keeps, found in order.
 pub fn filter(src: Arc<dyn Source>, f: Filter) -> Arc<Scan<Vec<usize>>> {
-    let detail = if f.decides_on_facts() {
-        Detail::Facts
-    } else if f.needs_full_tree() {
-        Detail::Full
-    } else {
-        Detail::Summary
-    };
+    let detail = f.least_detail();
     run(src, detail, Vec::new(), move |hits, i, m, ctx| {
         let fctx = filter::MessageFacts {
             capture: Some(ctx),

@@ -767,25 +767,18 @@ pub(crate) fn count_records(
         // count of those is added here (none are left at `Detail::Full`, where every
         // record read is a `Record[i]` node or in a folded leaf): the rows of the
         // `records` table need the full tree.
-        if let Value::Count(read) = g.value {
-            let kept: u64 = g
-                .children
-                .iter()
-                .map(|r| match (r.ty, &r.value) {
-                    ("Record", _) => 1,
-                    ("folded", Value::Count(n)) if r.name.starts_with("Record[") => *n,
-                    _ => 0,
-                })
-                .sum();
-            *count += read.saturating_sub(kept) as i64;
-        }
+        let mut kept = 0u64;
         for r in &g.children {
             if r.ty == "Record" {
+                kept += 1;
                 *count += 1;
                 if let Some(out) = records.as_deref_mut() {
                     out(record_row(r, batch, values));
                 }
             } else if r.ty == "folded" && r.name.starts_with("Record[") {
+                if let Value::Count(n) = r.value {
+                    kept += n;
+                }
                 let Some(data) = bytes(r.buffer, r.offset, r.length) else {
                     continue;
                 };
@@ -807,6 +800,9 @@ pub(crate) fn count_records(
                     }
                 }
             }
+        }
+        if let Value::Count(read) = g.value {
+            *count += read.saturating_sub(kept) as i64;
         }
     }
 }

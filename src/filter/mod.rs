@@ -492,6 +492,20 @@ impl Filter {
         go(&self.expr)
     }
 
+    /// The lightest detail level the filter decides on as on the whole tree: the fact
+    /// trees ([`Filter::decides_on_facts`]), else the summary tree unless it
+    /// [`Filter::needs_full_tree`], else the whole tree.
+    pub fn least_detail(&self) -> crate::decode::Detail {
+        use crate::decode::Detail;
+        if self.decides_on_facts() {
+            Detail::Facts
+        } else if self.needs_full_tree() {
+            Detail::Full
+        } else {
+            Detail::Summary
+        }
+    }
+
     /// Whether the filter needs a log item's tree ([`Filter::matches_log`]): it names
     /// anything but `kind`, `offset`, `last_offset`, `file`, `file_kind`, `position`
     /// and `size`, which a batch read from its header alone (`kwire log --format

@@ -211,13 +211,28 @@ struct Conn {
     tls: Option<Arc<TlsSession>>,
 }
 
+/// Every detail level, in the order of [`Capture`]'s options by level.
+const DETAILS: [Detail; 4] = [Detail::Full, Detail::Summary, Detail::Facts, Detail::Rows];
+
+/// The place of `d` in [`DETAILS`].
+fn detail_slot(d: Detail) -> usize {
+    match d {
+        Detail::Full => 0,
+        Detail::Summary => 1,
+        Detail::Facts => 2,
+        Detail::Rows => 3,
+    }
+}
+
 /// A capture opened for random access: see the module docs.
 pub struct Capture {
     path: PathBuf,
     map: memmap2::Mmap,
     schema: Schema,
-    dopts: DecodeOptions,
-    /// `dopts` at each detail level, in [`Detail`] order, for [`Capture::decode_at`].
+    /// The [`IndexOptions`]' detail level, which [`Capture::decode`] decodes at.
+    detail: Detail,
+    /// The [`IndexOptions`]' decode options at each detail level, in [`Detail`] order
+    /// ([`detail_slot`]), for [`Capture::decode_at`].
     dopts_at: [DecodeOptions; 4],
     max_out_of_order: usize,
     entries: Entries,
@@ -355,13 +370,11 @@ impl Capture {
             path: path.clone(),
             map,
             schema: Schema::default(),
-            dopts_at: [Detail::Full, Detail::Summary, Detail::Facts, Detail::Rows].map(|detail| {
-                DecodeOptions {
-                    detail,
-                    ..decode.clone()
-                }
+            dopts_at: DETAILS.map(|detail| DecodeOptions {
+                detail,
+                ..decode.clone()
             }),
-            dopts: decode.clone(),
+            detail: decode.detail,
             max_out_of_order: capture.max_out_of_order,
             entries: Entries::new(memory_limit / ENTRY_BYTES),
             records: Vec::new(),
@@ -723,7 +736,7 @@ impl Capture {
         frame: &'a Frame,
         arena: &'a Buffers,
     ) -> Result<(Message<'a>, Context), IndexError> {
-        self.decode_at(index, frame, arena, self.dopts.detail)
+        self.decode_at(index, frame, arena, self.detail)
     }
 
     /// [`Capture::decode`] at detail level `detail` rather than the one of the
@@ -741,12 +754,7 @@ impl Capture {
         arena: &'a Buffers,
         detail: Detail,
     ) -> Result<(Message<'a>, Context), IndexError> {
-        let dopts = &self.dopts_at[match detail {
-            Detail::Full => 0,
-            Detail::Summary => 1,
-            Detail::Facts => 2,
-            Detail::Rows => 3,
-        }];
+        let dopts = &self.dopts_at[detail_slot(detail)];
         let e = self.entry(index)?;
         let info = self.info_of(index, &e);
         let mut s = Session::new(&self.schema, dopts);

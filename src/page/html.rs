@@ -334,7 +334,7 @@ fn grid_hiding(
         }
         end_gap(w, &mut gap)?;
         // One row, `<tr><th class="off">OFFSET</th><td class="b CLASS"
-        // title="0xOFFSET">hh</td>...</tr>`, built in a buffer kept from row to html_row.
+        // title="0xOFFSET">hh</td>...</tr>`, built in a buffer kept from row to row.
         html_row.clear();
         html_row.extend_from_slice(b"<tr><th class=\"off\">");
         rtext::put_hex_offset(&mut html_row, base, width);
@@ -522,7 +522,7 @@ fn side_html(
         esc(&side.title(page.version))
     )?;
     writeln!(w, "<div class=\"panes\">")?;
-    grid_and_tree(w, &msg, sid, opts, false)?;
+    grid_and_tree(w, &msg, &rtext::ByteRegions::of(&msg), sid, opts, false)?;
     writeln!(w, "</div>")?;
     writeln!(w, "<h3>kafka message schema (.json)</h3>")?;
     writeln!(w, "<pre class=\"json\">{}</pre>", esc(&side.definition))?;
@@ -530,9 +530,8 @@ fn side_html(
 }
 
 /// The legend of the regions `msg` has bytes in (any buffer), in legend order.
-fn legend_present(w: &mut dyn Write, msg: &Message<'_>) -> io::Result<()> {
+fn legend_present(w: &mut dyn Write, msg: &Message<'_>, br: &rtext::ByteRegions) -> io::Result<()> {
     let mut present = Vec::new();
-    let br = rtext::ByteRegions::of(msg);
     for id in 0..=msg.buffers.len() as u32 {
         let (regions, _) = br.buffer(id);
         for r in Region::ALL {
@@ -556,8 +555,9 @@ pub fn message_html(
     sid: &str,
     opts: &RenderOptions,
 ) -> io::Result<()> {
-    legend_present(w, msg)?;
-    grid_and_tree(w, msg, sid, opts, true)
+    let br = rtext::ByteRegions::of(msg);
+    legend_present(w, msg, &br)?;
+    grid_and_tree(w, msg, &br, sid, opts, true)
 }
 
 /// Each buffer's grid (named `sid-N`), then the object tree; `title_all` gives every
@@ -565,13 +565,13 @@ pub fn message_html(
 fn grid_and_tree(
     w: &mut dyn Write,
     msg: &Message<'_>,
+    br: &rtext::ByteRegions,
     sid: &str,
     opts: &RenderOptions,
     title_all: bool,
 ) -> io::Result<()> {
     writeln!(w, "<div class=\"gridpane\">")?;
     let hidden = hidden_ranges(msg, opts);
-    let br = rtext::ByteRegions::of(msg);
     for id in 0..=msg.buffers.len() as u32 {
         let h = hidden.get(id as usize).map_or(&[][..], Vec::as_slice);
         let (regions, _) = br.buffer(id);

@@ -290,25 +290,19 @@ pub fn grid(w: &mut dyn Write, msg: &Message<'_>, id: u32, color: bool) -> io::R
 /// The colour legend under a grid: the regions present, and `error` where a byte is in
 /// a node with an error.
 fn grid_legend(w: &mut dyn Write, regions: &[Option<Region>], errors: &[bool]) -> io::Result<()> {
+    let mut legend = String::from("legend:");
+    for r in Region::ALL
+        .into_iter()
+        .filter(|r| regions.contains(&Some(*r)))
     {
-        let mut present: Vec<Region> = Region::ALL
-            .iter()
-            .copied()
-            .filter(|r| regions.contains(&Some(*r)))
-            .collect();
-        present.dedup();
-        let mut legend = String::from("legend:");
-        for r in present {
-            legend.push_str("  ");
-            legend.push_str(&paint(true, r.label(), region_style(r)));
-        }
-        if errors.contains(&true) {
-            legend.push_str("  ");
-            legend.push_str(&paint(true, "error", grid_error_style()));
-        }
-        writeln!(w, "{legend}")?;
+        legend.push_str("  ");
+        legend.push_str(&paint(true, r.label(), region_style(r)));
     }
-    Ok(())
+    if errors.contains(&true) {
+        legend.push_str("  ");
+        legend.push_str(&paint(true, "error", grid_error_style()));
+    }
+    writeln!(w, "{legend}")
 }
 
 fn grid_error_style() -> Style {

@@ -361,6 +361,13 @@ impl SummaryFact {
 }
 
 impl Field {
+    /// Whether the levels below the whole tree may step over this field without
+    /// reading its value: the summary keeps nothing of it ([`SummaryFact::Never`]) and
+    /// its value does not steer the rest of the walk ([`super::plan::Role::STEERS`]).
+    pub fn skimmable(&self) -> bool {
+        self.summary == SummaryFact::Never && !self.role.has(super::plan::Role::STEERS)
+    }
+
     /// Whether a field called `name` of type `ty` (or an element of an array field) is
     /// read by the export's `messages` and `partitions` rows or by `kwire report`, and is
     /// not a [`SummaryFact::Always`] already: a partition entry's offsets, watermarks,

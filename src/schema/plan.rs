@@ -13,7 +13,7 @@
 //! type (name an error code, note a topic, read a protocol type...) is decided once per
 //! field when the schema is loaded: [`Role`].
 
-use super::model::{Field, FieldType, MessageDef, Prim, SummaryFact};
+use super::model::{Field, FieldType, MessageDef, Prim};
 use foldhash::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -286,11 +286,7 @@ impl Plan {
         for s in steps.iter_mut().rev() {
             let f = &fields[usize::from(s.field)];
             let fixed = match f.ty {
-                FieldType::Prim(p)
-                    if f.summary == SummaryFact::Never && !f.role.has(Role::STEERS) =>
-                {
-                    fixed_size(p)
-                }
+                FieldType::Prim(p) if f.skimmable() => fixed_size(p),
                 _ => None,
             };
             next = match fixed {
