@@ -64,9 +64,10 @@ fn frames(path: &Path) -> Vec<Frame> {
 
 /// Decodes the frames of `path` with a session at the summary level and one at the fact
 /// level, in capture order, and compares every message; and `kwire stats`' counts of
-/// the capture from those and from a session at the full level. Returns (messages,
-/// fast ones).
-fn compare(path: &Path) -> (usize, usize) {
+/// the capture from those and from a session at the full level; and what the
+/// [`FIELD_FILTERS`] say of the whole tree and of the summary and rows trees that keep
+/// their fields. Returns (messages, fast ones, field filter matches on the whole tree).
+fn compare(path: &Path) -> (usize, usize, usize) {
     let schema = Schema::embedded();
     let (o_sum, o_fact, o_full) = (
         opts(Detail::Summary),
@@ -78,6 +79,31 @@ fn compare(path: &Path) -> (usize, usize) {
     let mut s_full = Session::new(&schema, &o_full);
     let o_rows = opts(Detail::Rows);
     let mut s_rows = Session::new(&schema, &o_rows);
+    // Filters on schema fields, from the summary tree and the rows tree that keep the
+    // fields they read.
+    let names = kwire::filter::Known::of(&schema);
+    let field_filters: Vec<Filter> = FIELD_FILTERS
+        .iter()
+        .map(|f| Filter::parse_known(f, &names).unwrap())
+        .collect();
+    let keep = field_filters
+        .iter()
+        .fold(decode::KeptFields::default(), |k, f| {
+            k.union(&f.kept_fields())
+        });
+    let (o_ksum, o_krows) = (
+        DecodeOptions {
+            keep: keep.clone(),
+            ..opts(Detail::Summary)
+        },
+        DecodeOptions {
+            keep,
+            ..opts(Detail::Rows)
+        },
+    );
+    let mut s_ksum = Session::new(&schema, &o_ksum);
+    let mut s_krows = Session::new(&schema, &o_krows);
+    let (a5, a6) = (Buffers::new(), Buffers::new());
     let mut stats: [Stats; 3] = Default::default();
     let (a3, a4) = (Buffers::new(), Buffers::new());
     let row_filters: Vec<Filter> = ROW_FILTERS
@@ -99,12 +125,35 @@ fn compare(path: &Path) -> (usize, usize) {
         ..RenderOptions::default()
     };
     let (mut n, mut fast) = (0, 0);
+    let mut field_hits = [0usize; 2];
     let (a1, a2) = (Buffers::new(), Buffers::new());
     for f in frames(path) {
         let (m1, c1) = s_sum.decode(&f, &a1);
         let (m2, c2) = s_fact.decode(&f, &a2);
         let (m3, c3) = s_full.decode(&f, &a3);
         let (m4, c4) = s_rows.decode(&f, &a4);
+        let (m5, c5) = s_ksum.decode(&f, &a5);
+        let (m6, c6) = s_krows.decode(&f, &a6);
+        for (flt, text) in field_filters.iter().zip(FIELD_FILTERS) {
+            let facts = |c| MessageFacts {
+                capture: Some(c),
+                unanswered: None,
+            };
+            let whole = flt.matches(&m3, &facts(&c3));
+            let at = format!("{} frames {:?}: -Y '{text}'", path.display(), c3.frames);
+            assert_eq!(whole, flt.matches(&m5, &facts(&c5)), "{at}: summary tree");
+            assert_eq!(whole, flt.matches(&m6, &facts(&c6)), "{at}: rows tree");
+            field_hits[usize::from(whole)] += 1;
+        }
+        // The fields kept change nothing else.
+        let at = format!("{} frames {:?}", path.display(), c3.frames);
+        assert_eq!(
+            summary::line(&m1, Some(&c1), &RenderOptions::default()),
+            summary::line(&m5, Some(&c5), &RenderOptions::default()),
+            "{at}: summary line with fields kept"
+        );
+        assert_eq!(m1.problem_counts(), m5.problem_counts(), "{at}");
+        same_rows(&m3, &c3, &m6, &c6, &row_filters, &at);
         same_rows(
             &m3,
             &c3,
@@ -156,7 +205,66 @@ fn compare(path: &Path) -> (usize, usize) {
     let [sum, fact, full] = stats.map(|s| s.to_json().to_string());
     assert_eq!(full, sum, "{}: stats, summary tree", path.display());
     assert_eq!(full, fact, "{}: stats, fact trees", path.display());
-    (n, fast)
+    (n, fast, field_hits[1])
+}
+
+/// Display filters on schema fields that a tree below the whole one keeps
+/// (`Filter::kept_fields`): primitives of requests, responses, headers, nested
+/// protocols and internal-topic records.
+const FIELD_FILTERS: [&str; 12] = [
+    "ThrottleTimeMs > 0",
+    "SessionId != 0 || SessionEpoch == -1",
+    "FetchOffset > 10 && kind == request",
+    "MemberId",
+    "ErrorCode == 0",
+    "LeaderEpoch > 0 || CurrentLeaderEpoch == -1",
+    "ProducerId >= 0",
+    "GenerationId == 1 || GenerationIdOrMemberEpoch",
+    "!(MaxBytes > 1000) && api == Fetch",
+    "ReplicaId == -1 || IsolationLevel == 1",
+    "CoordinatorEpoch || CommitTimestamp || Offset > 3",
+    "Timestamp > 0 || HighWatermark || LogStartOffset >= 0",
+];
+
+/// The field filters read no more than their fields: `Filter::kept_fields` names them
+/// and they decide on the summary tree; a filter on a struct, an array, records or a
+/// qualified name still needs the whole tree.
+#[test]
+fn field_filters_keep_their_fields() {
+    let names = kwire::filter::Known::of(&Schema::embedded());
+    for f in FIELD_FILTERS {
+        let flt = Filter::parse_known(f, &names).unwrap();
+        assert!(!flt.needs_full_tree(), "{f}");
+        assert!(!flt.kept_fields().is_empty(), "{f}");
+        assert_eq!(flt.least_detail(), Detail::Summary, "{f}");
+    }
+    let flt = Filter::parse_known("ThrottleTimeMs > 0 || SessionId", &names).unwrap();
+    let kept = flt.kept_fields();
+    assert_eq!(
+        kept.names().collect::<Vec<_>>(),
+        ["ThrottleTimeMs", "SessionId"]
+    );
+    for f in [
+        "Topics",
+        "Partitions",
+        "Records",
+        "RecordBatch",
+        "Record",
+        "key",
+        "length",
+        "TopicRecord.Name",
+        "FetchTopic",
+        "ThrottleTimeMs > 0 && Topics",
+        "ApiKeys",
+    ] {
+        let flt = Filter::parse_known(f, &names).unwrap();
+        assert!(flt.needs_full_tree(), "{f}");
+        assert!(flt.kept_fields().is_empty(), "{f}");
+    }
+    // Without the schema, no field is known to be a primitive's.
+    assert!(Filter::parse("ThrottleTimeMs > 0")
+        .unwrap()
+        .needs_full_tree());
 }
 
 /// Display filters that read the summary tree (`!Filter::needs_full_tree`) but not only
@@ -266,9 +374,10 @@ fn which_filters_decide_on_facts() {
 
 /// `kwire read -Y F` keeps the same messages in its one-line summary (decoded by the
 /// fact walk, the summary walk or whole, as the filter needs) as in its tree (`-V`,
-/// always whole, printed to depth 0): the message numbers are the same, on every
-/// committed capture, for
-/// filters on facts and for those the zero error codes take part in.
+/// printed to depth 0: decided on the filter's level, then decoded whole) and as a
+/// filter that needs every message whole (`(F) && (record_type || !record_type)`): the
+/// message numbers are the same, on every committed capture, for filters on facts, on
+/// schema fields, and for those the zero error codes take part in.
 #[test]
 fn summary_and_tree_keep_the_same_messages() {
     let bin = env!("CARGO_BIN_EXE_kwire");
@@ -297,10 +406,15 @@ fn summary_and_tree_keep_the_same_messages() {
             "error_code != 0",
             "error_code < 1",
             "topic matches \"^lab\" && kind == request",
+            "ThrottleTimeMs > 0 || MemberId",
+            "ErrorCode == 0 && LeaderEpoch >= 0",
+            "SessionId || FetchOffset > 0",
         ]) {
             let line = numbers(&["read", c, "-Y", f]);
             let tree = numbers(&["read", c, "-Y", f, "-V", "--depth", "0"]);
             assert_eq!(line, tree, "{c}: -Y '{f}'");
+            let all = format!("({f}) && (record_type || !record_type)");
+            assert_eq!(line, numbers(&["read", c, "-Y", &all]), "{c}: -Y '{all}'");
             kept += line.len();
         }
     }
@@ -399,14 +513,16 @@ fn root() -> PathBuf {
 fn committed_captures_same_facts() {
     let files = common::capture_files(&root().join("captures"));
     assert!(files.len() > 10, "{files:?}");
-    let (mut n, mut fast) = (0, 0);
+    let (mut n, mut fast, mut hits) = (0, 0, 0);
     for p in &files {
-        let (a, b) = compare(p);
+        let (a, b, c) = compare(p);
         n += a;
         fast += b;
+        hits += c;
     }
-    eprintln!("captures/: {fast} of {n} messages by the fact walk");
+    eprintln!("captures/: {fast} of {n} messages by the fact walk; {hits} field filter matches");
     assert!(n > 1000, "{n} messages");
+    assert!(hits > 1000, "{hits} field filter matches");
     assert!(fast > n / 2, "{fast} of {n} messages by the fact walk");
 }
 
@@ -444,8 +560,8 @@ fn kwire_gen_captures_same_facts() {
             .output()
             .unwrap();
         assert!(st.status.success(), "{kind}: {st:?}");
-        let (n, fast) = compare(&out);
-        eprintln!("{kind}: {fast} of {n} messages by the fact walk");
+        let (n, fast, hits) = compare(&out);
+        eprintln!("{kind}: {fast} of {n} messages by the fact walk; {hits} field filter matches");
         assert!(n > 20, "{kind}: {n} messages");
         if kind == "chatter" || kind == "bulk" {
             assert!(fast * 10 > n * 9, "{kind}: {fast} of {n} by the fact walk");
@@ -584,7 +700,7 @@ fn stats_count_error_codes_of_other_names() {
         common::one_connection_pcap(&[(true, &req), (false, &resp)]),
     )
     .unwrap();
-    let (n, fast) = compare(&path);
+    let (n, fast, _) = compare(&path);
     assert_eq!((n, fast), (2, 2), "both messages by the fact walk");
     // What the counts hold, read from the fact trees.
     let o = opts(Detail::Facts);
@@ -732,4 +848,59 @@ fn snapshot_records_at_every_level() {
         &[r#"topic == "metadata.version""#],
         "snapshot",
     );
+}
+
+/// `kwire read -Y F` with a printer of whole trees decodes each message at the level `F`
+/// decides on and again whole when `F` keeps it (`RunOptions::whole`): what it prints,
+/// and its closing line, are what it prints when every message is decoded whole (`F`
+/// joined to a test that needs the whole tree), at one thread and at three.
+#[test]
+fn two_step_trees_are_whole_trees() {
+    let bin = env!("CARGO_BIN_EXE_kwire");
+    let run = |args: &[&str]| -> (Vec<u8>, String) {
+        let o = std::process::Command::new(bin)
+            .args(args)
+            .args(["--color", "never"])
+            .output()
+            .unwrap();
+        (o.stdout, String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let files = common::capture_files(&root().join("captures"));
+    let pcaps: Vec<_> = files
+        .iter()
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "pcap") && !p.to_string_lossy().contains("/tls/")
+        })
+        .collect();
+    assert!(pcaps.len() > 5, "{pcaps:?}");
+    let mut printed = 0;
+    for p in pcaps {
+        let c = p.to_str().unwrap();
+        for f in [
+            "ThrottleTimeMs > 0 || MemberId",
+            "api == Fetch && kind == response",
+            "topic || error_code ~= 0",
+        ] {
+            let all = format!("({f}) && (record_type || !record_type)");
+            for mode in [&["-V"][..], &["-T", "json"], &["-x"], &["-V", "-x"]] {
+                for threads in ["1", "3"] {
+                    let args = |flt: &str| {
+                        let mut v = vec!["read", c, "-Y"];
+                        v.push(flt);
+                        v.extend_from_slice(mode);
+                        v.extend(["--threads", threads]);
+                        v.into_iter().map(str::to_string).collect::<Vec<_>>()
+                    };
+                    let (a, b) = (args(f), args(&all));
+                    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+                    let b: Vec<&str> = b.iter().map(String::as_str).collect();
+                    let (two, whole) = (run(&a), run(&b));
+                    assert!(two.0 == whole.0, "{c}: {a:?}: the output differs");
+                    assert_eq!(two.1, whole.1, "{c}: {a:?}: stderr");
+                    printed += two.0.len();
+                }
+            }
+        }
+    }
+    assert!(printed > 1_000_000, "{printed} bytes printed");
 }

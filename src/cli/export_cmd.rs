@@ -348,6 +348,7 @@ fn export_one(
             DecodeOptions {
                 fold_frame_arrays: false,
                 detail: rows_detail(flt, a.records),
+                keep: flt.map(Filter::kept_fields).unwrap_or_default(),
                 ..DecodeOptions::default()
             },
             &mut run,

@@ -166,8 +166,9 @@ impl FilterArgs {
     /// A bad `-Y` expression (with a caret under its column), an `--api` no schema knows.
     pub fn filter(&self, schema: &Schema) -> Result<Option<Filter>, CliError> {
         let mut parts = Vec::new();
+        let names = filter::Known::of(schema);
         if let Some(e) = &self.display_filter {
-            Filter::parse_known(e, &filter::Known::of(schema))
+            Filter::parse_known(e, &names)
                 .map_err(|e| CliError::Usage(format!("-Y: {e}\n{}", e.pointer())))?;
             parts.push(format!("({e})"));
         }
@@ -219,7 +220,9 @@ impl FilterArgs {
         if parts.is_empty() {
             return Ok(None);
         }
-        Filter::parse(&parts.join(" && "))
+        // With the schema, so that the filter knows which of its fields a lighter tree
+        // can keep (Filter::kept_fields).
+        Filter::parse_known(&parts.join(" && "), &names)
             .map(Some)
             .map_err(|e| CliError::Usage(format!("the filter options: {e}\n{}", e.pointer())))
     }
@@ -491,6 +494,19 @@ pub fn read_command(
     } else {
         Detail::Full
     };
+    // A printer of whole trees behind a filter that decides on less: each message is
+    // decoded at the filter's level first, and whole only when the filter keeps it.
+    let two_steps = detail == Detail::Full && flt.as_ref().is_some_and(|f| !f.needs_full_tree());
+    let (detail, whole) = match &flt {
+        Some(f) if two_steps => (
+            f.least_detail(),
+            Some(DecodeOptions {
+                max_nodes: a.out.max_nodes,
+                ..DecodeOptions::default()
+            }),
+        ),
+        _ => (detail, None),
+    };
     let flush_each =
         a.view.line_flush || a.capture.live.is_live() || std::io::stdout().is_terminal();
     if let Some(f) = &fields {
@@ -502,6 +518,18 @@ pub fn read_command(
     let dopts = DecodeOptions {
         detail,
         max_nodes: a.out.max_nodes,
+        // A filter or a column on schema fields reads them from the summary tree (at the
+        // whole tree, every field is there anyway).
+        keep: flt
+            .as_ref()
+            .map(Filter::kept_fields)
+            .unwrap_or_default()
+            .union(
+                &fields
+                    .as_ref()
+                    .map(view::Fields::kept_fields)
+                    .unwrap_or_default(),
+            ),
         ..DecodeOptions::default()
     };
     let limit = a.view.count;
@@ -526,6 +554,7 @@ pub fn read_command(
                 View::Format(OutputFormat::JSON | OutputFormat::VALUES)
             ))
         },
+        whole,
         ..RunOptions::default()
     };
     // The printer: the pages (one document over the captures), or one of the others.
@@ -733,6 +762,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
     // fact walk gives them; a filter that decides on the summary tree's facts gets that.
     let dopts = DecodeOptions {
         detail: flt.as_ref().map_or(Detail::Facts, Filter::least_detail),
+        keep: flt.as_ref().map(Filter::kept_fields).unwrap_or_default(),
         ..DecodeOptions::default()
     };
     let mut st = crate::traffic::Stats::default();

@@ -194,6 +194,10 @@ pub fn report_command(
             file,
             DecodeOptions {
                 detail: super::export_cmd::rows_detail(flt.as_ref(), false),
+                keep: flt
+                    .as_ref()
+                    .map(crate::filter::Filter::kept_fields)
+                    .unwrap_or_default(),
                 ..DecodeOptions::default()
             },
             &mut run,

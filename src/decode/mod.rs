@@ -109,6 +109,52 @@ pub struct DecodeOptions {
     /// arrays are bounded by the frame's bytes. Arrays inside decompressed data (the
     /// records of internal topics) and record lists fold either way.
     pub fold_frame_arrays: bool,
+    /// Schema fields that the levels below [`Detail::Full`] keep besides what the level
+    /// keeps: the fields a display filter reads ([`crate::filter::Filter::kept_fields`]),
+    /// so that it decides on a lighter tree as on the whole one. Empty by default.
+    pub keep: KeptFields,
+}
+
+/// Names of schema fields (`ThrottleTimeMs`, `SessionId`) whose every node a tree below
+/// [`Detail::Full`] keeps, value and all, as the whole tree has it: read, never stepped
+/// over. Cheap to clone (shared), empty by default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeptFields(Option<std::sync::Arc<[Box<str>]>>);
+
+impl KeptFields {
+    /// The fields called `names` (none: an empty set).
+    pub fn new<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> KeptFields {
+        let v: Vec<Box<str>> = names.into_iter().map(|n| n.as_ref().into()).collect();
+        KeptFields((!v.is_empty()).then(|| v.into()))
+    }
+
+    /// Whether no field is named.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// Whether a field called `name` is kept.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0
+            .as_deref()
+            .is_some_and(|v| v.iter().any(|k| **k == *name))
+    }
+
+    /// The names, in the order given.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.as_deref().unwrap_or_default().iter().map(|k| &**k)
+    }
+
+    /// The fields of `self` and those of `other` not among them.
+    pub fn union(&self, other: &KeptFields) -> KeptFields {
+        if other.is_empty() {
+            return self.clone();
+        }
+        KeptFields::new(
+            self.names()
+                .chain(other.names().filter(|n| !self.contains(n))),
+        )
+    }
 }
 
 /// How much of the tree the decoder keeps. Every byte is read and checked the same way
@@ -156,6 +202,7 @@ impl Default for DecodeOptions {
             detail: Detail::Full,
             max_nodes: DecodeOptions::DEFAULT_MAX_NODES,
             fold_frame_arrays: true,
+            keep: KeptFields::default(),
         }
     }
 }
@@ -929,5 +976,27 @@ pub fn sasl_token<'a>(arena: &'a Buffers, frame: &'a [u8], direction: Direction)
         buffers: Vec::new(),
         tree: root,
         guess: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KeptFields;
+
+    #[test]
+    fn kept_fields_union_keeps_order_and_drops_repeats() {
+        let a = KeptFields::new(["ThrottleTimeMs", "SessionId"]);
+        let b = KeptFields::new(["SessionId", "MemberId"]);
+        let u = a.union(&b);
+        assert_eq!(
+            u.names().collect::<Vec<_>>(),
+            ["ThrottleTimeMs", "SessionId", "MemberId"]
+        );
+        assert!(u.contains("MemberId") && !u.contains("Member") && !u.contains("memberid"));
+        let none = KeptFields::new(Vec::<String>::new());
+        assert!(none.is_empty() && !none.contains(""));
+        assert_eq!(none, KeptFields::default());
+        assert_eq!(none.union(&a), a);
+        assert_eq!(a.union(&none), a);
     }
 }

@@ -116,7 +116,8 @@ impl<'c, 'a> Walk<'c, 'a> {
     /// [`Detail::Full`] and in the header; at [`Detail::Summary`] when it holds an
     /// error, a warning or children, or when `f` is a [`SummaryFact`] of the summary
     /// line, the session or `kwire read`'s filters; at [`Detail::Rows`] also when `f`
-    /// is a row fact ([`Field::row`]) or an error code, zero included.
+    /// is a row fact ([`Field::row`]) or an error code, zero included; below
+    /// [`Detail::Full`] also when the options name `f` ([`super::DecodeOptions::keep`]).
     fn keeps(&self, f: Option<&Field>, n: &Node<'_>) -> bool {
         if self.cx.opts.detail == Detail::Full
             || self.guide_style
@@ -131,6 +132,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         };
         f.summary.keeps(&n.value)
             || (self.cx.opts.detail == Detail::Rows && (f.row || f.summary == SummaryFact::NonZero))
+            || self.cx.opts.keep.contains(&f.name)
     }
 
     /// At [`Detail::Summary`], reads field `f` (which the summary does not keep) without
@@ -300,7 +302,9 @@ impl<'c, 'a> Walk<'c, 'a> {
         let skims = !full && !self.guide_style;
         // A run may hold row facts ([`Field::row`]), which the rows detail keeps: there
         // each field is skimmed (or kept) on its own.
-        let runs = skims && self.cx.opts.detail != Detail::Rows;
+        // So may the fields a filter reads ([`super::DecodeOptions::keep`]).
+        let keep = &self.cx.opts.keep;
+        let runs = skims && self.cx.opts.detail != Detail::Rows && keep.is_empty();
         let rows = self.cx.opts.detail == Detail::Rows;
         let mut k = 0;
         while let Some(step) = plan.steps.get(k) {
@@ -313,7 +317,12 @@ impl<'c, 'a> Walk<'c, 'a> {
                 continue;
             }
             k += 1;
-            if skims && f.skimmable() && !(rows && f.row) && self.skim(r, f) {
+            if skims
+                && f.skimmable()
+                && !(rows && f.row)
+                && !keep.contains(&f.name)
+                && self.skim(r, f)
+            {
                 continue;
             }
             let sub = step.home.as_ref().and_then(|h| h.fields(self.def));

@@ -80,7 +80,13 @@ fn run<T: Send + 'static>(
 
 /// The messages (numbers in the source) a display filter keeps, found in order.
 pub fn filter(src: Arc<dyn Source>, f: Filter) -> Arc<Scan<Vec<usize>>> {
-    let detail = f.least_detail();
+    // The explorer's levels do not keep a filter's fields: a filter on them reads the
+    // whole tree.
+    let detail = if f.kept_fields().is_empty() {
+        f.least_detail()
+    } else {
+        Detail::Full
+    };
     run(src, detail, Vec::new(), move |hits, i, m, ctx| {
         let fctx = filter::MessageFacts {
             capture: Some(ctx),

@@ -396,6 +396,9 @@ enum Expr {
 pub struct Filter {
     expr: Expr,
     text: String,
+    /// The schema fields the filter tests, when a tree below the whole one that keeps
+    /// them decides as the whole tree does (every one [`Known::is_light`]); else empty.
+    kept: Vec<String>,
 }
 
 impl Filter {
@@ -438,10 +441,25 @@ impl Filter {
             )
         })?;
         let expr_tree = lower(raw, &|at, m| err(at, m), known)?;
+        let mut kept = Vec::new();
+        fields_tested(&expr_tree, &mut kept);
+        if !known.is_some_and(|k| kept.iter().all(|f| k.is_light(f))) {
+            kept.clear();
+        }
         Ok(Filter {
             expr: expr_tree,
             text: expr.to_string(),
+            kept,
         })
+    }
+
+    /// The schema fields a tree below the whole one must keep for the filter to decide
+    /// on it as on the whole tree ([`crate::decode::DecodeOptions::keep`]): the fields
+    /// it tests when each is a primitive field everywhere ([`Known::is_light`]) and the
+    /// filter was parsed with the schema ([`Filter::parse_known`]); else none, and a
+    /// filter that tests a field [`Filter::needs_full_tree`].
+    pub fn kept_fields(&self) -> crate::decode::KeptFields {
+        crate::decode::KeptFields::new(&self.kept)
     }
 
     /// The expression as given.
@@ -449,22 +467,25 @@ impl Filter {
         &self.text
     }
 
-    /// Whether the filter reads schema fields (so the message must be decoded whole,
-    /// not at the summary detail level, which keeps only headers, topics, partitions,
-    /// group ids, non-zero error codes and problems), or tests `error_code` in a way
-    /// the zero codes take part in: `error_code` alone, `!=` and `===` (which ask about
-    /// every code), and relations that 0 satisfies (`~= 3`, `< 1`).
+    /// Whether the filter reads schema fields that a lighter tree does not keep as the
+    /// whole tree has them (so the message must be decoded whole, not at the summary
+    /// detail level, which keeps only headers, topics, partitions, group ids, non-zero
+    /// error codes, problems and the [`Filter::kept_fields`]), tests `record_type`, or
+    /// tests `error_code` in a way the zero codes take part in: `error_code` alone, `!=`
+    /// and `===` (which ask about every code), and relations that 0 satisfies (`~= 3`,
+    /// `< 1`).
     pub fn needs_full_tree(&self) -> bool {
-        fn go(e: &Expr) -> bool {
+        fn go(e: &Expr, kept: &[String]) -> bool {
             match e {
-                Expr::And(v) | Expr::Or(v) => v.iter().any(go),
-                Expr::Not(a) => go(a),
-                Expr::Test(Name::Field(_) | Name::Prop(Prop::RecordType), _) => true,
+                Expr::And(v) | Expr::Or(v) => v.iter().any(|e| go(e, kept)),
+                Expr::Not(a) => go(a, kept),
+                Expr::Test(Name::Field(f), _) => !kept.contains(f),
+                Expr::Test(Name::Prop(Prop::RecordType), _) => true,
                 Expr::Test(Name::Prop(Prop::ErrorCode), rel) => !decided_by_nonzero(rel),
                 Expr::Test(..) => false,
             }
         }
-        go(&self.expr)
+        go(&self.expr, &self.kept)
     }
 
     /// Whether the filter decides on what a fact tree holds
@@ -492,8 +513,9 @@ impl Filter {
         go(&self.expr)
     }
 
-    /// The lightest detail level the filter decides on as on the whole tree: the fact
-    /// trees ([`Filter::decides_on_facts`]), else the summary tree unless it
+    /// The lightest detail level the filter decides on as on the whole tree, given that
+    /// the decoder keeps its [`Filter::kept_fields`] ([`crate::decode::DecodeOptions::keep`]):
+    /// the fact trees ([`Filter::decides_on_facts`]), else the summary tree unless it
     /// [`Filter::needs_full_tree`], else the whole tree.
     pub fn least_detail(&self) -> crate::decode::Detail {
         use crate::decode::Detail;
@@ -964,6 +986,20 @@ fn num(i: impl Into<i128>) -> Occurrence<'static> {
 /// The type's name without a version (`TopicRecord v0` -> `TopicRecord`).
 fn type_name(ty: &str) -> &str {
     ty.split_once(' ').map_or(ty, |(t, _)| t)
+}
+
+/// The schema fields `e` tests, each once, in the order written.
+fn fields_tested(e: &Expr, out: &mut Vec<String>) {
+    match e {
+        Expr::And(v) | Expr::Or(v) => v.iter().for_each(|e| fields_tested(e, out)),
+        Expr::Not(a) => fields_tested(a, out),
+        Expr::Test(Name::Field(f), _) => {
+            if !out.contains(f) {
+                out.push(f.clone());
+            }
+        }
+        Expr::Test(..) => {}
+    }
 }
 
 /// Whether node `n` is named by `f`: its name (or an element of it, `Topics[3]`), or,

@@ -9,7 +9,7 @@
 //! protocol name") before it reads a packet; [`Known`] is what lets kwire do the same.
 
 use super::{PREDICATES, PROPERTIES};
-use crate::schema::model::Field;
+use crate::schema::model::{Field, FieldType, Prim};
 use crate::schema::Schema;
 use std::collections::BTreeSet;
 
@@ -106,29 +106,58 @@ pub const DECODER_NAMES: &[&str] = &[
     "directory.id",
 ];
 
+/// The types the decoders give nodes of their own (`RecordBatch`, `Record v2`'s
+/// `Record`, a control record's key): a filter name that starts with a capital names a
+/// node of that type too, so no such name is a plain field's ([`Known::is_light`]).
+const DECODER_TYPES: &[&str] = &[
+    "RecordBatch",
+    "Records",
+    "Record",
+    "Header",
+    "Message",
+    "MessageSet",
+    "LegacyRecord",
+    "ControlRecordKey",
+    "EndTxnMarker",
+    "SaslToken",
+    "UnalignedRecords",
+    "RequestHeader",
+    "ResponseHeader",
+];
+
 /// Every name a filter or `-e` may use with a given schema, and the values some
 /// properties take (API names).
 #[derive(Clone, Debug, Default)]
 pub struct Known {
     fields: BTreeSet<String>,
     apis: Vec<String>,
+    /// The fields a tree below the whole one can keep exactly ([`Known::is_light`]).
+    light: BTreeSet<String>,
 }
 
 impl Known {
     /// The names of `schema` (all its definitions, every version) and the decoder's.
     pub fn of(schema: &Schema) -> Known {
-        fn walk(fs: &[Field], out: &mut BTreeSet<String>) {
+        fn walk(fs: &[Field], out: &mut BTreeSet<String>, other: &mut BTreeSet<String>) {
             for f in fs {
                 out.insert(f.name.clone());
                 if let Some(s) = f.struct_name() {
                     out.insert(s.to_string());
+                    other.insert(s.to_string());
                 }
-                walk(&f.fields, out);
+                if !matches!(f.ty, FieldType::Prim(p) if p != Prim::Records) {
+                    other.insert(f.name.clone());
+                }
+                walk(&f.fields, out, other);
             }
         }
         let mut fields: BTreeSet<String> = DECODER_NAMES.iter().map(|s| s.to_string()).collect();
+        // Names that are not a primitive field's everywhere: structs, arrays, records,
+        // messages, the decoder's own nodes.
+        let mut other = fields.clone();
         for d in schema.definitions() {
             fields.insert(d.def.name.clone());
+            other.insert(d.def.name.clone());
             if d.def.name == "QuorumStateData" {
                 // quorum-state files are JSON of it, keyed in lowerCamelCase (`leaderId`).
                 for f in &d.def.fields {
@@ -138,18 +167,38 @@ impl Known {
                     }
                 }
             }
-            walk(&d.def.fields, &mut fields);
+            walk(&d.def.fields, &mut fields, &mut other);
             for s in &d.def.common_structs {
                 fields.insert(s.name.clone());
-                walk(&s.fields, &mut fields);
+                other.insert(s.name.clone());
+                walk(&s.fields, &mut fields, &mut other);
             }
         }
+        let light = fields
+            .iter()
+            .filter(|f| !other.contains(*f) && !DECODER_TYPES.contains(&f.as_str()))
+            .cloned()
+            .collect();
         let apis = schema
             .api_keys()
             .into_iter()
             .filter_map(|k| schema.api_name(k).map(str::to_string))
             .collect();
-        Known { fields, apis }
+        Known {
+            fields,
+            apis,
+            light,
+        }
+    }
+
+    /// Whether every node a whole tree may hold under the name `name` is a schema
+    /// field of a primitive type (not `records`, not an array, not a struct), so that
+    /// a tree below the whole one that keeps the fields so named
+    /// ([`crate::decode::DecodeOptions::keep`]) has each of them as the whole tree has
+    /// it: no struct, array, message or node of the decoder's own shares the name, and
+    /// no node's type is called so.
+    pub fn is_light(&self, name: &str) -> bool {
+        self.light.contains(name)
     }
 
     /// Whether `name` (one part of a dotted name) is a field, struct or message name.

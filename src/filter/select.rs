@@ -40,4 +40,14 @@ impl<W: Work + ?Sized> Work for Select<'_, W> {
             Ok(None)
         }
     }
+
+    /// The messages the filter keeps (decided on the lighter tree the run decoded first,
+    /// which the filter decides on as on the whole one: [`Filter::least_detail`]).
+    fn wants_whole(&self, m: &Message<'_>, ctx: &Context) -> bool {
+        let facts = MessageFacts {
+            capture: Some(ctx),
+            unanswered: self.unanswered,
+        };
+        self.filter.is_none_or(|f| f.matches(m, &facts))
+    }
 }

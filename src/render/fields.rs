@@ -24,6 +24,9 @@ pub struct Fields {
     quote: Option<char>,
     which: Which,
     aggregator: String,
+    /// The schema-field columns a tree below the whole one keeps as the whole tree has
+    /// them ([`filter::Known::is_light`]), once [`Fields::checked`].
+    kept: Vec<String>,
 }
 
 /// tshark's `/t` and `/s` for tab and space.
@@ -44,6 +47,7 @@ impl Fields {
     /// An `-E` option tshark does not have, or a value it does not take, as a message.
     pub fn new(names: Vec<String>, opts: &[String]) -> Result<Fields, String> {
         let mut f = Fields {
+            kept: Vec::new(),
             names,
             header: false,
             separator: "\t".into(),
@@ -84,18 +88,31 @@ impl Fields {
     ///
     /// # Errors
     /// The first unknown name, with the nearest known names, as a message.
-    pub fn checked(self, schema: &crate::schema::Schema) -> Result<Fields, String> {
+    pub fn checked(mut self, schema: &crate::schema::Schema) -> Result<Fields, String> {
         let known = filter::Known::of(schema);
         for n in &self.names {
             filter::check_name(n, &known).map_err(|(_, m)| format!("-e {n}: {m}"))?;
+            if !filter::is_property(n) && known.is_light(n) && !self.kept.contains(n) {
+                self.kept.push(n.clone());
+            }
         }
         Ok(self)
     }
 
-    /// Whether a column is in the whole tree only (a schema field, `record_type`,
-    /// `error_code`: [`filter::name_needs_full_tree`]), so messages must be decoded whole.
+    /// Whether a column is in the whole tree only (a schema field a lighter tree does
+    /// not keep as it is, `record_type`, `error_code`: [`filter::name_needs_full_tree`]),
+    /// so messages must be decoded whole.
     pub fn needs_full_tree(&self) -> bool {
-        self.names.iter().any(|n| filter::name_needs_full_tree(n))
+        self.names
+            .iter()
+            .any(|n| filter::name_needs_full_tree(n) && !self.kept.contains(n))
+    }
+
+    /// The schema fields a tree below the whole one must keep for these columns
+    /// ([`crate::decode::DecodeOptions::keep`]): the columns of primitive fields
+    /// ([`filter::Known::is_light`]), once [`Fields::checked`].
+    pub fn kept_fields(&self) -> crate::decode::KeptFields {
+        crate::decode::KeptFields::new(&self.kept)
     }
 
     /// Whether every column is one a fact tree gives as the whole tree does

@@ -387,6 +387,14 @@ pub trait Work: Sync {
         ctx: &Context,
         out: &mut dyn Write,
     ) -> std::io::Result<Self::Output>;
+
+    /// Whether message `m`, decoded at the run's detail level, is to be decoded again
+    /// whole before [`Work::message`] is given it, when the run decodes in two steps
+    /// ([`RunOptions::whole`]): a display filter that decides on a lighter tree keeps it
+    /// for a printer of whole trees. No by default.
+    fn wants_whole(&self, _m: &Message<'_>, _ctx: &Context) -> bool {
+        false
+    }
 }
 
 impl<O: Send, F> Work for F
@@ -440,6 +448,37 @@ pub struct RunOptions {
     /// The times of the first and the latest message read so far, carried from capture
     /// to capture (they set [`Context::first_time`] and [`Context::previous_time`]).
     pub times: Option<((i64, u32), (i64, u32))>,
+    /// Decode in two steps: each message at the run's options first, and again with
+    /// these (whole, [`Detail::Full`]) when the work asks for it ([`Work::wants_whole`]).
+    /// `kwire read -V -Y F` decodes at the level `F` decides on and whole only the
+    /// messages `F` keeps. None: one step.
+    pub whole: Option<DecodeOptions>,
+}
+
+/// Decodes frame `f`, prepared as `p`, at `dopts` into `arena` and gives the message to
+/// `then`; with `whole`, first asks `work` whether it wants the message whole
+/// ([`Work::wants_whole`]), and if so decodes it again at `whole` and gives `then` that.
+#[allow(clippy::too_many_arguments)]
+fn decode_prepared<W: Work + ?Sized, R>(
+    schema: &Schema,
+    p: &Prepared,
+    f: &input::Frame,
+    dopts: &DecodeOptions,
+    whole: Option<&DecodeOptions>,
+    work: &W,
+    arena: &mut Buffers,
+    then: impl FnOnce(&Message<'_>) -> R,
+) -> R {
+    arena.reset();
+    let whole = {
+        let m = p.decode(schema, dopts, f, arena);
+        match whole {
+            Some(w) if work.wants_whole(&m, &p.ctx) => w,
+            _ => return then(&m),
+        }
+    };
+    arena.reset();
+    then(&p.decode(schema, whole, f, arena))
 }
 
 /// Reads a capture, decodes every Kafka message (pairing responses with requests) at
@@ -468,6 +507,7 @@ pub fn run_capture<W: Work + ?Sized>(
     sink: &mut dyn Sink<W::Output>,
 ) -> Result<Outcome, RunError> {
     let (quiet, limit) = (run.quiet, run.limit);
+    let whole = run.whole.clone();
     let path = file.path;
     let mut live = None;
     let raw: Box<dyn Read + Send> = if let Some(lopts) = &a.live {
@@ -568,6 +608,7 @@ pub fn run_capture<W: Work + ?Sized>(
         ctx.previous_time = previous;
         *times = Some((first, ctx.time));
     };
+    let whole_ref = whole.as_ref();
     let res = if run.threads <= 1 {
         // One arena for every message: emptied after each, so its memory is reused.
         let mut arena = Buffers::new();
@@ -577,6 +618,26 @@ pub fn run_capture<W: Work + ?Sized>(
             }
             match ev {
                 Event::Notice(n) => tally.tell(&n, all, &say_line),
+                Event::Frame(f) if whole.is_some() => {
+                    // In two steps: prepared as for the workers, decoded here.
+                    tally.frame(&f);
+                    let mut p = session.prepare(&f);
+                    place(&mut p.ctx);
+                    for n in session.notices.drain(..) {
+                        tally.tell(&n, all, &say_line);
+                    }
+                    let (dopts, w) = (&dopts, whole.as_ref());
+                    let done = decode_prepared(schema, &p, &f, dopts, w, work, &mut arena, |m| {
+                        work.message(m, &p.ctx, out).map(|o| (o, problems(m)))
+                    });
+                    match done {
+                        Ok((o, pr)) => count(o, pr),
+                        Err(e) => {
+                            io_err = Some(e);
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
                 Event::Frame(f) => {
                     arena.reset();
                     let arena = &arena;
@@ -597,7 +658,7 @@ pub fn run_capture<W: Work + ?Sized>(
             }
         })
     } else {
-        let dopts = &dopts;
+        let (dopts, whole) = (&dopts, whole_ref);
         // A job is a batch of frames, so that small messages do not each pay for a
         // hand-over between threads. The batch goes back with the results, to be freed
         // on the reading thread that allocated it: freeing another thread's allocations
@@ -614,11 +675,10 @@ pub fn run_capture<W: Work + ?Sized>(
                     Err(_) => &mut fresh,
                 };
                 for (f, p) in &batch {
-                    arena.reset();
-                    let arena = &*arena;
-                    let m = p.decode(schema, dopts, f, arena);
-                    let o = work.message(&m, &p.ctx, w)?;
-                    outs.push((o, problems(&m)));
+                    let o = decode_prepared(schema, p, f, dopts, whole, work, arena, |m| {
+                        work.message(m, &p.ctx, w).map(|o| (o, problems(m)))
+                    })?;
+                    outs.push(o);
                 }
                 arena.reset();
                 Ok::<(), std::io::Error>(())
