@@ -99,6 +99,12 @@ struct Entry {
     title: String,
     short: String,
     html: String,
+    /// What the entry counts against `MAX_WAITING_BYTES`: its HTML's length, or one past
+    /// the bound for a deferred one.
+    bytes: usize,
+    /// Its HTML is over `MAX_WAITING_BYTES`, so it is not held: it is rendered straight
+    /// into the document when written, which is at once (`html` stays empty).
+    deferred: bool,
     connection: u32,
     correlation_id: Option<i32>,
     request: bool,
@@ -182,16 +188,38 @@ impl Doc {
         };
         self.added += 1;
         let n = self.added;
-        let mut buf = Vec::new();
         let sid = format!("m{n}");
-        h::message_html(&mut buf, m, &sid, &opts)?;
-        if let Some(d) = user_definition(schema, m) {
-            writeln!(
-                buf,
-                "<details><summary>kafka message schema (.json)</summary><pre class=\"json\">{}</pre></details>",
-                esc(&d)
-            )?;
-        }
+        let mut body = |w: &mut dyn Write| -> io::Result<()> {
+            h::message_html(w, m, &sid, &opts)?;
+            if let Some(d) = user_definition(schema, m) {
+                writeln!(
+                    w,
+                    "<details><summary>kafka message schema (.json)</summary><pre class=\"json\">{}</pre></details>",
+                    esc(&d)
+                )?;
+            }
+            Ok(())
+        };
+        // A page over what the waiting rows may hold together is not held at all: it is
+        // written at once (the bound sends every row before it out alone), rendered
+        // again straight into the document, so that memory does not follow the largest
+        // message's HTML (some 60 MB for a 1 MB Produce).
+        let mut buf = super::Capped::new(MAX_WAITING_BYTES);
+        let deferred = match body(&mut buf) {
+            Ok(()) => false,
+            Err(_) if buf.over() => true,
+            Err(e) => return Err(e),
+        };
+        let html = if deferred {
+            String::new()
+        } else {
+            crate::text::utf8_owned(buf.into_inner())
+        };
+        let bytes = if deferred {
+            MAX_WAITING_BYTES + 1
+        } else {
+            html.len()
+        };
         let name = m.api_name.unwrap_or("unknown API");
         let e = Entry {
             n,
@@ -204,14 +232,16 @@ impl Doc {
                     .map(|c| c.to_string())
                     .unwrap_or_else(|| "?".into())
             ),
-            html: crate::text::utf8_owned(buf),
+            html,
+            bytes,
+            deferred,
             connection: ctx.map(|c| c.connection).unwrap_or(stream),
             correlation_id: m.correlation_id,
             request: m.direction == Direction::Request,
             mate: None,
             done: false,
         };
-        self.queued_bytes += e.html.len();
+        self.queued_bytes += e.bytes;
         // A response goes beside the first request still waiting for it.
         let waiting = (!e.request)
             .then(|| {
@@ -248,7 +278,24 @@ impl Doc {
                 waiting -= 1;
             }
         }
-        self.write_ready(w, false)
+        self.write_ready(w, false, &mut body)?;
+        // (A deferred page is always written above; should one stay, it is held as any.)
+        let hold = |x: &mut Entry| -> io::Result<()> {
+            if x.deferred {
+                let mut v = Vec::new();
+                body(&mut v)?;
+                x.html = crate::text::utf8_owned(v);
+                x.deferred = false;
+            }
+            Ok(())
+        };
+        for q in self.queue.iter_mut() {
+            hold(q)?;
+            if let Some(m) = q.mate.as_deref_mut() {
+                hold(m)?;
+            }
+        }
+        Ok(())
     }
 
     /// How many messages were added.
@@ -261,8 +308,14 @@ impl Doc {
         self.added == 0
     }
 
-    /// Writes the rows at the front of the queue whose place is known (all with `all`).
-    fn write_ready(&mut self, w: &mut dyn Write, all: bool) -> io::Result<()> {
+    /// Writes the rows at the front of the queue whose place is known (all with `all`);
+    /// a deferred page ([`Entry::deferred`]: the message being added) by `render`.
+    fn write_ready(
+        &mut self,
+        w: &mut dyn Write,
+        all: bool,
+        render: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
         while let Some(front) = self.queue.front() {
             if !(all || front.done || front.mate.is_some()) {
                 break;
@@ -270,7 +323,7 @@ impl Doc {
             let Some(mut e) = self.queue.pop_front() else {
                 break;
             };
-            self.queued_bytes -= e.html.len() + e.mate.as_ref().map_or(0, |m| m.html.len());
+            self.queued_bytes -= e.bytes + e.mate.as_ref().map_or(0, |m| m.bytes);
             let class = if e.mate.is_some() { "pair" } else { "single" };
             writeln!(w, "<div class=\"{class}\">")?;
             let mate_n = e.mate.as_ref().map(|m| m.n);
@@ -283,7 +336,11 @@ impl Doc {
                 writeln!(w, "<section class=\"msg\" id=\"m{}\">", x.n)?;
                 writeln!(w, "<h2>{}. {}</h2>", x.n, esc(&x.short))?;
                 writeln!(w, "<div class=\"title\">{}</div>", esc(&x.title))?;
-                w.write_all(x.html.as_bytes())?;
+                if x.deferred {
+                    render(w)?;
+                } else {
+                    w.write_all(x.html.as_bytes())?;
+                }
                 writeln!(w, "</section>")?;
             }
             writeln!(w, "</div>")?;
@@ -302,7 +359,8 @@ impl Doc {
             h::doc_head(w, &self.title)?;
             writeln!(w, "<h1>{}</h1>", esc(&self.title))?;
         }
-        self.write_ready(w, true)?;
+        // Nothing deferred waits here (see `add`).
+        self.write_ready(w, true, &mut |_| Ok(()))?;
         writeln!(
             w,
             "<nav class=\"toc\" id=\"contents\"><h2>Contents</h2><p class=\"intro\">{} messages.</p><ol>",

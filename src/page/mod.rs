@@ -302,6 +302,50 @@ impl Side {
     }
 }
 
+/// A page's HTML, refused (a write error) once it would grow past `cap` bytes: the
+/// writing stops at the first byte past the cap, so a message of megabytes (some 60
+/// bytes of HTML a byte of grid) is found too large without being written whole.
+pub(crate) struct Capped {
+    buf: Vec<u8>,
+    cap: usize,
+    over: bool,
+}
+
+impl Capped {
+    /// An empty page of at most `cap` bytes.
+    pub(crate) fn new(cap: usize) -> Capped {
+        Capped {
+            buf: Vec::new(),
+            cap,
+            over: false,
+        }
+    }
+
+    /// Whether a write was refused for the cap.
+    pub(crate) fn over(&self) -> bool {
+        self.over
+    }
+
+    /// The bytes written (all of them unless [`Capped::over`]).
+    pub(crate) fn into_inner(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() + b.len() > self.cap {
+            self.over = true;
+            return Err(std::io::Error::other("over the page's cap"));
+        }
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The decode options of every page.
 pub fn page_options() -> DecodeOptions {
     DecodeOptions {

@@ -181,25 +181,6 @@ pub fn render(
     (pages, notes)
 }
 
-/// A page's HTML, refused (an error) once it would grow past `cap` bytes.
-struct Capped {
-    buf: Vec<u8>,
-    cap: usize,
-}
-
-impl std::io::Write for Capped {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        if self.buf.len() + b.len() > self.cap {
-            return Err(std::io::Error::other("over the page's cap"));
-        }
-        self.buf.extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Message `k` of `cap` as a page, `None` when it stays over [`PAGE_BYTES`].
 fn page(
     cap: &Capture,
@@ -218,17 +199,11 @@ fn page(
             },
         ];
         for (n, o) in tries.iter().enumerate() {
-            // The writing stops at the first byte past the cap: a message of megabytes
-            // would otherwise write its whole grid (some 60 bytes of HTML a byte) before
-            // being found too large.
-            let mut capped = Capped {
-                buf: Vec::new(),
-                cap: PAGE_BYTES,
-            };
+            let mut capped = crate::page::Capped::new(PAGE_BYTES);
             if crate::page::html::message_html(&mut capped, m, &sid, o).is_err() {
                 continue;
             }
-            let buf = capped.buf;
+            let buf = capped.into_inner();
             if buf.len() <= PAGE_BYTES {
                 let name = m.api_name.unwrap_or("unknown API");
                 return Some(Page {
