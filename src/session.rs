@@ -438,26 +438,8 @@ impl<'s> Session<'s> {
         seen.push((k, v));
     }
 
-    /// A response whose request is not in the capture: counted (sent before the capture
-    /// began, or not), and decoded by the best ranked guess, with the connection's
-    /// requests as context ([`crate::decode::guess`]); as raw bytes when no layout fits.
-    fn orphan<'a>(&mut self, f: &'a Frame, arena: &'a Buffers) -> Message<'a>
-    where
-        's: 'a,
-    {
-        let o = self.orphan_context(f.ctx.connection, Pairer::response_correlation(&f.bytes));
-        let layout = Layout::default();
-        o.decode(
-            self.schema,
-            self.opts,
-            &f.bytes,
-            f.ctx.incomplete,
-            layout,
-            arena,
-        )
-    }
-
-    /// The in-order half of [`Session::orphan`] for a response of `conn` with `corr`:
+    /// The in-order half of an orphan's decode (a response whose request is not in the
+    /// capture, decoded by the best ranked guess: [`crate::decode::guess`]) for a response of `conn` with `corr`:
     /// counts the response and takes what its guess needs (the layouts, the
     /// connection's recent requests).
     fn orphan_context(&mut self, conn: u32, corr: Option<i32>) -> Orphan {
@@ -752,21 +734,60 @@ impl<'s> Session<'s> {
     where
         's: 'a,
     {
+        let (m, p) = self.decode_prepared(f, arena);
+        (m, p.ctx)
+    }
+
+    /// [`Session::decode`], with what decodes the frame again besides: the returned
+    /// [`Prepared`] gives the same message with the session's options
+    /// ([`Prepared::decode`]), and the message at other options (a whole tree after a
+    /// summary one), as [`Session::prepare`]'s would, without the reading thread's
+    /// decodes that `prepare` makes to learn topic names.
+    pub fn decode_prepared<'a>(
+        &mut self,
+        f: &'a Frame,
+        arena: &'a Buffers,
+    ) -> (Message<'a>, Prepared)
+    where
+        's: 'a,
+    {
         let (ctx, dir, known) = self.begin(f);
+        let mut p = Prepared {
+            ctx,
+            known,
+            sasl: None,
+            orphan: None,
+            names: Arc::clone(&self.topic_names),
+        };
         if f.kind == FrameKind::SaslToken {
-            return (decode::sasl_token(arena, &f.bytes, dir), ctx);
+            p.sasl = Some(dir);
+            return (decode::sasl_token(arena, &f.bytes, dir), p);
         }
-        let mut m = if known.direction == Direction::Response && known.api_key.is_none() {
-            self.orphan(f, arena)
+        let mut m = if p.known.direction == Direction::Response && p.known.api_key.is_none() {
+            // A response whose request is not in the capture: counted (sent before the
+            // capture began, or not), and decoded by the best ranked guess, with the
+            // connection's requests as context; as raw bytes when no layout fits.
+            let o = self.orphan_context(f.ctx.connection, Pairer::response_correlation(&f.bytes));
+            let m = o.decode(
+                self.schema,
+                self.opts,
+                &f.bytes,
+                f.ctx.incomplete,
+                Layout::default(),
+                arena,
+            );
+            p.orphan = Some(o);
+            m
         } else {
-            decode_fast(self.schema, self.opts, arena, &f.bytes, &known)
+            decode_fast(self.schema, self.opts, arena, &f.bytes, &p.known)
         };
         self.learn_topic_ids(&m.tree);
         name_topic_ids(&mut m.tree, &self.topic_names, arena);
         if dir == Direction::Request {
             self.note_request(f, &m);
         }
-        (m, ctx)
+        p.names = Arc::clone(&self.topic_names);
+        (m, p)
     }
 
     /// Where a Produce request's `Acks` field ends in its frame (size prefix included),

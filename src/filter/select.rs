@@ -3,7 +3,7 @@
 
 use super::{Filter, MessageFacts};
 use crate::input::RecordSet;
-use crate::run::Work;
+use crate::run::{FirstLook, Work};
 use crate::session::Context;
 use crate::tree::Message;
 use std::io::Write;
@@ -41,13 +41,23 @@ impl<W: Work + ?Sized> Work for Select<'_, W> {
         }
     }
 
-    /// The messages the filter keeps (decided on the lighter tree the run decoded first,
-    /// which the filter decides on as on the whole one: [`Filter::least_detail`]).
-    fn wants_whole(&self, m: &Message<'_>, ctx: &Context) -> bool {
+    /// A message the filter keeps is decoded whole for `inner`; one it leaves out is done
+    /// with (decided on the lighter tree the run decoded first, which the filter decides
+    /// on as on the whole one: [`Filter::least_detail`]).
+    fn first_look(
+        &self,
+        m: &Message<'_>,
+        ctx: &Context,
+        _out: &mut dyn Write,
+    ) -> std::io::Result<FirstLook<Option<W::Output>>> {
         let facts = MessageFacts {
             capture: Some(ctx),
             unanswered: self.unanswered,
         };
-        self.filter.is_none_or(|f| f.matches(m, &facts))
+        Ok(if self.filter.is_none_or(|f| f.matches(m, &facts)) {
+            FirstLook::Whole
+        } else {
+            FirstLook::Done(None)
+        })
     }
 }

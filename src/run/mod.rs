@@ -388,13 +388,31 @@ pub trait Work: Sync {
         out: &mut dyn Write,
     ) -> std::io::Result<Self::Output>;
 
-    /// Whether message `m`, decoded at the run's detail level, is to be decoded again
-    /// whole before [`Work::message`] is given it, when the run decodes in two steps
-    /// ([`RunOptions::whole`]): a display filter that decides on a lighter tree keeps it
-    /// for a printer of whole trees. No by default.
-    fn wants_whole(&self, _m: &Message<'_>, _ctx: &Context) -> bool {
-        false
+    /// What the work makes of message `m` decoded at the run's detail level, when the
+    /// run decodes in two steps ([`RunOptions::whole`]): its output, or that the message
+    /// is to be decoded again whole for [`Work::message`] (a display filter that decides
+    /// on the lighter tree keeps it for a printer of whole trees). By default, the work
+    /// done on `m` as it is.
+    ///
+    /// # Errors
+    /// As [`Work::message`].
+    fn first_look(
+        &self,
+        m: &Message<'_>,
+        ctx: &Context,
+        out: &mut dyn Write,
+    ) -> std::io::Result<FirstLook<Self::Output>> {
+        self.message(m, ctx, out).map(FirstLook::Done)
     }
+}
+
+/// What a [`Work`] makes of a message at its first look ([`Work::first_look`]).
+#[derive(Debug)]
+pub enum FirstLook<O> {
+    /// Done with it: its output.
+    Done(O),
+    /// Decode it whole, and give that to [`Work::message`].
+    Whole,
 }
 
 impl<O: Send, F> Work for F
@@ -449,17 +467,17 @@ pub struct RunOptions {
     /// to capture (they set [`Context::first_time`] and [`Context::previous_time`]).
     pub times: Option<((i64, u32), (i64, u32))>,
     /// Decode in two steps: each message at the run's options first, and again with
-    /// these (whole, [`Detail::Full`]) when the work asks for it ([`Work::wants_whole`]).
+    /// these (whole, [`Detail::Full`]) when the work asks for it ([`Work::first_look`]).
     /// `kwire read -V -Y F` decodes at the level `F` decides on and whole only the
     /// messages `F` keeps. None: one step.
     pub whole: Option<DecodeOptions>,
 }
 
-/// Decodes frame `f`, prepared as `p`, at `dopts` into `arena` and gives the message to
-/// `then`; with `whole`, first asks `work` whether it wants the message whole
-/// ([`Work::wants_whole`]), and if so decodes it again at `whole` and gives `then` that.
+/// Does `work` on frame `f`, prepared as `p`: decoded at `dopts` into `arena`; with
+/// `whole`, given to the work's first look ([`Work::first_look`]) and decoded again at
+/// `whole` when it asks. Returns the output and the message's problems ([`problems`]).
 #[allow(clippy::too_many_arguments)]
-fn decode_prepared<W: Work + ?Sized, R>(
+fn work_on<W: Work + ?Sized>(
     schema: &Schema,
     p: &Prepared,
     f: &input::Frame,
@@ -467,18 +485,22 @@ fn decode_prepared<W: Work + ?Sized, R>(
     whole: Option<&DecodeOptions>,
     work: &W,
     arena: &mut Buffers,
-    then: impl FnOnce(&Message<'_>) -> R,
-) -> R {
+    out: &mut dyn Write,
+) -> std::io::Result<(W::Output, (bool, bool))> {
     arena.reset();
     let whole = {
         let m = p.decode(schema, dopts, f, arena);
         match whole {
-            Some(w) if work.wants_whole(&m, &p.ctx) => w,
-            _ => return then(&m),
+            Some(w) => match work.first_look(&m, &p.ctx, out)? {
+                FirstLook::Done(o) => return Ok((o, problems(&m))),
+                FirstLook::Whole => w,
+            },
+            None => return work.message(&m, &p.ctx, out).map(|o| (o, problems(&m))),
         }
     };
     arena.reset();
-    then(&p.decode(schema, whole, f, arena))
+    let m = p.decode(schema, whole, f, arena);
+    work.message(&m, &p.ctx, out).map(|o| (o, problems(&m)))
 }
 
 /// Reads a capture, decodes every Kafka message (pairing responses with requests) at
@@ -619,17 +641,25 @@ pub fn run_capture<W: Work + ?Sized>(
             match ev {
                 Event::Notice(n) => tally.tell(&n, all, &say_line),
                 Event::Frame(f) if whole.is_some() => {
-                    // In two steps: prepared as for the workers, decoded here.
+                    // In two steps: decoded by the session, and again whole if asked.
                     tally.frame(&f);
-                    let mut p = session.prepare(&f);
+                    arena.reset();
+                    let (m, mut p) = session.decode_prepared(&f, &arena);
                     place(&mut p.ctx);
                     for n in session.notices.drain(..) {
                         tally.tell(&n, all, &say_line);
                     }
-                    let (dopts, w) = (&dopts, whole.as_ref());
-                    let done = decode_prepared(schema, &p, &f, dopts, w, work, &mut arena, |m| {
-                        work.message(m, &p.ctx, out).map(|o| (o, problems(m)))
-                    });
+                    let done = match work.first_look(&m, &p.ctx, out) {
+                        Ok(FirstLook::Done(o)) => Ok((o, problems(&m))),
+                        Ok(FirstLook::Whole) => {
+                            drop(m);
+                            arena.reset();
+                            let w = whole.as_ref().unwrap_or(&dopts);
+                            let m = p.decode(schema, w, &f, &arena);
+                            work.message(&m, &p.ctx, out).map(|o| (o, problems(&m)))
+                        }
+                        Err(e) => Err(e),
+                    };
                     match done {
                         Ok((o, pr)) => count(o, pr),
                         Err(e) => {
@@ -675,10 +705,7 @@ pub fn run_capture<W: Work + ?Sized>(
                     Err(_) => &mut fresh,
                 };
                 for (f, p) in &batch {
-                    let o = decode_prepared(schema, p, f, dopts, whole, work, arena, |m| {
-                        work.message(m, &p.ctx, w).map(|o| (o, problems(m)))
-                    })?;
-                    outs.push(o);
+                    outs.push(work_on(schema, p, f, dopts, whole, work, arena, w)?);
                 }
                 arena.reset();
                 Ok::<(), std::io::Error>(())
