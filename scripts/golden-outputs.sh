@@ -41,6 +41,13 @@ for c in "${captures[@]}"; do
     done
     run "$n.t$t.fields" read "$c" "${extra[@]}" --threads $t -T fields -e frame -e api -e correlation_id -e latency -E header=y
     run "$n.t$t.filter" read "$c" "${extra[@]}" --threads $t -Y 'kind == response && error_code ~= 0 || unanswered'
+    # Filters and columns on primitive schema fields: the summary tree keeps them
+    # (DecodeOptions::keep); behind -V and JSON, two steps (RunOptions::whole).
+    fy='ThrottleTimeMs > 0 || MemberId || ErrorCode == 0 && LeaderEpoch >= 0'
+    run "$n.t$t.fieldfilter" read "$c" "${extra[@]}" --threads $t -Y "$fy"
+    run "$n.t$t.fieldfilterV" read "$c" "${extra[@]}" --threads $t -V -Y "$fy"
+    run "$n.t$t.fieldfilterjson" read "$c" "${extra[@]}" --threads $t -T json -Y "topic || SessionId"
+    run "$n.t$t.fieldcolumns" read "$c" "${extra[@]}" --threads $t -T fields -e frame -e ThrottleTimeMs -e FetchOffset -E occurrence=a
     run "$n.t$t.stats" stats "$c" "${extra[@]}" --threads $t
     run "$n.t$t.statsjson" stats "$c" "${extra[@]}" --threads $t --format json
   done
@@ -49,12 +56,13 @@ for c in "${captures[@]}"; do
   done
   run "$n.c5" read "$c" "${extra[@]}" -c 5 -V
   # With --records the export decodes whole trees; without, and with a filter on
-  # topics, the rows trees (decode::Detail::Rows).
-  for e in records rows topic; do
+  # topics or primitive fields, the rows trees (decode::Detail::Rows).
+  for e in records rows topic field; do
     case $e in
       records) eargs=(--records --record-values) ;;
       rows) eargs=() ;;
       topic) eargs=(-Y 'topic || error_code ~= 0') ;;
+      field) eargs=(-Y 'ThrottleTimeMs >= 0 || MemberId') ;;
     esac
     rm -rf "$tmp/export"
     run "$n.export-$e" export "$c" "${extra[@]}" --out "$tmp/export" "${eargs[@]}"
@@ -65,6 +73,9 @@ for c in "${captures[@]}"; do
   rm -rf "$tmp/export"
   run "$n.report" report "$c" "${extra[@]}" -o "$tmp/report.html"
   [ -f "$tmp/report.html" ] && sha256sum <"$tmp/report.html" >"$out/$n.report.sha"
+  rm -f "$tmp/report.html"
+  run "$n.reportfield" report "$c" "${extra[@]}" -o "$tmp/report.html" -Y 'ThrottleTimeMs >= 0 || MemberId'
+  [ -f "$tmp/report.html" ] && sha256sum <"$tmp/report.html" >"$out/$n.reportfield.sha"
   rm -f "$tmp/report.html"
 done
 # several captures at once

@@ -160,3 +160,236 @@ fn records_value(msg: &Message<'_>, n: &Node<'_>) -> Value {
     };
     parse_records(data).unwrap_or_else(|| Value::String(to_hex(data)))
 }
+
+/// Appends [`to_values`] of `msg` to `out` as compact JSON: the bytes
+/// `serde_json::to_writer(out, &to_values(msg))` writes, without building the value
+/// tree (no map, string or vector a field). A struct whose keys repeat (where the map
+/// keeps the last value in the first place) is built as [`to_values`] builds it.
+pub fn write_values(out: &mut Vec<u8>, msg: &Message<'_>) {
+    out.extend_from_slice(b"{\"kind\":");
+    put_str(out, msg.direction.as_str());
+    out.extend_from_slice(b",\"api_key\":");
+    put_known(out, msg.api_key);
+    if let Some(n) = &msg.api_name {
+        out.extend_from_slice(b",\"api_name\":");
+        put_str(out, n);
+    }
+    out.extend_from_slice(b",\"api_version\":");
+    put_known(out, msg.api_version);
+    // The last header and the last body win, as in `to_values`.
+    let (mut header, mut body) = (None, None);
+    for c in &msg.tree.children {
+        match c.kind {
+            NodeKind::Header => header = Some(c),
+            NodeKind::Body => body = Some(c),
+            NodeKind::Field if c.name == "body" && matches!(c.value, TV::Bytes(_)) => {
+                body = Some(c)
+            }
+            _ => {}
+        }
+    }
+    out.extend_from_slice(b",\"header\":");
+    match header {
+        Some(h) => {
+            const LEFT_OUT: [&str; 2] = ["request_api_key", "request_api_version"];
+            put_struct(out, msg, &h.children, &LEFT_OUT);
+        }
+        None => out.extend_from_slice(b"{}"),
+    }
+    out.extend_from_slice(b",\"body\":");
+    match body {
+        Some(b) if b.kind == NodeKind::Body => put_struct(out, msg, &b.children, &[]),
+        Some(Node {
+            value: TV::Bytes(b),
+            ..
+        }) => put_hex(out, b),
+        _ => out.extend_from_slice(b"{}"),
+    }
+    out.push(b'}');
+}
+
+/// `s` as a JSON string, escaped as serde_json escapes it.
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    // Writing into a vector cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// `v` as serde_json writes it.
+fn put_json(out: &mut Vec<u8>, v: &Value) {
+    let _ = serde_json::to_writer(&mut *out, v);
+}
+
+/// An api key or version: null where the decoder does not know it (-1).
+fn put_known(out: &mut Vec<u8>, v: i16) {
+    if v < 0 {
+        out.extend_from_slice(b"null");
+    } else {
+        out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+    }
+}
+
+/// Bytes as a string of lowercase hex ([`to_hex`]).
+fn put_hex(out: &mut Vec<u8>, b: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(b.len() * 2 + 2);
+    out.push(b'"');
+    for x in b {
+        out.push(HEX[usize::from(x >> 4)]);
+        out.push(HEX[usize::from(x & 15)]);
+    }
+    out.push(b'"');
+}
+
+/// A struct's fields from its children, as [`struct_map`] gives them (less the keys
+/// `left_out`), written as they are found; built as a map when a key repeats.
+fn put_struct(out: &mut Vec<u8>, msg: &Message<'_>, children: &[Node<'_>], left_out: &[&str]) {
+    let mut keys: Vec<&str> = Vec::with_capacity(children.len());
+    let mut unknown: Vec<u64> = Vec::new();
+    for c in children {
+        match c.name {
+            "present" | "length" | "unread" | "trailing bytes" => {}
+            "tagged_fields" => {
+                for t in c.children.iter().filter(|t| t.name != "count") {
+                    if t.children.get(2).is_none() {
+                        continue;
+                    }
+                    if t.name.starts_with("unknown tag ") {
+                        unknown.push(tag_of(t));
+                    } else {
+                        keys.push(t.name);
+                    }
+                }
+            }
+            name => keys.push(name),
+        }
+    }
+    if !unknown.is_empty() {
+        keys.push("_unknown_tags");
+    }
+    let repeats = |v: &[&str]| v.iter().enumerate().any(|(i, k)| v[..i].contains(k));
+    let tags_repeat = unknown
+        .iter()
+        .enumerate()
+        .any(|(i, t)| unknown[..i].contains(t));
+    if repeats(&keys) || tags_repeat {
+        let mut o = struct_map(msg, children);
+        for k in left_out {
+            o.shift_remove(*k);
+        }
+        return put_json(out, &Value::Object(o));
+    }
+    out.push(b'{');
+    let mut first = true;
+    let mut key = |out: &mut Vec<u8>, k: &str| {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        put_str(out, k);
+        out.push(b':');
+    };
+    for c in children {
+        match c.name {
+            "present" | "length" | "unread" | "trailing bytes" => {}
+            "tagged_fields" => {
+                for t in c.children.iter().filter(|t| t.name != "count") {
+                    let Some(v) = t.children.get(2) else {
+                        continue;
+                    };
+                    if !t.name.starts_with("unknown tag ") && !left_out.contains(&t.name) {
+                        key(out, t.name);
+                        put_node(out, msg, v);
+                    }
+                }
+            }
+            name if left_out.contains(&name) => {}
+            name => {
+                key(out, name);
+                put_node(out, msg, c);
+            }
+        }
+    }
+    if !unknown.is_empty() && !left_out.contains(&"_unknown_tags") {
+        key(out, "_unknown_tags");
+        out.push(b'{');
+        let mut first = true;
+        for c in children.iter().filter(|c| c.name == "tagged_fields") {
+            for t in c.children.iter().filter(|t| t.name != "count") {
+                let Some(v) = t.children.get(2) else {
+                    continue;
+                };
+                if t.name.starts_with("unknown tag ") {
+                    if !first {
+                        out.push(b',');
+                    }
+                    first = false;
+                    put_str(out, itoa::Buffer::new().format(tag_of(t)));
+                    out.push(b':');
+                    put_leaf(out, v);
+                }
+            }
+        }
+        out.push(b'}');
+    }
+    out.push(b'}');
+}
+
+/// A tagged field's tag number (its first child), 0 when unreadable.
+fn tag_of(t: &Node<'_>) -> u64 {
+    t.children
+        .first()
+        .and_then(|x| match x.value {
+            TV::UInt(v) => Some(v),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
+/// [`leaf_value`], written.
+fn put_leaf(out: &mut Vec<u8>, n: &Node<'_>) {
+    match &n.value {
+        TV::None | TV::Null => out.extend_from_slice(b"null"),
+        TV::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        TV::Int(i) => put_json(out, &int_json(*i)),
+        TV::UInt(u) => put_json(out, &uint_json(*u)),
+        TV::Float(x) => put_json(out, &float_json(*x)),
+        TV::Str(s) => put_str(out, s),
+        TV::Bytes(b) => put_hex(out, b),
+        TV::Uuid(u) => {
+            out.push(b'"');
+            let mut buf = uuid::Uuid::encode_buffer();
+            out.extend_from_slice(u.hyphenated().encode_lower(&mut buf).as_bytes());
+            out.push(b'"');
+        }
+        TV::Count(c) => put_json(out, &uint_json(*c)),
+    }
+}
+
+/// [`node_value`], written.
+fn put_node(out: &mut Vec<u8>, msg: &Message<'_>, n: &Node<'_>) {
+    if n.ty == "records" {
+        return put_json(out, &records_value(msg, n));
+    }
+    match n.kind {
+        NodeKind::Array if n.value == TV::Null => out.extend_from_slice(b"null"),
+        NodeKind::Array => {
+            out.push(b'[');
+            let mut first = true;
+            for c in n
+                .children
+                .iter()
+                .filter(|c| c.name != "length" && c.name != "unread")
+            {
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                put_node(out, msg, c);
+            }
+            out.push(b']');
+        }
+        NodeKind::Struct if n.value == TV::Null => out.extend_from_slice(b"null"),
+        NodeKind::Struct => put_struct(out, msg, &n.children, &[]),
+        _ => put_leaf(out, n),
+    }
+}

@@ -11,7 +11,8 @@
 //! messages from the summary tree and the fact trees. The rows tree (`Detail::Rows`)
 //! gives the export's `messages` and `partitions` rows and the report's facts of the
 //! whole tree, and display filters that do not need the whole tree keep the same
-//! messages from it.
+//! messages from it. The values printer (`values::write_values`) writes what the
+//! values tree (`values::to_values`) serializes to, on every message and fuzz frame.
 
 mod common;
 
@@ -132,6 +133,15 @@ fn compare(path: &Path) -> (usize, usize, usize) {
         let (m2, c2) = s_fact.decode(&f, &a2);
         let (m3, c3) = s_full.decode(&f, &a3);
         let (m4, c4) = s_rows.decode(&f, &a4);
+        // The values printer writes what the values tree serializes to.
+        let mut line = Vec::new();
+        kwire::values::write_values(&mut line, &m3);
+        assert!(
+            line == serde_json::to_vec(&kwire::values::to_values(&m3)).unwrap(),
+            "{} frames {:?}: values line",
+            path.display(),
+            c3.frames
+        );
         let (m5, c5) = s_ksum.decode(&f, &a5);
         let (m6, c6) = s_krows.decode(&f, &a6);
         for (flt, text) in field_filters.iter().zip(FIELD_FILTERS) {
@@ -603,6 +613,10 @@ fn malformed_frames_give_up() {
             let rows = decode::decode(&schema, &o_rows, &a4, &b, &known);
             let ctx = Context::default();
             same_rows(&full, &ctx, &rows, &ctx, &[], &p.display().to_string());
+            let mut line = Vec::new();
+            kwire::values::write_values(&mut line, &full);
+            let tree_line = serde_json::to_vec(&kwire::values::to_values(&full)).unwrap();
+            assert!(line == tree_line, "{}: values line", p.display());
             match decode_facts(&schema, &o_fact, &a2, &b, &known) {
                 Some(m) => {
                     fast += 1;

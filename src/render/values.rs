@@ -17,6 +17,15 @@ use crate::tree::Message;
 /// # Errors
 /// The writer's errors.
 pub fn render(w: &mut dyn Write, msg: &Message<'_>) -> io::Result<()> {
-    serde_json::to_writer(&mut *w, &crate::values::to_values(msg)).map_err(io::Error::from)?;
-    writeln!(w)
+    thread_local! {
+        /// The line, reused from message to message.
+        static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    super::with_thread_buffer(&LINE, |out| {
+        crate::values::write_values(out, msg);
+        out.push(b'\n');
+        let r = w.write_all(out);
+        out.clear();
+        r
+    })
 }
