@@ -652,6 +652,17 @@ fn parse_batch(c: &mut Cur<'_>, left: &mut usize) -> Option<Value> {
     }))
 }
 
+/// The bytes of `v` as a minimal zigzag varint ([`put_varlong`]).
+fn varlong_len(v: i64) -> usize {
+    let mut u = ((v << 1) ^ (v >> 63)) as u64;
+    let mut n = 1;
+    while u >= 0x80 {
+        u >>= 7;
+        n += 1;
+    }
+    n
+}
+
 fn parse_record(c: &mut Cur<'_>) -> Option<Value> {
     let len = usize::try_from(c.varint()?).ok()?;
     let mut r = Cur(c.take(len)?);
@@ -661,30 +672,24 @@ fn parse_record(c: &mut Cur<'_>) -> Option<Value> {
     let key = r.varbytes()?;
     let value = r.varbytes()?;
     let n = r.varint()?;
+    // Non-minimal varints would not come back byte for byte: the record's length must
+    // be what `record` writes (every varint minimal).
+    let varbytes_len = |b: Option<&[u8]>| b.map_or(1, |b| varlong_len(b.len() as i64) + b.len());
+    let mut minimal = 1
+        + varlong_len(ts)
+        + varlong_len(od.into())
+        + varbytes_len(key)
+        + varbytes_len(value)
+        + varlong_len(n.into());
     let mut headers = Vec::new();
     for _ in 0..n.max(0) {
         let k = r.varbytes()??;
         let k = std::str::from_utf8(k).ok()?;
         let v = r.varbytes()?;
+        minimal += varlong_len(k.len() as i64) + k.len() + varbytes_len(v);
         headers.push(json!({"key": k, "value": opt_hex(v)}));
     }
-    if !r.0.is_empty() || n < 0 {
-        return None;
-    }
-    // Non-minimal varints would not come back byte for byte.
-    let mut again = Vec::new();
-    record(
-        &mut again,
-        &json!({
-            "attributes": attributes, "timestampDelta": int_json(ts), "offsetDelta": od,
-            "key": opt_hex(key), "value": opt_hex(value), "headers": headers.clone(),
-        }),
-        "",
-    )
-    .ok()?;
-    let mut orig = Vec::new();
-    put_varlong(&mut orig, len as i64);
-    if again.len() != orig.len() + len {
+    if !r.0.is_empty() || n < 0 || minimal != len {
         return None;
     }
     Some(json!({
@@ -758,6 +763,37 @@ pub fn empty_batch() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn varlong_len_is_what_put_varlong_writes() {
+        let mut vals = vec![0i64, 1, -1, 63, 64, -64, -65, i64::MAX, i64::MIN];
+        for k in 0..63 {
+            vals.extend([1i64 << k, (1i64 << k) - 1, -(1i64 << k), -(1i64 << k) - 1]);
+        }
+        for v in vals {
+            let mut b = Vec::new();
+            put_varlong(&mut b, v);
+            assert_eq!(varlong_len(v), b.len(), "{v}");
+        }
+    }
+
+    /// A record whose varints are not minimal is not given back as values (encoding
+    /// them would not give its bytes): offsetDelta 0 written as `80 00`.
+    #[test]
+    fn records_with_long_varints_stay_bytes() {
+        // length, attributes, timestampDelta 0, offsetDelta 0, key null, value null,
+        // no headers
+        let minimal = [0x0c, 0, 0, 0x00, 0x01, 0x01, 0x00];
+        let long = [0x0e, 0, 0, 0x80, 0x00, 0x01, 0x01, 0x00];
+        let v = parse_record(&mut Cur(&minimal)).expect("a minimal record");
+        assert_eq!(v["offsetDelta"], 0);
+        assert!(parse_record(&mut Cur(&long)).is_none());
+        // A header's key length written long.
+        let header = [0x14, 0, 0, 0, 0x01, 0x01, 0x02, 0x82, 0x00, b'k', 0x01];
+        assert!(parse_record(&mut Cur(&header)).is_none());
+        let header = [0x12, 0, 0, 0, 0x01, 0x01, 0x02, 0x02, b'k', 0x01];
+        assert!(parse_record(&mut Cur(&header)).is_some());
+    }
 
     #[test]
     fn empty_batch_is_61_bytes() {
