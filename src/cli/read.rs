@@ -166,9 +166,12 @@ impl FilterArgs {
     /// A bad `-Y` expression (with a caret under its column), an `--api` no schema knows.
     pub fn filter(&self, schema: &Schema) -> Result<Option<Filter>, CliError> {
         let mut parts = Vec::new();
-        let names = filter::Known::of(schema);
+        // The schema's names, gathered once and only for a filter (thousands of
+        // definitions walked).
+        let names = std::cell::OnceCell::new();
+        let names = || names.get_or_init(|| filter::Known::of(schema));
         if let Some(e) = &self.display_filter {
-            Filter::parse_known(e, &names)
+            Filter::parse_known(e, names())
                 .map_err(|e| CliError::Usage(format!("-Y: {e}\n{}", e.pointer())))?;
             parts.push(format!("({e})"));
         }
@@ -222,7 +225,7 @@ impl FilterArgs {
         }
         // With the schema, so that the filter knows which of its fields a lighter tree
         // can keep (Filter::kept_fields).
-        Filter::parse_known(&parts.join(" && "), &names)
+        Filter::parse_known(&parts.join(" && "), names())
             .map(Some)
             .map_err(|e| CliError::Usage(format!("the filter options: {e}\n{}", e.pointer())))
     }
