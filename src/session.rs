@@ -738,6 +738,20 @@ impl<'s> Session<'s> {
         (m, p.ctx)
     }
 
+    /// [`Session::begin`] for frame `f`, as a [`Prepared`] (nothing decoded yet), and
+    /// the frame's direction.
+    fn begin_prepared(&mut self, f: &Frame) -> (Prepared, Direction) {
+        let (ctx, dir, known) = self.begin(f);
+        let p = Prepared {
+            ctx,
+            known,
+            sasl: None,
+            orphan: None,
+            names: Arc::clone(&self.topic_names),
+        };
+        (p, dir)
+    }
+
     /// [`Session::decode`], with what decodes the frame again besides: the returned
     /// [`Prepared`] gives the same message with the session's options
     /// ([`Prepared::decode`]), and the message at other options (a whole tree after a
@@ -751,14 +765,7 @@ impl<'s> Session<'s> {
     where
         's: 'a,
     {
-        let (ctx, dir, known) = self.begin(f);
-        let mut p = Prepared {
-            ctx,
-            known,
-            sasl: None,
-            orphan: None,
-            names: Arc::clone(&self.topic_names),
-        };
+        let (mut p, dir) = self.begin_prepared(f);
         if f.kind == FrameKind::SaslToken {
             p.sasl = Some(dir);
             return (decode::sasl_token(arena, &f.bytes, dir), p);
@@ -876,14 +883,7 @@ impl<'s> Session<'s> {
     /// decoded here in full (small: Metadata, CreateTopics, JoinGroup...); a Produce
     /// request decodes its first `ACKS_PREFIX` (4096) bytes; any other frame is not decoded.
     pub fn prepare(&mut self, f: &Frame) -> Prepared {
-        let (ctx, dir, known) = self.begin(f);
-        let mut p = Prepared {
-            ctx,
-            known,
-            sasl: None,
-            orphan: None,
-            names: Arc::clone(&self.topic_names),
-        };
+        let (mut p, dir) = self.begin_prepared(f);
         if f.kind == FrameKind::SaslToken {
             p.sasl = Some(dir);
             return p;
