@@ -439,9 +439,9 @@ impl<'s> Session<'s> {
     }
 
     /// The in-order half of an orphan's decode (a response whose request is not in the
-    /// capture, decoded by the best ranked guess: [`crate::decode::guess`]) for a response of `conn` with `corr`:
-    /// counts the response and takes what its guess needs (the layouts, the
-    /// connection's recent requests).
+    /// capture, decoded by the best ranked guess: [`crate::decode::guess`]) for a
+    /// response of `conn` with `corr`: counts the response and takes what its guess
+    /// needs (the layouts, the connection's recent requests).
     fn orphan_context(&mut self, conn: u32, corr: Option<i32>) -> Orphan {
         let before = match (self.requests_seen.get(&conn), corr) {
             (None, _) => true,

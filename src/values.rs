@@ -266,12 +266,7 @@ fn put_struct(out: &mut Vec<u8>, msg: &Message<'_>, children: &[Node<'_>], left_
     if !unknown.is_empty() {
         keys.push("_unknown_tags");
     }
-    let repeats = |v: &[&str]| v.iter().enumerate().any(|(i, k)| v[..i].contains(k));
-    let tags_repeat = unknown
-        .iter()
-        .enumerate()
-        .any(|(i, t)| unknown[..i].contains(t));
-    if repeats(&keys) || tags_repeat {
+    if has_repeats(&keys) || has_repeats(&unknown) {
         let mut o = struct_map(msg, children);
         for k in left_out {
             o.shift_remove(*k);
@@ -332,6 +327,17 @@ fn put_struct(out: &mut Vec<u8>, msg: &Message<'_>, children: &[Node<'_>], left_
         out.push(b'}');
     }
     out.push(b'}');
+}
+
+/// Whether some item of `v` comes twice: pair by pair for a few, sorted for many (a
+/// tagged-field section may hold tens of thousands of unknown tags).
+fn has_repeats<T: Ord + Copy>(v: &[T]) -> bool {
+    if v.len() <= 16 {
+        return v.iter().enumerate().any(|(i, k)| v[..i].contains(k));
+    }
+    let mut sorted = v.to_vec();
+    sorted.sort_unstable();
+    sorted.windows(2).any(|w| w[0] == w[1])
 }
 
 /// A tagged field's tag number (its first child), 0 when unreadable.

@@ -235,3 +235,55 @@ fn empty_frame_is_an_error() {
     let (errs, _) = errors(&unhex("00000000"), &Known::request());
     assert_eq!(errs, e(&[(0, "frame size 0: no header follows")]));
 }
+
+/// An ApiVersions v3 request whose body's tagged-field section holds `tags` (each
+/// empty).
+fn api_versions_tagged(tags: impl Iterator<Item = u32>) -> Vec<u8> {
+    fn uvarint(out: &mut Vec<u8>, mut v: u32) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    let tags: Vec<u32> = tags.collect();
+    let mut b = vec![0; 4]; // the size prefix, set by `sized`
+    b.extend(18i16.to_be_bytes()); // ApiVersions
+    b.extend(3i16.to_be_bytes());
+    b.extend(7i32.to_be_bytes()); // correlation_id
+    b.extend(0i16.to_be_bytes()); // client_id ""
+    b.push(0); // header tagged fields
+    b.extend([1, 1]); // ClientSoftwareName, ClientSoftwareVersion: ""
+    uvarint(&mut b, tags.len() as u32);
+    for t in tags {
+        uvarint(&mut b, t);
+        b.push(0); // size 0
+    }
+    sized(b)
+}
+
+/// The values printer on a body of 30,000 unknown tags (checked for repeated keys
+/// without comparing every pair), and on repeated tags (the last value in the first
+/// place, as the values tree has it): the line is what the values tree serializes to.
+#[test]
+fn values_of_many_and_repeated_unknown_tags() {
+    let schema = Schema::embedded();
+    let opts = DecodeOptions::default();
+    for frame in [
+        api_versions_tagged(10..30_010),
+        api_versions_tagged([5, 9, 5, 7].into_iter()),
+        api_versions_tagged((0..40).map(|i| i % 23)),
+    ] {
+        let arena = Buffers::new();
+        let m = decode(&schema, &opts, &arena, &frame, &Known::request());
+        assert_eq!(m.problem_counts(), (0, 0));
+        let mut line = Vec::new();
+        kwire::values::write_values(&mut line, &m);
+        let tree = kwire::values::to_values(&m);
+        assert!(line == serde_json::to_vec(&tree).unwrap());
+        assert!(!tree["body"]["_unknown_tags"]
+            .as_object()
+            .unwrap()
+            .is_empty());
+    }
+}

@@ -499,9 +499,8 @@ pub fn read_command(
     };
     // A printer of whole trees behind a filter that decides on less: each message is
     // decoded at the filter's level first, and whole only when the filter keeps it.
-    let two_steps = detail == Detail::Full && flt.as_ref().is_some_and(|f| !f.needs_full_tree());
     let (detail, whole) = match &flt {
-        Some(f) if two_steps => (
+        Some(f) if detail == Detail::Full && !f.needs_full_tree() => (
             f.least_detail(),
             Some(DecodeOptions {
                 max_nodes: a.out.max_nodes,

@@ -159,11 +159,14 @@ impl Known {
             fields.insert(d.def.name.clone());
             other.insert(d.def.name.clone());
             if d.def.name == "QuorumStateData" {
-                // quorum-state files are JSON of it, keyed in lowerCamelCase (`leaderId`).
+                // quorum-state files are JSON of it, keyed in lowerCamelCase (`leaderId`):
+                // nodes of `kwire log`'s own, no message's field.
                 for f in &d.def.fields {
                     let mut c = f.name.chars();
                     if let Some(x) = c.next() {
-                        fields.insert(x.to_ascii_lowercase().to_string() + c.as_str());
+                        let key = x.to_ascii_lowercase().to_string() + c.as_str();
+                        other.insert(key.clone());
+                        fields.insert(key);
                     }
                 }
             }
