@@ -6,6 +6,7 @@
 //! whose request is not in the capture).
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::process::ExitCode;
 
 use kwire::index::Capture;
@@ -45,20 +46,36 @@ fn main() -> ExitCode {
             _ => other += 1,
         }
     }
-    println!(
-        "{:<28} {:>7} {:>9} {:>9}",
-        "api", "version", "requests", "responses"
-    );
-    for ((key, version), (requests, responses)) in &counts {
-        let name = capture.schema().api_name(*key).unwrap_or("unknown");
-        println!(
-            "{:<28} {version:>7} {requests:>9} {responses:>9}",
-            format!("{name}({key})")
-        );
+    // Written through a locked stdout so that a closed pipe (`| head`) ends the program
+    // quietly instead of panicking as `println!` does.
+    let mut out = std::io::stdout().lock();
+    let res = (|| -> std::io::Result<()> {
+        writeln!(
+            out,
+            "{:<28} {:>7} {:>9} {:>9}",
+            "api", "version", "requests", "responses"
+        )?;
+        for ((key, version), (requests, responses)) in &counts {
+            let name = capture.schema().api_name(*key).unwrap_or("unknown");
+            writeln!(
+                out,
+                "{:<28} {version:>7} {requests:>9} {responses:>9}",
+                format!("{name}({key})")
+            )?;
+        }
+        writeln!(
+            out,
+            "{} messages, {other} without an API (SASL tokens, unpaired responses)",
+            capture.len()
+        )?;
+        out.flush()
+    })();
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("count_by_api: {e}");
+            ExitCode::FAILURE
+        }
     }
-    println!(
-        "{} messages, {other} without an API (SASL tokens, unpaired responses)",
-        capture.len()
-    );
-    ExitCode::SUCCESS
 }

@@ -48,7 +48,7 @@ for t in "${targets[@]}"; do
     -max_total_time="$secs" -timeout="${KWIRE_FUZZ_TIMEOUT:-30}" -rss_limit_mb=2048 -max_len="$max_len" \
     -print_final_stats=1 -artifact_prefix="$out/artifacts/$t/") >"$out/$t.log" 2>&1 || status=$?
   grep -E "^stat::|^Done|INITED|ERROR|SUMMARY|panicked|deadly" "$out/$t.log" || true
-  if ls "$out/artifacts/$t" | grep -qE "^(crash|timeout|oom|leak)-" || [ "$status" != 0 ]; then
+  if ls "$out/artifacts/$t" | grep -E "^(crash|timeout|oom|leak)-" >/dev/null || [ "$status" != 0 ]; then
     echo "fuzz: $t FAILED (exit $status): $(ls "$out/artifacts/$t")" >&2
     tail -n 40 "$out/$t.log" >&2
     failed=1
