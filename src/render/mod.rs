@@ -364,7 +364,15 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 /// A latency in milliseconds with microsecond precision (`1.234 ms`).
 pub fn latency_text(d: Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+    let mut s = String::with_capacity(12);
+    push_latency(&mut s, d);
+    s
+}
+
+/// [`latency_text`] appended to `s`.
+pub(crate) fn push_latency(s: &mut String, d: Duration) {
+    use std::fmt::Write as _;
+    let _ = write!(s, "{:.3} ms", d.as_secs_f64() * 1000.0);
 }
 
 /// The API's name, or `api_key N` when the key is unknown.
@@ -379,17 +387,31 @@ pub fn api_label(msg: &Message<'_>) -> String {
 /// `?`: a response whose request is not in the input and that no layout fits is `?`, a
 /// version the frame is too short to carry `v?`.
 pub fn api_head(msg: &Message<'_>) -> String {
+    let mut s = String::with_capacity(24);
+    push_api_head(&mut s, msg);
+    s
+}
+
+/// [`api_head`] appended to `s`.
+pub(crate) fn push_api_head(s: &mut String, msg: &Message<'_>) {
     if msg.api_key < 0 && msg.api_name.is_none() {
-        return "?".into();
+        s.push('?');
+        return;
     }
-    let mut s = api_label(msg);
+    let mut num = itoa::Buffer::new();
+    match &msg.api_name {
+        Some(n) => s.push_str(n),
+        None => {
+            s.push_str("api_key ");
+            s.push_str(num.format(msg.api_key));
+        }
+    }
     s.push_str(" v");
     if msg.api_version < 0 {
         s.push('?');
     } else {
-        s.push_str(itoa::Buffer::new().format(msg.api_version));
+        s.push_str(num.format(msg.api_version));
     }
-    s
 }
 
 /// The mark of a guessed layout for title and summary lines, runners-up after it:

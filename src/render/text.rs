@@ -15,8 +15,8 @@ use owo_colors::Style;
 
 use super::json::Spill;
 use super::{
-    api_head, count_text, error_style, guess_note, is_record_payload, latency_text, paint,
-    region_style, value_into, value_text, warning_style, Context, RenderOptions,
+    count_text, error_style, guess_note, is_record_payload, paint, region_style, value_into,
+    value_text, warning_style, Context, RenderOptions,
 };
 use crate::tree::{Message, Node, NodeKind, Region, Value};
 
@@ -34,7 +34,10 @@ pub fn render(
     ctx: Option<&Context>,
     opts: &RenderOptions,
 ) -> io::Result<()> {
-    writeln!(w, "{}", title_with(msg, ctx, opts))?;
+    let mut t = String::with_capacity(160);
+    title_into(&mut t, msg, ctx, opts);
+    t.push('\n');
+    w.write_all(t.as_bytes())?;
     if !opts.no_bytes {
         grids(w, msg, opts.color)?;
     }
@@ -60,64 +63,115 @@ pub fn title(msg: &Message<'_>, ctx: Option<&Context>, color: bool) -> String {
 
 /// [`title`] with the time in `opts.time` (tshark's `-t`) and colour from `opts.color`.
 pub fn title_with(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> String {
+    let mut s = String::with_capacity(160);
+    title_into(&mut s, msg, ctx, opts);
+    s
+}
+
+/// [`title_with`], appended to `s`: pieces pushed one after another, numbers through
+/// `itoa`, with no `format!` and no piece copied twice (one title a message).
+pub(crate) fn title_into(
+    s: &mut String,
+    msg: &Message<'_>,
+    ctx: Option<&Context>,
+    opts: &RenderOptions,
+) {
     let color = opts.color;
-    let mut s = String::new();
+    let mut num = itoa::Buffer::new();
     if let Some(c) = ctx {
-        s.push_str(&frames_text(c));
-        s.push_str(&format!(
-            " {} {} -> {} conn {}",
-            super::time::time_text(c.time, opts.time, &opts.time_refs),
-            c.src,
-            c.dst,
-            c.connection
-        ));
+        s.push('#');
+        s.push_str(num.format(c.frames.0));
+        if c.frames.0 != c.frames.1 {
+            s.push('-');
+            s.push_str(num.format(c.frames.1));
+        }
+        s.push(' ');
+        s.push_str(&super::time::time_text(c.time, opts.time, &opts.time_refs));
+        s.push(' ');
+        s.push_str(&c.src);
+        s.push_str(" -> ");
+        s.push_str(&c.dst);
+        s.push_str(" conn ");
+        s.push_str(num.format(c.connection));
         if let Some(t) = &c.tls {
-            s.push_str(&format!(
-                " [{} {}]",
-                t.session.version,
-                records_text(&t.records)
-            ));
+            s.push_str(" [");
+            s.push_str(t.session.version);
+            s.push(' ');
+            s.push_str(&records_text(&t.records));
+            s.push(']');
         }
         s.push_str(": ");
     }
-    let head = format!("{} {}", api_head(msg), msg.direction.as_str());
-    s.push_str(&paint(color, &head, Style::new().bold()));
+    let head_at = s.len();
+    super::push_api_head(s, msg);
+    s.push(' ');
+    s.push_str(msg.direction.as_str());
+    if color {
+        let head = s.split_off(head_at);
+        s.push_str(&paint(true, &head, Style::new().bold()));
+    }
     if let Some(g) = guess_note(msg) {
         s.push(' ');
-        s.push_str(&paint(color, &g, warning_style()));
+        push_painted(s, color, &g, warning_style());
     }
     match msg.correlation_id {
-        Some(id) => s.push_str(&format!(", correlation_id {id}")),
+        Some(id) => {
+            s.push_str(", correlation_id ");
+            s.push_str(num.format(id));
+        }
         None => s.push_str(", correlation_id ?"),
     }
-    s.push_str(&format!(
-        ", header v{}, {} bytes",
-        msg.header_version, msg.size
-    ));
+    s.push_str(", header v");
+    s.push_str(num.format(msg.header_version));
+    s.push_str(", ");
+    s.push_str(num.format(msg.size));
+    s.push_str(" bytes");
     if let Some(c) = ctx {
         if let Some(l) = c.latency {
-            s.push_str(&format!(", latency {}", latency_text(l)));
+            s.push_str(", latency ");
+            super::push_latency(s, l);
         }
         if c.incomplete {
-            s.push_str(&format!(
-                ", {}",
-                paint(color, "incomplete", warning_style())
-            ));
+            s.push_str(", ");
+            push_painted(s, color, "incomplete", warning_style());
         }
     }
     let (errors, warnings) = msg.problem_counts();
     if errors > 0 {
-        let e = format!("!! {errors} error{}", if errors == 1 { "" } else { "s" });
-        s.push_str(&format!(", {}", paint(color, &e, error_style())));
+        s.push_str(", ");
+        let at = s.len();
+        s.push_str("!! ");
+        s.push_str(num.format(errors));
+        s.push_str(if errors == 1 { " error" } else { " errors" });
+        if color {
+            let e = s.split_off(at);
+            s.push_str(&paint(true, &e, error_style()));
+        }
     }
     if warnings > 0 {
-        let e = format!(
-            "! {warnings} warning{}",
-            if warnings == 1 { "" } else { "s" }
-        );
-        s.push_str(&format!(", {}", paint(color, &e, warning_style())));
+        s.push_str(", ");
+        let at = s.len();
+        s.push_str("! ");
+        s.push_str(num.format(warnings));
+        s.push_str(if warnings == 1 {
+            " warning"
+        } else {
+            " warnings"
+        });
+        if color {
+            let e = s.split_off(at);
+            s.push_str(&paint(true, &e, warning_style()));
+        }
     }
-    s
+}
+
+/// `t` in `style` when `on`, else as it is, appended to `s`.
+fn push_painted(s: &mut String, on: bool, t: &str, style: Style) {
+    if on {
+        s.push_str(&paint(true, t, style));
+    } else {
+        s.push_str(t);
+    }
 }
 
 /// TLS record numbers, runs shortened: `record 4`, `records 4-6`, `records 2, 5-6`.
@@ -138,15 +192,6 @@ pub(crate) fn records_text(r: &[u64]) -> String {
     }
     let word = if r.len() == 1 { "record" } else { "records" };
     format!("{word} {}", runs.join(", "))
-}
-
-/// `#3` or `#3-4`.
-pub(crate) fn frames_text(c: &Context) -> String {
-    if c.frames.0 == c.frames.1 {
-        format!("#{}", c.frames.0)
-    } else {
-        format!("#{}-{}", c.frames.0, c.frames.1)
-    }
 }
 
 /// Hex digits of offsets in a buffer of `len` bytes: 4, more past 64 KiB.
