@@ -35,9 +35,14 @@ pub(super) fn batch_v2_fields<'a>(
     out: &mut Vec<Node<'a>>,
 ) -> Res<()> {
     let whole = r.rest;
+    // The summary and fact trees show no annotation of a batch header: they are not
+    // formatted there (dates, attribute lists), only at the rows level and above.
+    let annotated = !matches!(cx.opts.detail, Detail::Summary | Detail::Facts);
     let base_offset = int(r, out, "baseOffset", "int64", wire::int64)?;
     let len = int(r, out, "batchLength", "int32", wire::int32)?;
-    annotate(out, r.fmt(format_args!("{len} bytes follow")));
+    if annotated {
+        annotate(out, r.fmt(format_args!("{len} bytes follow")));
+    }
     let ple = int(r, out, "partitionLeaderEpoch", "int32", wire::int32)?;
     none_if_minus_one(out, ple);
     int(r, out, "magic", "int8", wire::int8)?;
@@ -51,17 +56,19 @@ pub(super) fn batch_v2_fields<'a>(
     let log_append_time = attrs & 0x08 != 0;
     let control = attrs & 0x20 != 0;
     let delete_horizon = attrs & 0x40 != 0;
-    annotate(
-        out,
-        r.fmt(format_args!(
-            "compression={}, timestampType={}, isTransactional={}, isControlBatch={}, hasDeleteHorizonMs={}",
-            codec.name(),
-            if log_append_time { "LogAppendTime" } else { "CreateTime" },
-            attrs & 0x10 != 0,
-            control,
-            delete_horizon
-        )),
-    );
+    if annotated {
+        annotate(
+            out,
+            r.fmt(format_args!(
+                "compression={}, timestampType={}, isTransactional={}, isControlBatch={}, hasDeleteHorizonMs={}",
+                codec.name(),
+                if log_append_time { "LogAppendTime" } else { "CreateTime" },
+                attrs & 0x10 != 0,
+                control,
+                delete_horizon
+            )),
+        );
+    }
     if let Some(n) = out.last_mut() {
         if attrs & !0x7f != 0 {
             n.set_warning(r.fmt(format_args!(
@@ -75,13 +82,17 @@ pub(super) fn batch_v2_fields<'a>(
     }
     int(r, out, "lastOffsetDelta", "int32", wire::int32)?;
     let base_timestamp = int(r, out, "baseTimestamp", "int64", wire::int64)?;
-    let mut ann = time_annotation(r, base_timestamp, "");
-    if delete_horizon {
-        ann = r.fmt(format_args!("delete horizon {ann}"));
+    if annotated {
+        let mut ann = time_annotation(r, base_timestamp, "");
+        if delete_horizon {
+            ann = r.fmt(format_args!("delete horizon {ann}"));
+        }
+        annotate(out, ann);
     }
-    annotate(out, ann);
     let max_ts = int(r, out, "maxTimestamp", "int64", wire::int64)?;
-    annotate(out, time_annotation(r, max_ts, ""));
+    if annotated {
+        annotate(out, time_annotation(r, max_ts, ""));
+    }
     let pid = int(r, out, "producerId", "int64", wire::int64)?;
     none_if_minus_one(out, pid);
     let epoch = int(r, out, "producerEpoch", "int16", wire::int16)?;
