@@ -369,6 +369,24 @@ pub fn latency_text(d: Duration) -> String {
     s
 }
 
+/// The capture context that opens a title and a summary line, appended to `s`:
+/// `#3` or `#3-4` (the capture frames), the time in `opts.time`, `SRC -> DST`.
+pub(crate) fn push_capture_head(s: &mut String, c: &Context, opts: &RenderOptions) {
+    let mut num = itoa::Buffer::new();
+    s.push('#');
+    s.push_str(num.format(c.frames.0));
+    if c.frames.0 != c.frames.1 {
+        s.push('-');
+        s.push_str(num.format(c.frames.1));
+    }
+    s.push(' ');
+    s.push_str(&time::time_text(c.time, opts.time, &opts.time_refs));
+    s.push(' ');
+    s.push_str(&c.src);
+    s.push_str(" -> ");
+    s.push_str(&c.dst);
+}
+
 /// [`latency_text`] appended to `s`.
 pub(crate) fn push_latency(s: &mut String, d: Duration) {
     use std::fmt::Write as _;

@@ -42,18 +42,7 @@ pub fn line(msg: &Message<'_>, ctx: Option<&Context>, opts: &RenderOptions) -> S
     let mut s = String::with_capacity(160);
     let mut num = itoa::Buffer::new();
     if let Some(c) = ctx {
-        s.push('#');
-        s.push_str(num.format(c.frames.0));
-        if c.frames.0 != c.frames.1 {
-            s.push('-');
-            s.push_str(num.format(c.frames.1));
-        }
-        s.push(' ');
-        s.push_str(&super::time::time_text(c.time, opts.time, &opts.time_refs));
-        s.push(' ');
-        s.push_str(&c.src);
-        s.push_str(" -> ");
-        s.push_str(&c.dst);
+        super::push_capture_head(&mut s, c, opts);
         s.push(' ');
     }
     match &msg.api_name {

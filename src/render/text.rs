@@ -79,18 +79,7 @@ pub(crate) fn title_into(
     let color = opts.color;
     let mut num = itoa::Buffer::new();
     if let Some(c) = ctx {
-        s.push('#');
-        s.push_str(num.format(c.frames.0));
-        if c.frames.0 != c.frames.1 {
-            s.push('-');
-            s.push_str(num.format(c.frames.1));
-        }
-        s.push(' ');
-        s.push_str(&super::time::time_text(c.time, opts.time, &opts.time_refs));
-        s.push(' ');
-        s.push_str(&c.src);
-        s.push_str(" -> ");
-        s.push_str(&c.dst);
+        super::push_capture_head(s, c, opts);
         s.push_str(" conn ");
         s.push_str(num.format(c.connection));
         if let Some(t) = &c.tls {
