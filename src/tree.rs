@@ -429,12 +429,25 @@ impl<'a> Message<'a> {
 
     /// How many nodes carry an error and how many a warning, in one walk.
     pub fn problem_counts(&self) -> (usize, usize) {
-        let (mut e, mut w) = (0, 0);
-        self.tree.walk(&mut |n, _| {
-            e += usize::from(n.error().is_some());
-            w += usize::from(n.warning().is_some());
-        });
-        (e, w)
+        // One recursive pass over the children slices (no visitor, no depth).
+        fn go(n: &Node<'_>, k: &mut (usize, usize)) {
+            k.0 += usize::from(n.err.is_some());
+            k.1 += usize::from(n.warn.is_some());
+            for c in n.children.iter() {
+                go(c, k);
+            }
+        }
+        let mut k = (0, 0);
+        go(&self.tree, &mut k);
+        k
+    }
+
+    /// Whether any node carries an error (`error_count() > 0`, stopping at the first).
+    pub fn has_error(&self) -> bool {
+        fn go(n: &Node<'_>) -> bool {
+            n.err.is_some() || n.children.iter().any(go)
+        }
+        go(&self.tree)
     }
 
     /// Every warning in the tree, in tree order.

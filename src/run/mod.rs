@@ -448,7 +448,7 @@ fn problems(m: &Message<'_>) -> (bool, bool) {
         .children
         .iter()
         .any(|n| n.name == "body" && n.error().is_some());
-    (m.error_count() > 0, undecodable)
+    (m.has_error(), undecodable)
 }
 
 /// How [`run_capture`] runs, besides what to read.
