@@ -83,6 +83,7 @@ fn read(
         low
     };
     let (mut number, mut at, mut links) = start(cap, from)?;
+    let first = at;
     let mut defrag: IpDefragPool<u64, ()> = IpDefragPool::new();
     let mut reasm = Reassembler::new(cap.max_out_of_order);
     reasm.anchor(seq);
@@ -163,6 +164,7 @@ fn read(
             _ => {}
         }
     }
+    cap.note_read(first, at);
     if bytes.len() < len && !gap {
         reasm.flush(high, &mut out);
         take(&mut out, &mut bytes, &mut gap);
