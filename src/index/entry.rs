@@ -227,15 +227,23 @@ impl Outliers {
 /// time, never copying what it holds (no doubling, no moment with two copies).
 const CHUNK: usize = 1 << 12;
 
+/// Spilled entries gathered before they are written to the temporary file in one call
+/// (56 KiB): one write a thousand entries, not one a message.
+const TAIL: usize = 1 << 10;
+
 /// The entries: the first `limit` in memory, in chunks of [`CHUNK`], the rest in a
-/// temporary file (deleted when the index is dropped), read back [`ENTRY_BYTES`] at a
-/// time; the outliers of the packing in memory.
+/// temporary file (deleted when the index is dropped), written [`TAIL`] at a time and
+/// read back [`ENTRY_BYTES`] at a time; the outliers of the packing in memory.
 pub(crate) struct Entries {
     chunks: Vec<Vec<Packed>>,
     in_mem: usize,
     limit: usize,
     disk: Option<File>,
+    /// Entries past the in-memory ones: in the file, then in `tail`.
     on_disk: u64,
+    /// Of those, how many the file holds; the rest are `tail`'s, packed.
+    written: u64,
+    tail: Vec<u8>,
     outliers: Outliers,
 }
 
@@ -248,6 +256,8 @@ impl Entries {
             limit,
             disk: None,
             on_disk: 0,
+            written: 0,
+            tail: Vec::new(),
             outliers: Outliers::default(),
         }
     }
@@ -272,6 +282,7 @@ impl Entries {
     pub fn memory(&self) -> usize {
         self.chunks.iter().map(|c| c.capacity()).sum::<usize>() * ENTRY_BYTES
             + self.chunks.capacity() * std::mem::size_of::<Vec<Packed>>()
+            + self.tail.capacity()
             + self.outliers.memory()
     }
 
@@ -298,12 +309,25 @@ impl Entries {
         }
         if self.disk.is_none() {
             self.disk = Some(tempfile::tempfile()?);
+            self.tail.reserve_exact(TAIL * ENTRY_BYTES);
         }
-        if let Some(f) = &self.disk {
-            f.write_all_at(&p.to_bytes(), self.on_disk * ENTRY_BYTES as u64)?;
-        }
+        self.tail.extend_from_slice(&p.to_bytes());
         self.on_disk += 1;
+        if self.tail.len() == TAIL * ENTRY_BYTES {
+            if let Some(f) = &self.disk {
+                f.write_all_at(&self.tail, self.written * ENTRY_BYTES as u64)?;
+            }
+            self.written = self.on_disk;
+            self.tail.clear();
+        }
         Ok(())
+    }
+
+    /// Where spilled entry `k` (counted from the first spilled one) stands in `tail`, when
+    /// it is not written yet.
+    fn in_tail(&self, k: u64) -> Option<std::ops::Range<usize>> {
+        let t = usize::try_from(k.checked_sub(self.written)?).ok()? * ENTRY_BYTES;
+        (t + ENTRY_BYTES <= self.tail.len()).then_some(t..t + ENTRY_BYTES)
     }
 
     fn slot(&self, i: u64) -> Option<(usize, usize)> {
@@ -316,8 +340,12 @@ impl Entries {
             return Ok(self.chunks.get(c).and_then(|c| c.get(k)).copied());
         }
         let k = i.wrapping_sub(self.in_mem as u64);
+        if let Some(r) = self.in_tail(k).filter(|_| i >= self.in_mem as u64) {
+            let b: [u8; ENTRY_BYTES] = self.tail[r].try_into().unwrap_or([0; ENTRY_BYTES]);
+            return Ok(Some(Packed::from_bytes(&b)));
+        }
         match &self.disk {
-            Some(f) if i >= self.in_mem as u64 && k < self.on_disk => {
+            Some(f) if i >= self.in_mem as u64 && k < self.written => {
                 let mut b = [0u8; ENTRY_BYTES];
                 f.read_exact_at(&mut b, k * ENTRY_BYTES as u64)?;
                 Ok(Some(Packed::from_bytes(&b)))
@@ -342,7 +370,9 @@ impl Entries {
         if let Some(mut p) = self.packed(i)? {
             p.pair = pair;
             let k = i - self.in_mem as u64;
-            if let Some(f) = &self.disk {
+            if let Some(r) = self.in_tail(k) {
+                self.tail[r].copy_from_slice(&p.to_bytes());
+            } else if let Some(f) = &self.disk {
                 f.write_all_at(&p.to_bytes(), k * ENTRY_BYTES as u64)?;
             }
         }
@@ -446,7 +476,38 @@ mod tests {
         s.set_pair(3, -4).unwrap();
         assert_eq!(s.get(20).unwrap().unwrap().pair, 99);
         assert_eq!(s.get(3).unwrap().unwrap().pair, -4);
-        // Ten entries and the list of chunks.
-        assert!(s.memory() < 12 * ENTRY_BYTES, "{}", s.memory());
+        // Ten entries, the list of chunks and the spill's tail.
+        assert!(s.memory() < (12 + TAIL) * ENTRY_BYTES, "{}", s.memory());
+    }
+
+    /// Entries written to the file a tail at a time read back and take their pairs
+    /// alike, on either side of a write.
+    #[test]
+    fn spilled_entries_across_writes() {
+        let n = 10 + 3 * TAIL as u64 + 5;
+        let mut s = Entries::new(10);
+        for k in 0..n {
+            s.push(sample(k)).unwrap();
+        }
+        assert_eq!((s.on_disk(), s.written), (n - 10, 3 * TAIL as u64));
+        let some = [
+            0,
+            9,
+            10,
+            11,
+            10 + TAIL as u64 - 1,
+            10 + TAIL as u64,
+            n - 6,
+            n - 1,
+        ];
+        for k in some {
+            assert_eq!(s.get(k).unwrap(), Some(sample(k)), "entry {k}");
+        }
+        assert_eq!(s.get(n).unwrap(), None);
+        for (k, pair) in [(10 + TAIL as u64, 7), (n - 2, -7), (12, 3)] {
+            s.set_pair(k, pair).unwrap();
+            assert_eq!(s.get(k).unwrap().unwrap().pair, pair, "entry {k}");
+            assert_eq!(s.get(k + 1).unwrap(), Some(sample(k + 1)));
+        }
     }
 }
