@@ -397,9 +397,10 @@ impl Folded {
         );
         n.kind = crate::tree::NodeKind::Group;
         n.buffer = r.buffer;
+        let plural = if count == 1 { "" } else { "s" };
         n.annotation = Some(r.fmt(format_args!(
-            "{count} {item}s read and checked, not shown: past the message's budget of \
-             {max_nodes} tree nodes (--max-nodes)"
+            "{count} {item}{plural} read and checked, not shown: past the message's budget \
+             of {max_nodes} tree nodes (--max-nodes)"
         )));
         let buf = if r.buffer == 0 {
             String::new()
@@ -998,5 +999,23 @@ mod tests {
         assert_eq!(none, KeptFields::default());
         assert_eq!(none.union(&a), a);
         assert_eq!(a.union(&none), a);
+    }
+
+    /// The folded leaf's note counts its items in the singular for one.
+    #[test]
+    fn folded_leaf_counts_one_item_in_the_singular() {
+        let arena = crate::tree::Buffers::new();
+        let bytes = [0u8; 8];
+        let r = super::Reader::new(&bytes, 0, 0, &arena);
+        let mut end = r;
+        end.split(4);
+        let one = super::Folded::default().leaf(&end, "Topics", "element", (7, 1), 0, 100);
+        assert_eq!(one.name, "Topics[7..7]");
+        let note = one.annotation.unwrap();
+        assert!(note.starts_with("1 element read and checked, not shown"), "{note}");
+        let two = super::Folded::default().leaf(&end, "Topics", "element", (7, 2), 0, 100);
+        let note = two.annotation.unwrap();
+        assert!(note.starts_with("2 elements read and checked, not shown"), "{note}");
+        assert_eq!((two.offset, two.length), (0, 4));
     }
 }
