@@ -1369,3 +1369,49 @@ fn a_capture_cut_under_explore_is_said_and_kwire_keeps_running() {
     ]);
     assert_eq!(flags.trim(), "0 0 1", "alternate screen, mouse, cursor");
 }
+
+/// The exit status is `read`'s: 2 for a capture cut inside its last record and for a file
+/// that is no capture (each said in the notices), also when the user quits before
+/// looking at them; 0 for the same capture whole (the other tests).
+#[test]
+fn a_cut_or_unreadable_input_exits_2_as_read_does() {
+    if !have_tmux("exit2") {
+        return;
+    }
+    let dir = root().join("target").join("explore-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let b = std::fs::read(root().join("captures/demo.pcap")).unwrap();
+    let cut = dir.join("demo-cut-inside-a-record.pcap");
+    std::fs::write(&cut, &b[..b.len() - 10]).unwrap();
+    let not = dir.join("not-a-capture.pcap");
+    std::fs::write(&not, b"this is no capture at all\n").unwrap();
+    // Written a minute ago: a file modified in the last seconds is followed at its end as
+    // one still being written, whose last record may yet come whole.
+    let then = std::time::SystemTime::now() - Duration::from_secs(60);
+    for p in [&cut, &not] {
+        let f = std::fs::File::options().write(true).open(p).unwrap();
+        f.set_modified(then).unwrap();
+    }
+    for (name, p) in [("exit2cut", &cut), ("exit2not", &not)] {
+        let p = p.to_str().unwrap();
+        let read = Command::new(kwire_bin())
+            .args(["read", p])
+            .output()
+            .unwrap();
+        assert_eq!(read.status.code(), Some(2), "read {p}");
+        let t = Tmux::start(name, &[p]);
+        if name == "exit2cut" {
+            // All but the message the cut record held.
+            let n = String::from_utf8_lossy(&read.stdout).lines().count();
+            wait_read(&t, n);
+        } else {
+            t.wait("the error in the status bar", |s| {
+                s.last().is_some_and(|l| l.contains("not a pcap or pcapng"))
+            });
+        }
+        t.keys(&["q"]);
+        t.wait(&format!("kwire to exit 2 on {name}"), |s| {
+            s.iter().any(|l| l == "KWIRE_EXIT=2")
+        });
+    }
+}

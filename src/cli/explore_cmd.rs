@@ -141,7 +141,10 @@ pub fn explore_command(
         }
     }
     match res {
-        Ok(()) => {
+        Ok(outcome) => {
+            if outcome.input_failed {
+                status = EXIT_INPUT;
+            }
             key_lines.iter().for_each(|l| say(l));
             let bad_keys = tls_keys.followed_problems();
             if bad_keys > 0 {

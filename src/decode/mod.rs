@@ -1012,10 +1012,16 @@ mod tests {
         let one = super::Folded::default().leaf(&end, "Topics", "element", (7, 1), 0, 100);
         assert_eq!(one.name, "Topics[7..7]");
         let note = one.annotation.unwrap();
-        assert!(note.starts_with("1 element read and checked, not shown"), "{note}");
+        assert!(
+            note.starts_with("1 element read and checked, not shown"),
+            "{note}"
+        );
         let two = super::Folded::default().leaf(&end, "Topics", "element", (7, 2), 0, 100);
         let note = two.annotation.unwrap();
-        assert!(note.starts_with("2 elements read and checked, not shown"), "{note}");
+        assert!(
+            note.starts_with("2 elements read and checked, not shown"),
+            "{note}"
+        );
         assert_eq!((two.offset, two.length), (0, 4));
     }
 }

@@ -491,6 +491,16 @@ impl Source for Indexed {
         (lines, more)
     }
 
+    fn input_failed(&self) -> bool {
+        match self.index.get() {
+            Some(Ok(c)) => {
+                c.stats().file_truncated || self.changed.lock().map_or(true, |e| e.is_some())
+            }
+            Some(Err(_)) => true,
+            None => self.spool().is_some_and(|s| s.input_failed()),
+        }
+    }
+
     fn tls_of(&self, capture: u32, connection: u32) -> Option<String> {
         let Some(c) = self.ready() else {
             return self.spool()?.tls_of(capture, connection);

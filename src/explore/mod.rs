@@ -142,13 +142,21 @@ pub fn open(schema: Arc<Schema>, inputs: Inputs) -> std::io::Result<Arc<dyn Sour
     })
 }
 
+/// How an explorer's run ended ([`run`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// An input was unreadable, not a capture, or cut short ([`Source::input_failed`]):
+    /// `kwire explore` then exits 2, as `kwire read` does.
+    pub input_failed: bool,
+}
+
 /// Runs the explorer on `inputs` until the user quits.
 ///
 /// # Errors
 /// stdout is not a terminal ([`ExploreError::NotATerminal`]), the terminal cannot be
 /// set up, the spool file cannot be made. The terminal is restored before this returns
 /// (and before a panic's message is printed).
-pub fn run(schema: Schema, inputs: Inputs, opts: Options) -> Result<(), ExploreError> {
+pub fn run(schema: Schema, inputs: Inputs, opts: Options) -> Result<Outcome, ExploreError> {
     if !std::io::stdout().is_terminal() {
         return Err(ExploreError::NotATerminal);
     }
@@ -182,11 +190,14 @@ pub fn run(schema: Schema, inputs: Inputs, opts: Options) -> Result<(), ExploreE
         };
         let backend = ratatui::backend::CrosstermBackend::new(out);
         let mut terminal = ratatui::Terminal::new(backend)?;
-        let mut app = app::App::new(src, opts);
+        let mut app = app::App::new(Arc::clone(&src), opts);
         app.run(&mut terminal)
     })();
     restore_terminal();
-    res.map_err(ExploreError::Io)
+    res.map_err(ExploreError::Io)?;
+    Ok(Outcome {
+        input_failed: src.input_failed(),
+    })
 }
 
 /// Whether the terminal has only the 16 ANSI colours: neither `COLORTERM` (set by

@@ -234,6 +234,13 @@ impl Source for Several {
         })
     }
 
+    fn input_failed(&self) -> bool {
+        self.shared
+            .parts
+            .iter()
+            .any(|p| p.failed.get().is_some() || p.src.get().is_some_and(|s| s.input_failed()))
+    }
+
     fn notices(&self) -> (Vec<String>, u64) {
         let mut lines = Vec::new();
         let mut more = 0;

@@ -97,6 +97,13 @@ pub trait Source: Send + Sync {
     fn follows_end(&self) -> bool {
         false
     }
+    /// Whether an input turned out unreadable, not a capture, or cut short (inside a
+    /// record, or under the explorer): what makes `kwire read` exit 2, and so
+    /// `kwire explore` once the user quits. A capture still being read has said nothing
+    /// yet.
+    fn input_failed(&self) -> bool {
+        false
+    }
 }
 
 /// Notice lines kept for the notices view; the rest are only counted.
@@ -142,6 +149,8 @@ struct Shared {
     /// Reading stops after this many messages (the index takes over from there).
     cap: usize,
     error: Mutex<Option<String>>,
+    /// A capture file ended inside a record.
+    truncated: AtomicBool,
     notices: Mutex<(Vec<String>, u64)>,
     tls: Mutex<std::collections::HashMap<(u32, u32), String>>,
 }
@@ -554,6 +563,7 @@ impl Spool {
             stop: AtomicBool::new(false),
             cap,
             error: Mutex::new(None),
+            truncated: AtomicBool::new(false),
             notices: Mutex::new((Vec::new(), 0)),
             tls: Mutex::new(Default::default()),
         });
@@ -763,6 +773,7 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
                     )));
                 }
                 if stats.file_truncated {
+                    shared.truncated.store(true, Ordering::Relaxed);
                     shared.say(named(format!(
                         "kwire: {}: the capture is cut short (it ends inside a record)",
                         path.display()
@@ -868,6 +879,11 @@ impl Source for Spool {
 
     fn live(&self) -> Option<String> {
         self.live.as_ref().map(|l| l.status())
+    }
+
+    fn input_failed(&self) -> bool {
+        let s = &self.shared;
+        s.truncated.load(Ordering::Relaxed) || s.error.lock().map_or(true, |e| e.is_some())
     }
 
     fn follows_end(&self) -> bool {
