@@ -149,8 +149,9 @@ struct Shared {
     /// Reading stops after this many messages (the index takes over from there).
     cap: usize,
     error: Mutex<Option<String>>,
-    /// A capture file ended inside a record.
-    truncated: AtomicBool,
+    /// A capture file ended inside a record, or an input could not be read or was not a
+    /// capture (not the spool's own bound, which `error` says too).
+    input_failed: AtomicBool,
     notices: Mutex<(Vec<String>, u64)>,
     tls: Mutex<std::collections::HashMap<(u32, u32), String>>,
 }
@@ -563,7 +564,7 @@ impl Spool {
             stop: AtomicBool::new(false),
             cap,
             error: Mutex::new(None),
-            truncated: AtomicBool::new(false),
+            input_failed: AtomicBool::new(false),
             notices: Mutex::new((Vec::new(), 0)),
             tls: Mutex::new(Default::default()),
         });
@@ -653,14 +654,14 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
                     shared: Arc::clone(shared),
                 },
                 Ok(_) => {
-                    fail(
+                    input_fail(
                         shared,
                         format!("{}: is a folder, not a capture file", path.display()),
                     );
                     continue;
                 }
                 Err(e) => {
-                    fail(shared, format!("{}: {e}", path.display()));
+                    input_fail(shared, format!("{}: {e}", path.display()));
                     continue;
                 }
             }
@@ -773,18 +774,24 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
                     )));
                 }
                 if stats.file_truncated {
-                    shared.truncated.store(true, Ordering::Relaxed);
+                    shared.input_failed.store(true, Ordering::Relaxed);
                     shared.say(named(format!(
                         "kwire: {}: the capture is cut short (it ends inside a record)",
                         path.display()
                     )));
                 }
             }
-            Err(e) => fail(shared, named(format!("{}: {e}", path.display()))),
+            Err(e) => input_fail(shared, named(format!("{}: {e}", path.display()))),
         }
     }
     shared.following.store(false, Ordering::Relaxed);
     shared.done.store(true, Ordering::Relaxed);
+}
+
+/// [`fail`] for an input that could not be read or is not a capture.
+fn input_fail(shared: &Shared, m: String) {
+    shared.input_failed.store(true, Ordering::Relaxed);
+    fail(shared, m);
 }
 
 fn fail(shared: &Shared, m: String) {
@@ -882,8 +889,7 @@ impl Source for Spool {
     }
 
     fn input_failed(&self) -> bool {
-        let s = &self.shared;
-        s.truncated.load(Ordering::Relaxed) || s.error.lock().map_or(true, |e| e.is_some())
+        self.shared.input_failed.load(Ordering::Relaxed)
     }
 
     fn follows_end(&self) -> bool {
