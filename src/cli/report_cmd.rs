@@ -47,7 +47,7 @@ Budget: one pass through the engine, then one index pass (no body decoded) of ea
 that has chosen messages; memory: exact latency quantiles (as `kwire stats`) for up to
 4,000,000 paired responses (32 MiB), then histograms within 1% (marked ~), plus a few MiB
 of fixed-size buckets and capped tables (what a cap folds is said in the overview), the
-index's entries past 16 MiB go to a temporary file; the file: under 20 MB at the
+index's entries past 4 MiB go to a temporary file; the file: under 20 MB at the
 defaults whatever the capture's size (200 time buckets a plot, 2000 rows a table, 256 KiB
 a message page, 14 MiB of pages).
 

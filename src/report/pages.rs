@@ -25,7 +25,7 @@ pub const PAGE_BYTES: usize = 256 << 10;
 /// Largest total of the pages' HTML.
 pub const PAGES_BYTES: usize = 14 << 20;
 /// Memory the index of one capture may hold its entries in.
-pub const INDEX_MEMORY: usize = 16 << 20;
+pub const INDEX_MEMORY: usize = 4 << 20;
 
 /// One rendered message.
 #[derive(Clone, Debug)]
