@@ -166,8 +166,51 @@ enum Values {
     I32(Vec<i32>),
     I64(Vec<i64>),
     F64(Vec<f64>),
-    Bytes(Vec<ByteArray>),
+    Bytes(ByteValues),
 }
+
+/// A string or bytes column's buffered values: their bytes one after the other and where
+/// each ends. 8 bytes a value besides its bytes, where a `ByteArray` a value was 32 and
+/// an allocation of its own (a row group of the records table held 12 MiB of
+/// `ByteArray`s for its "about 4 MiB" of values). The `ByteArray`s the Parquet writer
+/// takes are made when the row group is written, [`WRITE_CHUNK`] values at a time.
+#[derive(Debug, Default)]
+struct ByteValues {
+    data: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl ByteValues {
+    fn push(&mut self, b: &[u8]) {
+        self.data.extend_from_slice(b);
+        self.ends.push(self.data.len());
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Values `r` as the writer takes them (each its own copy, as a value the writer
+    /// keeps for the column's statistics must not hold the whole buffer).
+    fn arrays(&self, r: std::ops::Range<usize>) -> Vec<ByteArray> {
+        r.map(|i| {
+            let start = i.checked_sub(1).map_or(0, |j| self.ends[j]);
+            ByteArray::from(self.data[start..self.ends[i]].to_vec())
+        })
+        .collect()
+    }
+
+    fn clear(&mut self) {
+        self.data.clear();
+        self.ends.clear();
+    }
+}
+
+/// Levels of a column without repetition handed to the Parquet writer in one call: a
+/// multiple of its mini-batch (`write_batch_size`, 1024 by default), so the writer cuts
+/// the same mini-batches, pages and statistics as from one call of the whole row group,
+/// and the file's bytes are the same.
+const WRITE_CHUNK: usize = 8 * 1024;
 
 #[derive(Debug)]
 struct ColBuf {
@@ -197,7 +240,7 @@ impl Columns {
                     Ty::I16 | Ty::I32 | Ty::ListI16 => Values::I32(Vec::new()),
                     Ty::I64 | Ty::TimestampMicros => Values::I64(Vec::new()),
                     Ty::F64 => Values::F64(Vec::new()),
-                    Ty::Str | Ty::Bytes | Ty::ListStr => Values::Bytes(Vec::new()),
+                    Ty::Str | Ty::Bytes | Ty::ListStr => Values::Bytes(ByteValues::default()),
                 },
                 def: Vec::new(),
                 rep: Vec::new(),
@@ -280,7 +323,21 @@ impl Columns {
                     cw.typed::<DoubleType>().write_batch(v, def, rep)?;
                 }
                 Values::Bytes(v) => {
-                    cw.typed::<ByteArrayType>().write_batch(v, def, rep)?;
+                    let t = cw.typed::<ByteArrayType>();
+                    if rep.is_some() {
+                        // A list column: the writer cuts its mini-batches at rows.
+                        t.write_batch(&v.arrays(0..v.len()), def, rep)?;
+                    } else {
+                        let levels = def.map_or(v.len(), <[i16]>::len);
+                        let mut at = 0;
+                        for start in (0..levels).step_by(WRITE_CHUNK) {
+                            let end = (start + WRITE_CHUNK).min(levels);
+                            let d = def.map(|d| &d[start..end]);
+                            let n = d.map_or(end - start, |d| d.iter().filter(|&&l| l > 0).count());
+                            t.write_batch(&v.arrays(at..at + n), d, None)?;
+                            at += n;
+                        }
+                    }
                 }
             }
             cw.close()?;
@@ -297,6 +354,8 @@ impl Columns {
         rg.close()?;
         self.rows = 0;
         self.bytes = 0;
+        // A row group's values are many small allocations, freed together here.
+        crate::memory::give_back_free_memory();
         Ok(())
     }
 }
@@ -339,11 +398,11 @@ fn put(c: &Col, cell: &Cell<'_>, b: &mut ColBuf) -> usize {
         (Cell::Int(v), Values::I64(x)) => x.push(*v),
         (Cell::F64(v), Values::F64(x)) => x.push(*v),
         (Cell::Str(s), Values::Bytes(x)) => {
-            x.push(ByteArray::from(s.as_bytes().to_vec()));
+            x.push(s.as_bytes());
             return 8 + s.len();
         }
         (Cell::Bytes(s), Values::Bytes(x)) => {
-            x.push(ByteArray::from(s.to_vec()));
+            x.push(s);
             return 8 + s.len();
         }
         (Cell::IntList(l), Values::I32(x)) => {
@@ -356,7 +415,7 @@ fn put(c: &Col, cell: &Cell<'_>, b: &mut ColBuf) -> usize {
             let mut n = 8;
             for s in l.iter() {
                 n += 8 + s.len();
-                x.push(ByteArray::from(s.as_bytes().to_vec()));
+                x.push(s.as_bytes());
             }
             return n;
         }
