@@ -494,7 +494,10 @@ impl Source for Indexed {
     fn input_failed(&self) -> bool {
         match self.index.get() {
             Some(Ok(c)) => {
-                c.stats().file_truncated || self.changed.lock().map_or(true, |e| e.is_some())
+                let st = c.stats();
+                st.file_truncated
+                    || st.file_corrupt
+                    || self.changed.lock().map_or(true, |e| e.is_some())
             }
             Some(Err(_)) => true,
             None => self.spool().is_some_and(|s| s.input_failed()),

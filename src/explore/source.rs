@@ -97,10 +97,10 @@ pub trait Source: Send + Sync {
     fn follows_end(&self) -> bool {
         false
     }
-    /// Whether an input turned out unreadable, not a capture, or cut short (inside a
-    /// record, or under the explorer): what makes `kwire read` exit 2, and so
-    /// `kwire explore` once the user quits. A capture still being read has said nothing
-    /// yet.
+    /// Whether an input turned out unreadable, not a capture, corrupt or cut short
+    /// (inside a record, or under the explorer): what makes `kwire read` exit 2, and so
+    /// `kwire explore` once the user quits. What was not read yet when the user quit
+    /// (as with `read -c`) has said nothing.
     fn input_failed(&self) -> bool {
         false
     }
@@ -149,8 +149,8 @@ struct Shared {
     /// Reading stops after this many messages (the index takes over from there).
     cap: usize,
     error: Mutex<Option<String>>,
-    /// A capture file ended inside a record, or an input could not be read or was not a
-    /// capture (not the spool's own bound, which `error` says too).
+    /// A capture file ended inside a record or held a corrupt one, or an input could not
+    /// be read or was not a capture (not the spool's own bound, which `error` says too).
     input_failed: AtomicBool,
     notices: Mutex<(Vec<String>, u64)>,
     tls: Mutex<std::collections::HashMap<(u32, u32), String>>,
@@ -763,6 +763,10 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
         }
         match res {
             Ok(stats) => {
+                if stats.file_corrupt {
+                    // `read` exits 2 for it too; the notice said where.
+                    shared.input_failed.store(true, Ordering::Relaxed);
+                }
                 for p in session.pairer.unanswered().iter().take(5) {
                     shared.say(named(format!(
                         "kwire: connection {}: request correlation_id {} ({} v{}, frame {}) got no response in the capture",
