@@ -6,6 +6,12 @@
 
 use base64::Engine as _;
 
+/// `n` and the word for it, `one` when `n` is 1, else `many`: `1 message`,
+/// `3 messages`, `1 partition entry`, `0 partition entries`.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Bytes as a `String`, as `String::from_utf8_lossy(&b).into_owned()` gives it (each
 /// invalid sequence as U+FFFD), but moved without a copy when they are UTF-8, and
 /// checked by the standard library's validator rather than chunk by chunk: for the
@@ -156,6 +162,13 @@ pub fn base64_uuid(s: &str) -> Option<uuid::Uuid> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn count_is_singular_for_one() {
+        assert_eq!(super::count(1, "message", "messages"), "1 message");
+        assert_eq!(super::count(0, "message", "messages"), "0 messages");
+        assert_eq!(super::count(2, "entry", "entries"), "2 entries");
+    }
+
     use super::*;
 
     #[test]

@@ -693,8 +693,8 @@ impl Stats {
         if self.unpaired_responses > 0 {
             writeln!(
                 w,
-                "\n{} responses whose request is not in the capture (API unknown)",
-                self.unpaired_responses
+                "\n{} whose request is not in the capture (API unknown)",
+                crate::text::count(self.unpaired_responses, "response", "responses")
             )?;
         }
         for f in self.folded() {

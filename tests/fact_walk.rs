@@ -536,13 +536,7 @@ fn committed_captures_same_facts() {
     assert!(fast > n / 2, "{fast} of {n} messages by the fact walk");
 }
 
-/// The `kwire-gen` binary of this workspace (built by `cargo build -p kwire-gen`).
-fn kwire_gen() -> Option<PathBuf> {
-    ["release", "debug"]
-        .iter()
-        .map(|p| root().join("target").join(p).join("kwire-gen"))
-        .find(|p| p.exists())
-}
+use common::kwire_gen;
 
 /// Every message of `kwire-gen` captures (chatter, bulk, the lossy kinds): the same facts.
 #[test]

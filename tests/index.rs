@@ -419,11 +419,7 @@ fn mapped_rss(path: &Path) -> Option<u64> {
 /// `kwire-gen` chatter, 600 messages spread over the file kept all 24 MB resident before.
 #[test]
 fn messages_read_again_give_their_pages_back() {
-    let gen = ["release", "debug"]
-        .iter()
-        .map(|p| repo("target").join(p).join("kwire-gen"))
-        .find(|p| p.exists());
-    let Some(gen) = gen else {
+    let Some(gen) = common::kwire_gen() else {
         common::skip(
             "messages_read_again_give_their_pages_back",
             "no kwire-gen in target/ (cargo build -p kwire-gen)",

@@ -210,7 +210,7 @@ fn response_without_its_request() {
     st.write_text(&mut text).unwrap();
     let text = String::from_utf8(text).unwrap();
     assert!(
-        text.contains("1 responses whose request is not in the capture"),
+        text.contains("1 response whose request is not in the capture"),
         "{text}"
     );
 }

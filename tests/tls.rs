@@ -284,7 +284,7 @@ fn early_data_decrypts_with_its_secret() {
         .iter()
         .all(|m| m.get("guessed").is_none_or(|g| g == false)));
     assert!(
-        err.contains("TLS 1.3 early data (0-RTT): 1 of the client's 1 records"),
+        err.contains("TLS 1.3 early data (0-RTT): 1 of the client's 1 record sent"),
         "{err}"
     );
     assert!(!err.contains("stayed encrypted"), "{err}");

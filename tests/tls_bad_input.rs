@@ -253,7 +253,7 @@ fn a_record_cut_by_the_end_of_the_capture() {
     let e = cut.notice(NoticeKind::Tls, "stayed encrypted");
     assert_eq!(e.connection, Some(5));
     assert!(
-        e.message.contains("1 records") && e.message.contains("ended inside"),
+        e.message.contains("1 record (") && e.message.contains("ended inside"),
         "{}",
         e.message
     );

@@ -221,11 +221,11 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> 
         ));
     }
     say(&format!(
-        "kwire: exported {} messages, {} partition entries{} from {} of {} captures to {} ({} files)",
-        rows[0],
-        rows[1],
+        "kwire: exported {}, {}{} from {} of {} captures to {} ({} files)",
+        crate::text::count(rows[0], "message", "messages"),
+        crate::text::count(rows[1], "partition entry", "partition entries"),
         if a.records {
-            format!(", {} records", rows[2])
+            format!(", {}", crate::text::count(rows[2], "record", "records"))
         } else {
             String::new()
         },
@@ -281,10 +281,10 @@ fn export_logs(
     };
     let sum = exp.finish().map_err(CliError::Msg)?;
     say(&format!(
-        "kwire: exported {} batches{} from {} files to {} ({} files); {} errors, {} warnings in the log files",
-        sum.rows[0],
+        "kwire: exported {}{} from {} files to {} ({} files); {} errors, {} warnings in the log files",
+        crate::text::count(sum.rows[0], "batch", "batches"),
         if a.records {
-            format!(", {} records", sum.rows[2])
+            format!(", {}", crate::text::count(sum.rows[2], "record", "records"))
         } else {
             String::new()
         },

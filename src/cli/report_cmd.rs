@@ -297,10 +297,10 @@ pub fn report_command(
             .and_then(|()| w.flush())
             .map_err(|e| CliError::Msg(format!("{}: {e}", a.output.display())))?;
         say(&format!(
-            "kwire: report: {} ({} messages, {} message pages)",
+            "kwire: report: {} ({}, {})",
             a.output.display(),
-            g.messages,
-            pages.len()
+            crate::text::count(g.messages, "message", "messages"),
+            crate::text::count(pages.len() as u64, "message page", "message pages")
         ));
     }
     Ok(status)

@@ -479,7 +479,10 @@ fn snappy(data: &[u8], cap: usize, charge: Charge<'_>) -> Result<Decompressed, S
             chunks += 1;
         }
         return Ok(Decompressed {
-            note: Some(format!("xerial framing, {chunks} chunks")),
+            note: Some(format!(
+                "xerial framing, {}",
+                crate::text::count(chunks as u64, "chunk", "chunks")
+            )),
             ..Decompressed::plain(out)
         });
     }

@@ -170,7 +170,9 @@ impl LogStats {
         let records: u64 = self.partitions.values().map(|p| p.records).sum();
         writeln!(
             w,
-            "{batches} batches, {records} records, {} entries in other files",
+            "{}, {}, {} entries in other files",
+            crate::text::count(batches, "batch", "batches"),
+            crate::text::count(records, "record", "records"),
             self.entries
         )?;
         if let Some((lo, hi)) = self.time_span {
@@ -184,8 +186,10 @@ impl LogStats {
                 .map_or("-".to_string(), |(a, b)| format!("{a}..{b}"));
             writeln!(
                 w,
-                "  {k}: {} files, {} batches, {} records, offsets {o}",
-                p.files, p.batches, p.records
+                "  {k}: {}, {}, {}, offsets {o}",
+                crate::text::count(p.files, "file", "files"),
+                crate::text::count(p.batches, "batch", "batches"),
+                crate::text::count(p.records, "record", "records"),
             )?;
         }
         writeln!(w, "\nrecord types:")?;

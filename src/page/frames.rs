@@ -363,8 +363,8 @@ impl Doc {
         self.write_ready(w, true, &mut |_| Ok(()))?;
         writeln!(
             w,
-            "<nav class=\"toc\" id=\"contents\"><h2>Contents</h2><p class=\"intro\">{} messages.</p><ol>",
-            self.added
+            "<nav class=\"toc\" id=\"contents\"><h2>Contents</h2><p class=\"intro\">{}.</p><ol>",
+            crate::text::count(self.added as u64, "message", "messages")
         )?;
         for (n, short, mate) in &self.contents {
             write!(w, "<li><a href=\"#m{n}\">{}</a>", esc(short))?;

@@ -313,8 +313,9 @@ fn grid_hiding(
             let rows = (b - a).div_ceil(16);
             writeln!(
                 w,
-                "<tr class=\"gap\" data-n=\"{}\"><th class=\"off\">{a:0width$x}</th><td colspan=\"16\">… {rows} rows, bytes 0x{a:0width$x}-0x{:0width$x} ({} B), not shown in the tree: folded past the node budget (--max-nodes) or past --max-elements</td></tr>",
+                "<tr class=\"gap\" data-n=\"{}\"><th class=\"off\">{a:0width$x}</th><td colspan=\"16\">… {}, bytes 0x{a:0width$x}-0x{:0width$x} ({} B), not shown in the tree: folded past the node budget (--max-nodes) or past --max-elements</td></tr>",
                 b - a,
+                crate::text::count(rows as u64, "row", "rows"),
                 b - 1,
                 b - a
             )?;

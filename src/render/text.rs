@@ -424,8 +424,8 @@ fn grid_rows_given(
         if let Some((a, b)) = gap.take() {
             writeln!(
                 w,
-                "{a:0width$x}  … {} rows, bytes 0x{a:0width$x}-0x{:0width$x} ({} B), not shown in the tree: folded past the node budget (--max-nodes) or past --max-elements",
-                (b - a).div_ceil(16),
+                "{a:0width$x}  … {}, bytes 0x{a:0width$x}-0x{:0width$x} ({} B), not shown in the tree: folded past the node budget (--max-nodes) or past --max-elements",
+                crate::text::count((b - a).div_ceil(16) as u64, "row", "rows"),
                 b - 1,
                 b - a
             )?;

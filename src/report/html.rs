@@ -528,8 +528,8 @@ fn plots(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     writeln!(w, "<section id=\"plots\"><h2>Plots</h2>")?;
     writeln!(
         w,
-        "<p class=\"intro\">Time runs in {} buckets of {} s (the bucket width doubles as a capture grows, so that a plot has at most {} points a line).</p>",
-        n,
+        "<p class=\"intro\">Time runs in {} of {} s (the bucket width doubles as a capture grows, so that a plot has at most {} points a line).</p>",
+        crate::text::count(n as u64, "bucket", "buckets"),
         plot::num(width_s),
         super::gather::BUCKETS
     )?;
@@ -897,8 +897,8 @@ fn plots(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         "Consumer-group events",
         &svg,
         &format!(
-            "JoinGroup, SyncGroup and LeaveGroup requests (coloured by GroupId), Heartbeat and ConsumerGroupHeartbeat responses with an error, and other group-API error responses, on the time axis: a rebalance shows as a Heartbeat error followed by JoinGroup and SyncGroup. {} events{}.",
-            g.events_total,
+            "JoinGroup, SyncGroup and LeaveGroup requests (coloured by GroupId), Heartbeat and ConsumerGroupHeartbeat responses with an error, and other group-API error responses, on the time axis: a rebalance shows as a Heartbeat error followed by JoinGroup and SyncGroup. {}{}.",
+            crate::text::count(g.events_total, "event", "events"),
             if g.events_total > g.events.len() as u64 {
                 format!(", the first {} drawn", g.events.len())
             } else {
@@ -1136,8 +1136,8 @@ fn errors(w: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     writeln!(w, "</tbody></table>")?;
     writeln!(
         w,
-        "<h3>error responses</h3><p class=\"intro\">{} responses carry a non-zero error code{}.</p><div class=\"scroll\"><table class=\"t\" id=\"t-error-responses\">",
-        g.error_responses,
+        "<h3>error responses</h3><p class=\"intro\">{} a non-zero error code{}.</p><div class=\"scroll\"><table class=\"t\" id=\"t-error-responses\">",
+        crate::text::count(g.error_responses, "response carries", "responses carry"),
         if g.error_responses > g.error_msgs.len() as u64 {
             format!("; the first {} are listed", g.error_msgs.len())
         } else {

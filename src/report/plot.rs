@@ -575,9 +575,9 @@ pub fn boxes(title: &str, x_label: &str, rows: &[BoxRow]) -> String {
         let [min, p25, p50, p75, p90, p99, max] = r.q;
         let _ = write!(
             s,
-            "<g class=\"box\"><title>{}: {} responses; min {} ms, p25 {} ms, median {} ms, p75 {} ms, p90 {} ms, p99 {} ms, max {} ms</title>",
+            "<g class=\"box\"><title>{}: {}; min {} ms, p25 {} ms, median {} ms, p75 {} ms, p90 {} ms, p99 {} ms, max {} ms</title>",
             esc(&r.name),
-            r.n,
+            crate::text::count(r.n, "response", "responses"),
             num(min),
             num(p25),
             num(p50),

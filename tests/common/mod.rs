@@ -255,6 +255,20 @@ pub fn reference() -> Option<String> {
     std::fs::read_to_string(base.join("reference/delete-topics-v6.md")).ok()
 }
 
+/// The `kwire-gen` binary of this workspace (built by `cargo build -p kwire-gen`), the
+/// release build's or else the debug build's.
+pub fn kwire_gen() -> Option<PathBuf> {
+    ["release", "debug"]
+        .iter()
+        .map(|p| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("target")
+                .join(p)
+                .join("kwire-gen")
+        })
+        .find(|p| p.exists())
+}
+
 /// Says on the terminal that `test` skips and why (written to stderr directly, so it shows
 /// even when the test harness captures output), or panics when `KWIRE_NO_SKIP=1`.
 pub fn skip(test: &str, why: &str) {

@@ -1539,20 +1539,21 @@ impl TlsConn {
             // no keys for the connection at all: its closing notice says why
             return;
         }
+        let recs = plural(n as u64, "record", "records");
         let (kind, text) = if self.version != Some(0x0304) {
             (
                 NoticeKind::Tls,
-                format!("TLS 1.3 early data (0-RTT): the client's {n} records sent before the ServerHello stayed encrypted: the server answered with {}, refusing them", self.version_name().unwrap_or("another version")),
+                format!("TLS 1.3 early data (0-RTT): the client's {recs} sent before the ServerHello stayed encrypted: the server answered with {}, refusing them", self.version_name().unwrap_or("another version")),
             )
         } else if with_keys && opened > 0 {
             (
                 NoticeKind::Info,
-                format!("TLS 1.3 early data (0-RTT): {opened} of the client's {n} records sent before the ServerHello decrypted with the logged CLIENT_EARLY_TRAFFIC_SECRET (the server may still have refused them)"),
+                format!("TLS 1.3 early data (0-RTT): {opened} of the client's {recs} sent before the ServerHello decrypted with the logged CLIENT_EARLY_TRAFFIC_SECRET (the server may still have refused them)"),
             )
         } else {
             (
                 NoticeKind::Tls,
-                format!("TLS 1.3 early data (0-RTT): the client's {n} records sent before the ServerHello stayed encrypted: {}", if with_keys { "they do not decrypt with the logged CLIENT_EARLY_TRAFFIC_SECRET" } else { "the key log has no CLIENT_EARLY_TRAFFIC_SECRET for this client random" }),
+                format!("TLS 1.3 early data (0-RTT): the client's {recs} sent before the ServerHello stayed encrypted: {}", if with_keys { "they do not decrypt with the logged CLIENT_EARLY_TRAFFIC_SECRET" } else { "the key log has no CLIENT_EARLY_TRAFFIC_SECRET for this client random" }),
             )
         };
         let n = self.notice(kind, Some(client), frame, Some(offset), text);
@@ -1641,8 +1642,10 @@ impl TlsConn {
         let mut n = Notice::new(
             NoticeKind::Tls,
             format!(
-                "{} carries {version} ({random}): {} records ({} bytes) stayed encrypted: {why}",
-                self.name, sum.encrypted_records, sum.encrypted_bytes
+                "{} carries {version} ({random}): {} ({} bytes) stayed encrypted: {why}",
+                self.name,
+                plural(sum.encrypted_records, "record", "records"),
+                sum.encrypted_bytes
             ),
         );
         n.frame = Some(frame);
