@@ -1437,3 +1437,65 @@ fn a_cut_or_unreadable_input_exits_2_as_read_does() {
         });
     }
 }
+
+/// SIGBUS (what reading a mapped capture file that was cut raises) ends the explorer as
+/// before, but with the terminal restored (cooked mode, main screen, mouse off, cursor
+/// shown) and a line saying why. The signal is sent with `kill`: a cut under a running
+/// read is a race a test cannot win every time.
+#[test]
+fn sigbus_restores_the_terminal_before_the_process_ends() {
+    if !have_tmux("sigbus") {
+        return;
+    }
+    let dir = root().join("target").join("explore-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("sigbus-{}.pcap", std::process::id()));
+    std::fs::copy(root().join("captures/demo.pcap"), &p).unwrap();
+    let then = std::time::SystemTime::now() - Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_modified(then)
+        .unwrap();
+    let n = read_lines(&[p.to_str().unwrap()]).len();
+    let t = Tmux::start("sigbus", &[p.to_str().unwrap()]);
+    wait_read(&t, n);
+    let pgrep = Command::new("pgrep")
+        .args(["-f", &format!("explore '?{}", p.display())])
+        .output()
+        .unwrap();
+    let pids = String::from_utf8_lossy(&pgrep.stdout).into_owned();
+    // The shell running kwire matches too: signal the process that is kwire itself.
+    let kwire_pid = pids
+        .lines()
+        .find(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/exe"))
+                .is_ok_and(|e| e.file_name() == kwire_bin().file_name())
+        })
+        .unwrap_or_else(|| panic!("no kwire process among {pids:?}"))
+        .to_string();
+    let st = Command::new("kill")
+        .args(["-BUS", &kwire_pid])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let s = t.wait("kwire to end", |s| s.iter().any(|l| l.starts_with("TTY=")));
+    assert!(s.iter().any(|l| l == "KWIRE_EXIT=135"), "{s:?}");
+    assert!(
+        s.iter()
+            .any(|l| l.contains("kwire: explore: SIGBUS: a capture file was cut")),
+        "the reason on the main screen: {s:?}"
+    );
+    let tty = s.iter().find(|l| l.starts_with("TTY=")).unwrap();
+    assert_eq!(tty.trim_end(), "TTY=icanon echo", "cooked mode: {s:?}");
+    let flags = t.tmux(&[
+        "display-message",
+        "-p",
+        "-t",
+        "t",
+        "#{alternate_on} #{mouse_any_flag} #{cursor_flag}",
+    ]);
+    assert_eq!(flags.trim(), "0 0 1", "alternate screen, mouse, cursor");
+    let _ = std::fs::remove_file(&p);
+}

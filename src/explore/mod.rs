@@ -106,6 +106,72 @@ pub fn restore_terminal() {
     let _ = out.flush();
 }
 
+/// The terminal's descriptor (`/dev/tty`, kept open) and its settings before raw mode,
+/// for [`restore_terminal_from_signal`].
+#[cfg(unix)]
+static TTY: std::sync::OnceLock<(i32, libc::termios)> = std::sync::OnceLock::new();
+
+/// What a signal handler writes to the terminal to undo the explorer's modes: mouse
+/// capture off (the modes crossterm's `EnableMouseCapture` sets), the main screen back,
+/// the cursor shown.
+#[cfg(unix)]
+const RESTORE_SEQ: &[u8] =
+    b"\x1b[?1006l\x1b[?1015l\x1b[?1003l\x1b[?1002l\x1b[?1000l\x1b[?1049l\x1b[?25h";
+
+/// Saves the terminal's settings and makes SIGBUS restore them before it ends the process.
+///
+/// A capture file cut while its mapping is read (the message index maps it) raises SIGBUS
+/// at the read, which ends the process: without this, the terminal stayed in raw mode on
+/// the alternate screen with the mouse captured. The handler does only what a signal
+/// handler may (`write(2)`, `tcsetattr`), says why on stderr, then lets SIGBUS end the
+/// process as it would have (exit status 135 in a shell).
+#[cfg(unix)]
+fn guard_fatal_signals() {
+    use std::os::fd::IntoRawFd;
+    if TTY.get().is_none() {
+        let Ok(f) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+        else {
+            return;
+        };
+        let fd = f.into_raw_fd();
+        // SAFETY: `t` is plain data that tcgetattr fills; `fd` is an open descriptor.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        if unsafe { libc::tcgetattr(fd, &mut t) } != 0 {
+            // SAFETY: `fd` was opened above and is not used elsewhere.
+            unsafe { libc::close(fd) };
+            return;
+        }
+        let _ = TTY.set((fd, t));
+    }
+    // SAFETY: the action runs in the signal handler and calls only async-signal-safe
+    // functions: write(2), tcsetattr and signal-hook's emulate_default_handler.
+    let _ = unsafe {
+        signal_hook::low_level::register(signal_hook::consts::SIGBUS, || {
+            restore_terminal_from_signal();
+            const MSG: &[u8] = b"kwire: explore: SIGBUS: a capture file was cut or changed while it was read (its mapping has no bytes there any more)\n";
+            // Writing a static buffer to stderr (inside the unsafe block above).
+            libc::write(2, MSG.as_ptr().cast(), MSG.len());
+            let _ = signal_hook::low_level::emulate_default_handler(signal_hook::consts::SIGBUS);
+        })
+    };
+}
+
+/// The terminal as it was before the explorer, by async-signal-safe calls only.
+#[cfg(unix)]
+fn restore_terminal_from_signal() {
+    if let Some((fd, t)) = TTY.get() {
+        // SAFETY: write(2) and tcsetattr on the terminal's descriptor, with the settings
+        // tcgetattr gave; both are async-signal-safe.
+        unsafe {
+            libc::write(*fd, RESTORE_SEQ.as_ptr().cast(), RESTORE_SEQ.len());
+            libc::tcsetattr(*fd, libc::TCSANOW, t);
+        }
+    }
+}
+
 /// The source for `inputs`: one capture file that is not being written goes through the
 /// message index ([`indexed::Indexed`]), and so does stdin, copied to a temporary file
 /// first ([`indexed::Indexed::start_stdin`]); several capture files none of which is
@@ -169,6 +235,8 @@ pub fn run(schema: Schema, inputs: Inputs, opts: Options) -> Result<Outcome, Exp
         restore_terminal();
         prev(info);
     }));
+    #[cfg(unix)]
+    guard_fatal_signals();
     {
         use crossterm::{event, execute, terminal};
         terminal::enable_raw_mode()?;
