@@ -191,13 +191,16 @@ impl ByteValues {
     }
 
     /// Values `r` as the writer takes them (each its own copy, as a value the writer
-    /// keeps for the column's statistics must not hold the whole buffer).
+    /// keeps for the column's statistics must not hold the whole buffer); a range past
+    /// the values gives those there are, and the writer then says the levels and values
+    /// disagree.
     fn arrays(&self, r: std::ops::Range<usize>) -> Vec<ByteArray> {
-        r.map(|i| {
-            let start = i.checked_sub(1).map_or(0, |j| self.ends[j]);
-            ByteArray::from(self.data[start..self.ends[i]].to_vec())
-        })
-        .collect()
+        (r.start.min(self.len())..r.end.min(self.len()))
+            .map(|i| {
+                let start = i.checked_sub(1).map_or(0, |j| self.ends[j]);
+                ByteArray::from(self.data[start..self.ends[i]].to_vec())
+            })
+            .collect()
     }
 
     fn clear(&mut self) {
