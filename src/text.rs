@@ -6,6 +6,24 @@
 
 use base64::Engine as _;
 
+/// A notice line of capture `label`, as `kwire read A B` names it:
+/// `kwire: connection 3: ...` becomes `kwire: A: connection 3: ...`, and a line without
+/// the `kwire: ` prefix gets `A: ` before it. A line that already names `label` there
+/// (`kwire: A: the capture is cut short`) is left as it is, so no line says it twice.
+pub fn named(label: &str, line: String) -> String {
+    let (head, rest) = match line.strip_prefix("kwire: ") {
+        Some(rest) => ("kwire: ", rest),
+        None => ("", line.as_str()),
+    };
+    if rest
+        .strip_prefix(label)
+        .is_some_and(|r| r.starts_with(": "))
+    {
+        return line;
+    }
+    format!("{head}{label}: {rest}")
+}
+
 /// `n` and the word for it, `one` when `n` is 1, else `many`: `1 message`,
 /// `3 messages`, `1 partition entry`, `0 partition entries`.
 pub fn count(n: u64, one: &str, many: &str) -> String {
@@ -162,6 +180,20 @@ pub fn base64_uuid(s: &str) -> Option<uuid::Uuid> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn named_says_the_capture_once() {
+        let n = |l: &str| super::named("a.pcap", l.to_string());
+        assert_eq!(
+            n("kwire: connection 3: x"),
+            "kwire: a.pcap: connection 3: x"
+        );
+        assert_eq!(n("a.pcap: no such file"), "a.pcap: no such file");
+        assert_eq!(n("b.pcap: no such file"), "a.pcap: b.pcap: no such file");
+        assert_eq!(n("kwire: a.pcap: cut short"), "kwire: a.pcap: cut short");
+        // A name that only starts like the label is not the label.
+        assert_eq!(n("kwire: a.pcapng: x"), "kwire: a.pcap: a.pcapng: x");
+    }
+
     #[test]
     fn count_is_singular_for_one() {
         assert_eq!(super::count(1, "message", "messages"), "1 message");

@@ -617,3 +617,27 @@ fn raw_and_base64_leftovers_are_said_at_their_byte_offset() {
     assert!(err.contains(&want), "{err}");
     assert!(!err.contains("line "), "base64 has no lines: {err}");
 }
+
+#[test]
+fn a_cut_capture_among_several_is_named_once() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_cut_several");
+    std::fs::create_dir_all(&dir).unwrap();
+    let demo = std::fs::read("captures/demo.pcap").unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &demo[..3000]).unwrap();
+    let cut = cut.to_str().unwrap();
+    let line = |args: &[&str]| {
+        let o = kwire().args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        String::from_utf8(o.stderr)
+            .unwrap()
+            .lines()
+            .find(|l| l.contains("cut short"))
+            .unwrap()
+            .to_string()
+    };
+    let alone = format!("kwire: {cut}: the capture is cut short (it ends inside a record)");
+    assert_eq!(line(&["read", cut]), alone);
+    // With several captures each line starts with its capture's name, once.
+    assert_eq!(line(&["read", "captures/demo.pcap", cut]), alone);
+}

@@ -152,15 +152,6 @@ fn run(schema: &Arc<Schema>, inputs: &Inputs, shared: &Parts) {
     }
 }
 
-/// A notice line of capture `label`, as `kwire read A B` names it
-/// (`kwire: A: connection 3: ...`).
-fn named(label: &str, line: &str) -> String {
-    match line.strip_prefix("kwire: ") {
-        Some(rest) => format!("kwire: {label}: {rest}"),
-        None => format!("{label}: {line}"),
-    }
-}
-
 impl Source for Several {
     fn count(&self) -> usize {
         let mut n = 0;
@@ -250,7 +241,7 @@ impl Source for Several {
             }
             let Some(s) = p.src.get() else { break };
             let (l, m) = s.notices();
-            lines.extend(l.iter().map(|l| named(&p.label, l)));
+            lines.extend(l.iter().map(|l| crate::text::named(&p.label, l.clone())));
             more += m;
         }
         (lines, more)

@@ -621,10 +621,7 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
         }
         let label: Option<Arc<str>> = several.then(|| path.display().to_string().into());
         let named = |line: String| match &label {
-            Some(l) => match line.strip_prefix("kwire: ") {
-                Some(rest) => format!("kwire: {l}: {rest}"),
-                None => format!("{l}: {line}"),
-            },
+            Some(l) => crate::text::named(l, line),
             None => line,
         };
         let input = if let Some(l) = &inputs.live {

@@ -575,10 +575,7 @@ pub fn run_capture<W: Work + ?Sized>(
     };
     // With several captures, each line names its capture: `kwire: a.pcap: ...`.
     let named = |line: String| match &file.label {
-        Some(l) => match line.strip_prefix("kwire: ") {
-            Some(rest) => format!("kwire: {l}: {rest}"),
-            None => format!("{l}: {line}"),
-        },
+        Some(l) => crate::text::named(l, line),
         None => line,
     };
     let say_line = |line: String| {
