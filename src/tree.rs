@@ -587,7 +587,19 @@ impl Buffers {
         if v.is_empty() {
             return Children::default();
         }
-        let c = Children::new(self.bump.alloc_slice_fill_iter(v.drain(..)));
+        let n = v.len();
+        let layout = std::alloc::Layout::array::<Node<'a>>(n).expect("a slice that is in memory");
+        let dst = self.bump.alloc_layout(layout).cast::<Node<'a>>();
+        // SAFETY: `dst` is fresh arena memory laid out for `n` nodes, apart from `v`'s
+        // buffer. The nodes are moved there in one copy, and `v` forgets them (its length
+        // set to 0 before anything else can read them), so each node has one owner: the
+        // slice, which `Children` owns as a box would.
+        let slice = unsafe {
+            std::ptr::copy_nonoverlapping(v.as_ptr(), dst.as_ptr(), n);
+            v.set_len(0);
+            std::slice::from_raw_parts_mut(dst.as_ptr(), n)
+        };
+        let c = Children::new(slice);
         self.charge_nodes();
         c
     }
