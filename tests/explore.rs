@@ -1258,12 +1258,49 @@ fn notices_connections_and_statistics_views() {
             )) && !l.contains("looked at")
         })
     });
-    // s: the statistics and the chart.
+    // s: the statistics and the chart, of the messages the filter keeps: the table
+    // `kwire stats -Y` prints.
+    let stats_of = |filter: Option<&str>| -> Vec<String> {
+        let mut args = vec!["stats", cap];
+        if let Some(f) = filter {
+            args.extend(["-Y", f]);
+        }
+        let o = Command::new(kwire_bin())
+            .args(&args)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    };
+    let shows = |s: &[String], table: &[String]| {
+        table
+            .iter()
+            .all(|row| s.iter().any(|l| l.trim_end() == row.as_str()))
+    };
+    let one = stats_of(Some("connection == 2"));
+    let all = stats_of(None);
+    assert!(one.len() >= 3 && one != all);
     t.keys(&["s"]);
-    t.wait("the statistics", |s| {
-        s[0].starts_with("Statistics")
+    t.wait("the statistics of connection 2", |s| {
+        s[0].starts_with("Statistics of the messages `connection == 2` keeps")
             && s.iter().any(|l| l.contains("messages/s"))
-            && s.iter().any(|l| l.starts_with("api "))
+            && shows(s, &one)
+    });
+    t.keys(&["Escape"]);
+    // With no filter: the whole capture's.
+    t.keys(&["/"]);
+    t.keys(&["C-u", "Enter"]);
+    t.wait("every message", |s| {
+        s.last().is_some_and(|l| !l.contains("filter:"))
+    });
+    t.keys(&["s"]);
+    t.wait("the statistics of every message", |s| {
+        s[0].starts_with("Statistics") && !s[0].contains("keeps") && shows(s, &all)
     });
     t.keys(&["Escape"]);
     t.keys(&["?"]);

@@ -232,8 +232,11 @@ pub struct App {
     pub search: Option<(Pattern, Pane)>,
     /// The last notice for the status bar.
     pub notice: String,
-    /// The overview pass (started on the first `C` or `s`).
+    /// The overview pass of the whole capture (started on the first `C` or `s`).
     pub overview: Option<Arc<Scan<Overview>>>,
+    /// With a display filter in force, the statistics view's pass over the messages it
+    /// keeps, and the filter's text (started on `s`).
+    pub filtered_overview: Option<(String, Arc<Scan<Overview>>)>,
     /// The selected line of the connections view, and the view's scroll.
     pub view_sel: usize,
     /// Where the panes were last drawn (for the mouse).
@@ -280,6 +283,7 @@ impl App {
             search: None,
             notice: String::new(),
             overview: None,
+            filtered_overview: None,
             view_sel: 0,
             areas: Areas::default(),
             quit: false,
@@ -420,6 +424,8 @@ impl App {
     /// selected when the new list shows it.
     pub fn apply_filter(&mut self, f: Option<(String, Filter)>) {
         let keep = self.view.as_ref().map(|v| v.0);
+        // The old filter's statistics pass stops (dropping it stops its thread).
+        self.filtered_overview = None;
         self.shown = match f {
             None => Shown::All,
             Some((text, f)) => Shown::Filtered {
@@ -473,7 +479,7 @@ impl App {
                 self.screen = Screen::Connections;
             }
             KeyCode::Char('s') => {
-                self.start_overview();
+                self.start_stats();
                 self.view_sel = 0;
                 self.screen = Screen::Stats;
             }
@@ -508,7 +514,42 @@ impl App {
 
     fn start_overview(&mut self) {
         if self.overview.is_none() {
-            self.overview = Some(scan::overview(Arc::clone(&self.src)));
+            self.overview = Some(scan::overview(Arc::clone(&self.src), None));
+        }
+    }
+
+    /// Starts the statistics view's pass: the whole capture's overview, or with a
+    /// display filter in force a pass over the messages it keeps (as `kwire stats -Y`).
+    fn start_stats(&mut self) {
+        let Some(text) = self.filter_text().map(str::to_string) else {
+            self.start_overview();
+            return;
+        };
+        if self
+            .filtered_overview
+            .as_ref()
+            .is_some_and(|(t, _)| *t == text)
+        {
+            return;
+        }
+        // The filter in force parsed when it was set: it parses again.
+        if let Ok(f) = Filter::parse_known(&text, &self.opts.known) {
+            let scan = scan::overview(Arc::clone(&self.src), Some(f));
+            self.filtered_overview = Some((text, scan));
+        }
+    }
+
+    /// The pass the statistics view shows, and the display filter it counts by.
+    pub fn stats_overview(&self) -> (Option<&Arc<Scan<Overview>>>, Option<&str>) {
+        match self.filter_text() {
+            None => (self.overview.as_ref(), None),
+            Some(text) => (
+                self.filtered_overview
+                    .as_ref()
+                    .filter(|(t, _)| t == text)
+                    .map(|(_, s)| s),
+                Some(text),
+            ),
         }
     }
 

@@ -45,7 +45,8 @@ Keys
   n, N                 next, previous match
   \\                    zoom the focused pane (again: back)
   C                    connections (Enter: only that connection)
-  s                    statistics (messages per API, errors, latencies, per second)
+  s                    statistics (per API, errors, latencies, per second) of the
+                       messages the filter keeps
   L                    notices (what `kwire read` says on stderr)
   ?                    this help
   q, Ctrl-C            quit (Esc: back from a view or a prompt)

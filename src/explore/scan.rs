@@ -80,22 +80,30 @@ fn run<T: Send + 'static>(
 
 /// The messages (numbers in the source) a display filter keeps, found in order.
 pub fn filter(src: Arc<dyn Source>, f: Filter) -> Arc<Scan<Vec<usize>>> {
-    // The explorer's levels do not keep a filter's fields: a filter on them reads the
-    // whole tree.
-    let detail = if f.kept_fields().is_empty() {
+    run(
+        src,
+        filter_detail(&f),
+        Vec::new(),
+        move |hits, i, m, ctx| {
+            let fctx = filter::MessageFacts {
+                capture: Some(ctx),
+                unanswered: None,
+            };
+            if f.matches(m, &fctx) {
+                hits.push(i);
+            }
+        },
+    )
+}
+
+/// The level the explorer decodes at for `f`. Its levels do not keep a filter's
+/// fields: a filter on them reads the whole tree.
+fn filter_detail(f: &Filter) -> Detail {
+    if f.kept_fields().is_empty() {
         f.least_detail()
     } else {
         Detail::Full
-    };
-    run(src, detail, Vec::new(), move |hits, i, m, ctx| {
-        let fctx = filter::MessageFacts {
-            capture: Some(ctx),
-            unanswered: None,
-        };
-        if f.matches(m, &fctx) {
-            hits.push(i);
-        }
-    })
+    }
 }
 
 /// What the connections and statistics views show.
@@ -114,25 +122,33 @@ pub struct Overview {
 /// the last).
 const MAX_SECONDS: usize = 1 << 20;
 
-/// The overview of the whole capture.
-pub fn overview(src: Arc<dyn Source>) -> Arc<Scan<Overview>> {
+/// The overview of the whole capture, or of the messages display filter `only` keeps
+/// (as `kwire stats -Y` counts them; the seconds of the chart then count from the first
+/// message it keeps).
+pub fn overview(src: Arc<dyn Source>, only: Option<Filter>) -> Arc<Scan<Overview>> {
     let meta_src = Arc::clone(&src);
-    // `kwire stats`' counts read a few facts of each message: the fact trees.
-    run(
-        src,
-        Detail::Facts,
-        Overview::default(),
-        move |o, i, m, ctx| {
-            let capture = meta_src.meta(i).map_or(0, |x| x.capture);
-            o.stats.capture = capture;
-            o.stats.add(m, ctx);
-            *o.bytes.entry((capture, ctx.connection)).or_default() += m.frame.len() as u64;
-            let first = *o.first.get_or_insert(ctx.time);
-            let secs = (ctx.time.0 - first.0).clamp(0, MAX_SECONDS as i64 - 1) as usize;
-            if o.per_second.len() <= secs {
-                o.per_second.resize(secs + 1, 0);
+    // `kwire stats`' counts read a few facts of each message: the fact trees, unless the
+    // filter needs more.
+    let detail = only.as_ref().map_or(Detail::Facts, filter_detail);
+    run(src, detail, Overview::default(), move |o, i, m, ctx| {
+        if let Some(f) = &only {
+            let fctx = filter::MessageFacts {
+                capture: Some(ctx),
+                unanswered: None,
+            };
+            if !f.matches(m, &fctx) {
+                return;
             }
-            o.per_second[secs] += 1;
-        },
-    )
+        }
+        let capture = meta_src.meta(i).map_or(0, |x| x.capture);
+        o.stats.capture = capture;
+        o.stats.add(m, ctx);
+        *o.bytes.entry((capture, ctx.connection)).or_default() += m.frame.len() as u64;
+        let first = *o.first.get_or_insert(ctx.time);
+        let secs = (ctx.time.0 - first.0).clamp(0, MAX_SECONDS as i64 - 1) as usize;
+        if o.per_second.len() <= secs {
+            o.per_second.resize(secs + 1, 0);
+        }
+        o.per_second[secs] += 1;
+    })
 }

@@ -420,7 +420,14 @@ fn notices(f: &mut Frame<'_>, app: &mut App, area: Rect) {
 }
 
 fn overview_progress(app: &App) -> String {
-    match &app.overview {
+    scan_progress(app, app.overview.as_ref())
+}
+
+fn scan_progress(
+    app: &App,
+    scan: Option<&std::sync::Arc<super::scan::Scan<super::scan::Overview>>>,
+) -> String {
+    match scan {
         Some(o) if !o.done.load(std::sync::atomic::Ordering::Relaxed) => format!(
             ", counting: {} of {} messages",
             o.scanned.load(std::sync::atomic::Ordering::Relaxed),
@@ -484,7 +491,8 @@ fn connections(f: &mut Frame<'_>, app: &mut App, area: Rect) {
 }
 
 fn stats(f: &mut Frame<'_>, app: &mut App, area: Rect) {
-    let (text, per_second) = match &app.overview {
+    let (scan, only) = app.stats_overview();
+    let (text, per_second) = match scan {
         Some(o) => {
             let o = o.found.lock().unwrap_or_else(|e| e.into_inner());
             let mut b = Vec::new();
@@ -499,7 +507,13 @@ fn stats(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     let [top, chart] =
         Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
     let lines = text.lines().map(|l| Line::raw(l.to_string())).collect();
-    let head = format!("Statistics{}", overview_progress(app));
+    let head = match only {
+        Some(t) => format!(
+            "Statistics of the messages `{t}` keeps{}",
+            scan_progress(app, scan)
+        ),
+        None => format!("Statistics{}", scan_progress(app, scan)),
+    };
     text_view(f, app, top, &head, lines);
     let points: Vec<(f64, f64)> = per_second
         .iter()
