@@ -92,6 +92,8 @@ impl Guesser {
         };
         let mut fits: Vec<(i16, i16)> = Vec::new();
         let mut work = 0usize;
+        // One arena for every trial, emptied between them.
+        let mut a = Buffers::new();
         for &(k, v, hv) in &self.layouts {
             if layout.header && hv == 1 && !small_uvarint(&body[4..]) {
                 continue;
@@ -100,11 +102,12 @@ impl Guesser {
                 break;
             }
             work += frame.len();
-            let a = Buffers::new();
-            let m = decode(schema, &trial, &a, frame, &known(k, v, layout));
-            if m.problem_counts() == (0, 0) {
+            let fit =
+                decode(schema, &trial, &a, frame, &known(k, v, layout)).problem_counts() == (0, 0);
+            if fit {
                 fits.push((k, v));
             }
+            a.reset();
         }
         // Scores read the whole tree, whatever detail the caller keeps, so every output
         // format shows the same guess.

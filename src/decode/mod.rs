@@ -223,8 +223,11 @@ pub struct Cx<'a> {
     pub depth: usize,
     /// The internal topic (if any) of the records being walked.
     pub topics: internal_topics::TopicState,
-    /// Emptied vectors kept for the next node's children (no allocation per node).
+    /// Emptied vectors kept for the next node's children (no allocation per node),
+    /// within [`POOL_VECS`], [`POOL_NODES`] and [`POOL_ALL_NODES`].
     pool: Vec<Vec<Node<'a>>>,
+    /// The nodes the pool's vectors have room for, together.
+    pooled: usize,
     /// Nodes counted against `opts.max_nodes` so far.
     spent: usize,
 }
@@ -240,8 +243,34 @@ impl<'a> Cx<'a> {
             opts,
             depth: 0,
             topics: internal_topics::TopicState::default(),
-            pool: POOL.with(|p| p.take()),
+            pool: Vec::new(),
+            pooled: 0,
             spent: 0,
+        }
+        .with_pool()
+    }
+
+    /// Takes the thread's pool of vectors (left by the last context).
+    fn with_pool(mut self) -> Self {
+        let (pool, pooled) = POOL.with(|p| p.take());
+        // SAFETY: see `Drop`: the vectors hold no node.
+        self.pool =
+            unsafe { std::mem::transmute::<Vec<Vec<Node<'static>>>, Vec<Vec<Node<'_>>>>(pool) };
+        self.pooled = pooled;
+        self
+    }
+
+    /// Keeps the emptied `v` for reuse if the pool has room for it, else frees it.
+    fn pool_push(&mut self, mut v: Vec<Node<'a>>) {
+        v.clear();
+        let c = v.capacity();
+        if c > 0
+            && c <= POOL_NODES
+            && self.pool.len() < POOL_VECS
+            && self.pooled + c <= POOL_ALL_NODES
+        {
+            self.pooled += c;
+            self.pool.push(v);
         }
     }
 
@@ -257,19 +286,24 @@ impl<'a> Cx<'a> {
 
     /// An empty vector to collect a node's children in; hand it to [`Cx::seal`].
     pub fn vec(&mut self) -> Vec<Node<'a>> {
-        self.pool.pop().unwrap_or_default()
+        match self.pool.pop() {
+            Some(v) => {
+                self.pooled -= v.capacity();
+                v
+            }
+            None => Vec::new(),
+        }
     }
 
     /// Keeps an emptied vector from [`Cx::vec`] for reuse.
-    pub fn recycle(&mut self, mut v: Vec<Node<'a>>) {
-        v.clear();
-        self.pool.push(v);
+    pub fn recycle(&mut self, v: Vec<Node<'a>>) {
+        self.pool_push(v);
     }
 
     /// Moves collected children into the arena and keeps the vector for reuse.
     pub fn seal(&mut self, mut v: Vec<Node<'a>>) -> crate::tree::Children<'a> {
         let s = self.arena.seal_from(&mut v);
-        self.pool.push(v);
+        self.pool_push(v);
         s
     }
 
@@ -301,7 +335,8 @@ impl<'a> Cx<'a> {
 thread_local! {
     /// The children vectors of the last context on this thread, emptied, so that the
     /// next message's walk reuses them instead of allocating its own.
-    static POOL: std::cell::Cell<Vec<Vec<Node<'static>>>> = const { std::cell::Cell::new(Vec::new()) };
+    /// With the nodes their vectors have room for, together.
+    static POOL: std::cell::Cell<(Vec<Vec<Node<'static>>>, usize)> = const { std::cell::Cell::new((Vec::new(), 0)) };
 }
 
 /// Vectors kept in [`POOL`], at most.
@@ -314,33 +349,22 @@ const POOL_ALL_NODES: usize = 8192;
 
 impl Drop for Cx<'_> {
     fn drop(&mut self) {
-        let mut room = POOL_ALL_NODES;
-        let kept: Vec<Vec<Node<'static>>> = std::mem::take(&mut self.pool)
-            .into_iter()
-            .filter(|v| {
-                let keep = v.capacity() <= POOL_NODES.min(room);
-                if keep {
-                    room -= v.capacity();
-                }
-                keep
-            })
-            .take(POOL_VECS)
-            // Empty vectors of nodes that borrow from this message, as vectors of
-            // `'static` nodes: the same layout, so collecting in place keeps their
-            // memory (no element is ever mapped).
-            .map(|mut v| {
-                v.clear();
-                v.into_iter()
-                    .map(|_| -> Node<'static> { unreachable!("the vector was cleared") })
-                    .collect()
-            })
-            .collect();
+        let pool = std::mem::take(&mut self.pool);
+        // SAFETY: the pool's vectors hold no node (`pool_push` clears each one it
+        // keeps, and `vec` hands them out), so none borrows from this message: what is
+        // kept is their memory, laid out alike for every lifetime of `Node`. The bounds
+        // were kept as vectors came in, so nothing is looked over here: this runs once
+        // a decode, and a ranked guess makes hundreds of trial decodes a response.
+        let kept =
+            unsafe { std::mem::transmute::<Vec<Vec<Node<'_>>>, Vec<Vec<Node<'static>>>>(pool) };
+        let pooled = self.pooled;
         POOL.with(|p| {
-            let mut old = p.take();
-            if old.len() < kept.len() {
-                old = kept;
-            }
-            p.set(old);
+            let old = p.take();
+            p.set(if old.0.len() < kept.len() {
+                (kept, pooled)
+            } else {
+                old
+            });
         });
     }
 }
@@ -983,6 +1007,52 @@ pub fn sasl_token<'a>(arena: &'a Buffers, frame: &'a [u8], direction: Direction)
 #[cfg(test)]
 mod tests {
     use super::KeptFields;
+
+    #[test]
+    fn the_pool_of_vectors_stays_in_its_bounds() {
+        use super::{Cx, DecodeOptions, POOL, POOL_ALL_NODES, POOL_NODES, POOL_VECS};
+        use crate::tree::{Buffers, Node};
+        let schema = crate::schema::Schema::embedded();
+        let arena = Buffers::new();
+        let opts = DecodeOptions::default();
+        let sizes = [0, 1, 8, 100, 900, 1024, 1025, 5000, 300, 300, 300];
+        {
+            let mut cx = Cx::new(&schema, &arena, &opts);
+            for round in 0..3 {
+                for &n in &sizes {
+                    let mut v: Vec<Node<'_>> = Vec::with_capacity(n);
+                    v.resize_with(n.min(3), Node::default);
+                    if round == 1 {
+                        let _ = cx.seal(v);
+                    } else {
+                        cx.recycle(v);
+                    }
+                    let held: usize = cx.pool.iter().map(Vec::capacity).sum();
+                    assert_eq!(held, cx.pooled);
+                    assert!(cx.pool.len() <= POOL_VECS && held <= POOL_ALL_NODES);
+                    assert!(cx
+                        .pool
+                        .iter()
+                        .all(|v| v.is_empty() && (1..=POOL_NODES).contains(&v.capacity())));
+                }
+                // Vectors handed out and back keep the count right.
+                let a = cx.vec();
+                let b = cx.vec();
+                cx.recycle(a);
+                cx.recycle(b);
+                assert_eq!(cx.pool.iter().map(Vec::capacity).sum::<usize>(), cx.pooled);
+            }
+        }
+        // The next context on the thread starts from what the last one kept.
+        let cx = Cx::new(&schema, &arena, &opts);
+        assert!(!cx.pool.is_empty());
+        assert_eq!(cx.pool.iter().map(Vec::capacity).sum::<usize>(), cx.pooled);
+        drop(cx);
+        POOL.with(|p| {
+            let (pool, pooled) = p.take();
+            assert_eq!(pool.iter().map(Vec::capacity).sum::<usize>(), pooled);
+        });
+    }
 
     #[test]
     fn kept_fields_union_keeps_order_and_drops_repeats() {
