@@ -11,7 +11,7 @@
 //! queue per correlation_id (a dump of several connections written as one stream reuses
 //! them), and [`Session::decode_loose`] decodes each with what its input says of it.
 
-use crate::decode::guess::{clean_request, GuessContext, Guesser};
+use crate::decode::guess::{clean_request, Decided, GuessContext, Guesser};
 use crate::decode::internal_topics::InternalTopic;
 use crate::decode::{self, DecodeOptions, Known, Layout};
 use crate::input::{
@@ -117,6 +117,13 @@ pub struct Session<'s> {
     pub(crate) last_paired: Option<PairedRequest>,
     /// When set, every topic name learned (or renamed) is added here too, in order.
     pub(crate) learned: Option<Vec<(uuid::Uuid, String)>>,
+    /// [`Session::prepare`] hands the guess it makes of a response without its request
+    /// (to learn its topic names) over in the [`Prepared`], so that
+    /// [`Prepared::decode`] under the same limits does not make it again: set where the
+    /// prepared frames are decoded soon after on other threads, and held for a batch
+    /// (a few dozen bytes a guessed response); off by default, as where prepared frames
+    /// are kept by the hundred thousand.
+    pub hand_over_guesses: bool,
 }
 
 /// `k` (what a paired response knows) with the layout and internal topic ids of `base`.
@@ -254,6 +261,10 @@ struct Orphan {
     guesser: Arc<Guesser>,
     /// The connection's recent requests, oldest first.
     seen: Vec<(i16, i16)>,
+    /// The guess as [`Session::prepare`] made it, when the session hands guesses over
+    /// ([`Session::hand_over_guesses`]): a decode under the same limits takes it rather
+    /// than guessing again.
+    decided: Option<Box<Decided>>,
 }
 
 impl Orphan {
@@ -276,6 +287,11 @@ impl Orphan {
         if incomplete {
             // A cut frame fits no layout exactly: it stays raw.
             return decode::decode(schema, opts, arena, bytes, &raw);
+        }
+        if let Some(d) = self.decided.as_deref().filter(|d| d.holds_for(opts)) {
+            return d
+                .decode(schema, opts, arena, bytes, layout)
+                .unwrap_or_else(|| decode::decode(schema, opts, arena, bytes, &raw));
         }
         let cx = GuessContext { seen: &self.seen };
         self.guesser
@@ -468,7 +484,11 @@ impl<'s> Session<'s> {
             .get(&conn)
             .map(|(s, _)| s.clone())
             .unwrap_or_default();
-        Orphan { guesser, seen }
+        Orphan {
+            guesser,
+            seen,
+            decided: None,
+        }
     }
 
     /// A new session over `schema` with decoder limits `opts`.
@@ -490,6 +510,7 @@ impl<'s> Session<'s> {
             tag: 0,
             last_paired: None,
             learned: None,
+            hand_over_guesses: false,
         }
     }
 
@@ -891,7 +912,8 @@ impl<'s> Session<'s> {
         if dir == Direction::Response && p.known.api_key.is_none() {
             // Without its request, the guess decides what the response is: decoded here
             // too, to learn what it teaches (topic names).
-            let o = self.orphan_context(f.ctx.connection, Pairer::response_correlation(&f.bytes));
+            let mut o =
+                self.orphan_context(f.ctx.connection, Pairer::response_correlation(&f.bytes));
             let mut arena = std::mem::take(&mut self.scratch);
             arena.reset();
             let layout = Layout::default();
@@ -904,6 +926,10 @@ impl<'s> Session<'s> {
                 &arena,
             );
             self.learn_topic_ids(&m.tree);
+            if self.hand_over_guesses && !f.ctx.incomplete {
+                let guessed = m.guess.is_some().then_some(&m);
+                o.decided = Some(Box::new(Decided::of(guessed, self.opts)));
+            }
             drop(m);
             self.scratch = arena;
             p.names = Arc::clone(&self.topic_names);

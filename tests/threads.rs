@@ -106,3 +106,66 @@ fn shared_captures_print_the_same_at_any_thread_count() {
     captures_under(&shared.join("captures"), &mut files);
     check(&files, false);
 }
+
+/// The server's packets of `pcap` (legacy pcap, Ethernet): every response's request is
+/// missing, so each is decoded by a ranked guess.
+fn server_side(pcap: &[u8]) -> Vec<u8> {
+    let mut out = pcap[..24].to_vec();
+    let mut at = 24;
+    while at + 16 <= pcap.len() {
+        let incl = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().unwrap()) as usize;
+        let rec = &pcap[at..at + 16 + incl];
+        at += 16 + incl;
+        let from_server = etherparse::SlicedPacket::from_ethernet(&rec[16..])
+            .ok()
+            .and_then(|p| match p.transport {
+                Some(etherparse::TransportSlice::Tcp(t)) => Some(t.source_port() == 9092),
+                _ => None,
+            })
+            .unwrap_or(false);
+        if from_server {
+            out.extend_from_slice(rec);
+        }
+    }
+    out
+}
+
+#[test]
+fn guessed_responses_print_the_same_at_any_thread_count() {
+    // With workers, the reading thread's guess (made to learn topic names) goes to the
+    // worker with the frame (Session::hand_over_guesses): the worker's message must be
+    // the one its own guess gives.
+    let test = "guessed_responses_print_the_same_at_any_thread_count";
+    let Some(gen) = common::kwire_gen() else {
+        common::skip(test, "kwire-gen is not built (cargo build --bin kwire-gen)");
+        return;
+    };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("threads_guessed");
+    std::fs::create_dir_all(&dir).unwrap();
+    let full = dir.join("chatter.pcap");
+    let st = Command::new(gen)
+        .args(["--size", "1M", "--seed", "3", "-o"])
+        .arg(&full)
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    let orphans = dir.join("server-side.pcap");
+    std::fs::write(&orphans, server_side(&std::fs::read(&full).unwrap())).unwrap();
+    let (summary, _) = run(&["read"], &orphans, 1);
+    let summary = String::from_utf8(summary).unwrap();
+    let guessed = summary.lines().filter(|l| l.contains(" guessed")).count();
+    assert!(guessed > 500, "{guessed} guessed responses");
+    for mode in [
+        &["read", "-V", "--color", "never"][..],
+        &["read", "--format", "json"],
+        &["read"],
+    ] {
+        let one = run(mode, &orphans, 1);
+        let many = run(mode, &orphans, 3);
+        assert!(
+            one.0 == many.0,
+            "`kwire {}`: stdout differs",
+            mode.join(" ")
+        );
+    }
+}

@@ -153,6 +153,106 @@ impl Guesser {
     }
 }
 
+/// A response's ranked guess as [`Guesser::response`] decided it, small enough to hand
+/// from the thread that reads a capture in order to the worker that decodes the frame:
+/// the candidates' (api_key, api_version, score), best first (none: no layout fits),
+/// and the decoder limits the guess was made under. A worker decoding with the same
+/// limits gets the message [`Guesser::response`] gives without trying every layout
+/// again ([`Decided::decode`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decided {
+    ranked: Box<[(i16, i16, f64)]>,
+    limits: Limits,
+}
+
+/// The options a guess depends on: every one but the detail level and the kept fields,
+/// which change which nodes are kept, not what is read, checked and scored.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Limits {
+    max_decompressed: usize,
+    max_depth: usize,
+    max_nodes: usize,
+    fold_frame_arrays: bool,
+    page_mode: bool,
+}
+
+impl Limits {
+    fn of(o: &DecodeOptions) -> Limits {
+        // Written out so that a new option is a compile error here until placed.
+        let DecodeOptions {
+            max_decompressed,
+            max_depth,
+            page_mode,
+            detail: _,
+            max_nodes,
+            fold_frame_arrays,
+            keep: _,
+        } = o;
+        Limits {
+            max_decompressed: *max_decompressed,
+            max_depth: *max_depth,
+            max_nodes: *max_nodes,
+            fold_frame_arrays: *fold_frame_arrays,
+            page_mode: *page_mode,
+        }
+    }
+}
+
+impl Decided {
+    /// What `guessed`, the result of [`Guesser::response`] under `opts`, decided.
+    pub fn of(guessed: Option<&Message<'_>>, opts: &DecodeOptions) -> Decided {
+        let ranked = guessed
+            .and_then(|m| m.guess.as_deref())
+            .map(|g| {
+                g.candidates
+                    .iter()
+                    .map(|c| (c.api_key, c.api_version, c.score))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Decided {
+            ranked,
+            limits: Limits::of(opts),
+        }
+    }
+
+    /// Whether a decode under `opts` may take this guess as its own.
+    pub fn holds_for(&self, opts: &DecodeOptions) -> bool {
+        self.limits == Limits::of(opts)
+    }
+
+    /// The message [`Guesser::response`] gives for `frame` under `opts` (see
+    /// [`Decided::holds_for`]), decoded by the best candidate and marked with them
+    /// all; `None` when no layout fit.
+    pub fn decode<'a>(
+        &self,
+        schema: &'a Schema,
+        opts: &'a DecodeOptions,
+        arena: &'a Buffers,
+        frame: &'a [u8],
+        layout: Layout,
+    ) -> Option<Message<'a>> {
+        let &(k, v, _) = self.ranked.first()?;
+        let mut m = decode(schema, opts, arena, frame, &known(k, v, layout));
+        m.guess = Some(Box::new(Guess {
+            candidates: self
+                .ranked
+                .iter()
+                .map(|&(api_key, api_version, score)| Candidate {
+                    api_key,
+                    // As the candidate's own decode names it (`decode` reads the schema).
+                    api_name: schema.api_name(api_key).map(str::to_string),
+                    api_version,
+                    direction: Direction::Response,
+                    score,
+                })
+                .collect(),
+            beaten: None,
+        }));
+        Some(m)
+    }
+}
+
 impl Guesser {
     /// A frame whose direction is unknown: a request that decodes with no error and no
     /// warning stays a request with no mark; otherwise the best response layout that fits

@@ -602,6 +602,8 @@ pub fn run_capture<W: Work + ?Sized>(
     let mut session = Session::new(schema, &dopts);
     // The requests given up for the pairer's cap are unanswered too (Outcome::unanswered).
     session.pairer.keep_given_up();
+    // With workers, a guess this thread makes to learn topic names goes with the frame.
+    session.hand_over_guesses = run.threads > 1;
     let mut tally = Tally::default();
     let mut io_err: Option<std::io::Error> = None;
     let all = a.all_notices;
