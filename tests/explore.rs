@@ -199,6 +199,23 @@ fn filter_counts_as_read_does_and_bad_filters_are_refused() {
             .any(|l| l.contains("error: column 7: expected a value"))
     });
     assert!(s.last().unwrap().contains("filter: api == Fetch"), "{s:?}");
+    // `unanswered` is refused at the prompt as `explore -Y unanswered` is (it would match
+    // nothing, where `kwire stats -Y unanswered` counts the capture's); the old filter stays.
+    t.keys(&["C-u"]);
+    t.type_text("unanswered || api == Metadata");
+    t.keys(&["Enter"]);
+    let s = t.wait("unanswered refused", |s| {
+        s.iter()
+            .any(|l| l.contains("unanswered: not in kwire explore yet"))
+    });
+    assert!(s.last().unwrap().contains("filter: api == Fetch"), "{s:?}");
+    let o = Command::new(kwire_bin())
+        .args(["explore", "captures/demo.pcap", "-Y", "unanswered"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("-Y unanswered: not in kwire explore yet"));
     // A misspelt field: whatever `read -Y` says of it, explore says too.
     t.keys(&["C-u"]);
     t.type_text("Topicc == \"x\"");

@@ -65,9 +65,10 @@ pub fn explore_command(
     let (keys, key_lines) = crate::run::load_keylogs(&settings.keylogs, live)?;
     if let Some(f) = &flt {
         if f.uses_unanswered() {
-            return Err(CliError::Usage(
-                "-Y unanswered: not in kwire explore yet (it needs the whole capture before the first message)".into(),
-            ));
+            return Err(CliError::Usage(format!(
+                "-Y {}",
+                crate::explore::app::UNANSWERED
+            )));
         }
     }
     if live && !std::io::stdout().is_terminal() {

@@ -177,6 +177,9 @@ pub enum Shown {
     },
 }
 
+/// Why a filter naming `unanswered` is refused (at the prompt and for `-Y`).
+pub const UNANSWERED: &str = "unanswered: not in kwire explore yet (it needs the whole capture before the first message); kwire read -Y unanswered and kwire stats -Y unanswered decide it";
+
 /// How long a key's scan over messages (`e`, a list search) may take before it stops
 /// and says so.
 const SCAN_TIME: Duration = Duration::from_secs(3);
@@ -586,6 +589,8 @@ impl App {
                     self.apply_filter(None);
                 } else {
                     match Filter::parse_known(&text, &self.opts.known) {
+                        // As `kwire explore -Y unanswered` is refused: no message would match.
+                        Ok(f) if f.uses_unanswered() => p.error = Some(UNANSWERED.into()),
                         Ok(f) => {
                             self.prompt = None;
                             self.before_conn = None;
