@@ -927,8 +927,7 @@ impl<'s> Session<'s> {
             );
             self.learn_topic_ids(&m.tree);
             if self.hand_over_guesses && !f.ctx.incomplete {
-                let guessed = m.guess.is_some().then_some(&m);
-                o.decided = Some(Box::new(Decided::of(guessed, self.opts)));
+                o.decided = Some(Box::new(Decided::of(&m, self.opts)));
             }
             drop(m);
             self.scratch = arena;

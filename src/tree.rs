@@ -588,8 +588,10 @@ impl Buffers {
             return Children::default();
         }
         let n = v.len();
-        let layout = std::alloc::Layout::array::<Node<'a>>(n).expect("a slice that is in memory");
-        let dst = self.bump.alloc_layout(layout).cast::<Node<'a>>();
+        let dst = self
+            .bump
+            .alloc_layout(std::alloc::Layout::for_value(v.as_slice()))
+            .cast::<Node<'a>>();
         // SAFETY: `dst` is fresh arena memory laid out for `n` nodes, apart from `v`'s
         // buffer. The nodes are moved there in one copy, and `v` forgets them (its length
         // set to 0 before anything else can read them), so each node has one owner: the

@@ -137,20 +137,33 @@ impl Guesser {
                 .then(b.api_version.cmp(&a.api_version))
         });
         ranked.truncate(1 + MAX_CANDIDATES);
-        let best = ranked.first()?;
-        let mut m = decode(
-            schema,
-            opts,
-            arena,
-            frame,
-            &known(best.api_key, best.api_version, layout),
-        );
-        m.guess = Some(Box::new(Guess {
-            candidates: ranked,
-            beaten: None,
-        }));
-        Some(m)
+        decode_ranked(schema, opts, arena, frame, layout, ranked)
     }
+}
+
+/// `frame` decoded by the first of `ranked` (best first) and marked with them all;
+/// `None` when `ranked` is empty (no layout fits).
+fn decode_ranked<'a>(
+    schema: &'a Schema,
+    opts: &'a DecodeOptions,
+    arena: &'a Buffers,
+    frame: &'a [u8],
+    layout: Layout,
+    ranked: Vec<Candidate>,
+) -> Option<Message<'a>> {
+    let best = ranked.first()?;
+    let mut m = decode(
+        schema,
+        opts,
+        arena,
+        frame,
+        &known(best.api_key, best.api_version, layout),
+    );
+    m.guess = Some(Box::new(Guess {
+        candidates: ranked,
+        beaten: None,
+    }));
+    Some(m)
 }
 
 /// A response's ranked guess as [`Guesser::response`] decided it, small enough to hand
@@ -199,10 +212,12 @@ impl Limits {
 }
 
 impl Decided {
-    /// What `guessed`, the result of [`Guesser::response`] under `opts`, decided.
-    pub fn of(guessed: Option<&Message<'_>>, opts: &DecodeOptions) -> Decided {
+    /// What a guess under `opts` decided, from the message it gave (a message with no
+    /// [`Guess`] mark: no layout fit).
+    pub fn of(guessed: &Message<'_>, opts: &DecodeOptions) -> Decided {
         let ranked = guessed
-            .and_then(|m| m.guess.as_deref())
+            .guess
+            .as_deref()
             .map(|g| {
                 g.candidates
                     .iter()
@@ -232,24 +247,19 @@ impl Decided {
         frame: &'a [u8],
         layout: Layout,
     ) -> Option<Message<'a>> {
-        let &(k, v, _) = self.ranked.first()?;
-        let mut m = decode(schema, opts, arena, frame, &known(k, v, layout));
-        m.guess = Some(Box::new(Guess {
-            candidates: self
-                .ranked
-                .iter()
-                .map(|&(api_key, api_version, score)| Candidate {
-                    api_key,
-                    // As the candidate's own decode names it (`decode` reads the schema).
-                    api_name: schema.api_name(api_key).map(str::to_string),
-                    api_version,
-                    direction: Direction::Response,
-                    score,
-                })
-                .collect(),
-            beaten: None,
-        }));
-        Some(m)
+        let ranked = self
+            .ranked
+            .iter()
+            .map(|&(api_key, api_version, score)| Candidate {
+                api_key,
+                // As the candidate's own decode names it (`decode` reads the schema).
+                api_name: schema.api_name(api_key).map(str::to_string),
+                api_version,
+                direction: Direction::Response,
+                score,
+            })
+            .collect();
+        decode_ranked(schema, opts, arena, frame, layout, ranked)
     }
 }
 

@@ -85,15 +85,21 @@ pub fn filter(src: Arc<dyn Source>, f: Filter) -> Arc<Scan<Vec<usize>>> {
         filter_detail(&f),
         Vec::new(),
         move |hits, i, m, ctx| {
-            let fctx = filter::MessageFacts {
-                capture: Some(ctx),
-                unanswered: None,
-            };
-            if f.matches(m, &fctx) {
+            if keeps(&f, m, ctx) {
                 hits.push(i);
             }
         },
     )
+}
+
+/// Whether `f` keeps `m` in the explorer, which decides no `unanswered` (refused at the
+/// prompt and for `-Y`).
+fn keeps(f: &Filter, m: &crate::tree::Message<'_>, ctx: &crate::session::Context) -> bool {
+    let fctx = filter::MessageFacts {
+        capture: Some(ctx),
+        unanswered: None,
+    };
+    f.matches(m, &fctx)
 }
 
 /// The level the explorer decodes at for `f`. Its levels do not keep a filter's
@@ -131,14 +137,8 @@ pub fn overview(src: Arc<dyn Source>, only: Option<Filter>) -> Arc<Scan<Overview
     // filter needs more.
     let detail = only.as_ref().map_or(Detail::Facts, filter_detail);
     run(src, detail, Overview::default(), move |o, i, m, ctx| {
-        if let Some(f) = &only {
-            let fctx = filter::MessageFacts {
-                capture: Some(ctx),
-                unanswered: None,
-            };
-            if !f.matches(m, &fctx) {
-                return;
-            }
+        if only.as_ref().is_some_and(|f| !keeps(f, m, ctx)) {
+            return;
         }
         let capture = meta_src.meta(i).map_or(0, |x| x.capture);
         o.stats.capture = capture;
