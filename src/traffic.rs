@@ -57,8 +57,9 @@ pub struct Stats {
     /// Responses whose request is not in the capture (so their API is unknown, or only
     /// guessed).
     pub unpaired_responses: u64,
-    /// TLS connections: version, suite, SNI, how much was decrypted (by connection id).
-    pub tls: Vec<crate::input::tls::TlsSummary>,
+    /// TLS connections: version, suite, SNI, how much was decrypted; in capture order,
+    /// then by connection id.
+    pub tls: Vec<TlsRow>,
     /// Messages of (api_key, api_version) pairs past the first [`APIS_KEEP`], counted
     /// here only (a capture of real Kafka traffic has a few hundred pairs at most).
     pub apis_past_cap: u64,
@@ -81,6 +82,43 @@ pub const EXACT_LATENCIES_KEEP: usize = 4_000_000;
 pub const APIS_KEEP: usize = 4_096;
 /// Connections itemised by [`Stats`] (about 200 bytes each).
 pub const CONNECTIONS_KEEP: usize = 100_000;
+/// One TLS connection of [`Stats::tls`].
+#[derive(Debug, Clone)]
+pub struct TlsRow {
+    /// The capture it is of, when several were read (its path as given).
+    pub capture: Option<std::sync::Arc<str>>,
+    /// What the TLS layer learnt of it.
+    pub summary: crate::input::tls::TlsSummary,
+}
+
+/// A connection's name in the text tables: its id, after its capture's name when there
+/// are several captures (connection ids restart in each), as `CAPTURE#ID`.
+fn conn_label(capture: Option<&str>, id: u32) -> String {
+    match capture {
+        Some(cap) => format!("{cap}#{id}"),
+        None => id.to_string(),
+    }
+}
+
+/// The `conn` column's cells, heading first, padded to one width: numbers (one capture)
+/// to the right, `CAPTURE#ID` names (several) to the left.
+fn conn_column(ids: &[String]) -> Vec<String> {
+    let width = ids
+        .iter()
+        .map(|i| i.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let named = ids.iter().any(|i| i.contains('#'));
+    std::iter::once("conn")
+        .chain(ids.iter().map(String::as_str))
+        .map(|c| match named {
+            true => format!("{c:<width$}"),
+            false => format!("{c:>width$}"),
+        })
+        .collect()
+}
+
 /// Longest client_id [`Stats`] keeps, in characters; a longer one is cut, with `…` after.
 pub const NAME_CHARS_KEEP: usize = 256;
 
@@ -393,10 +431,23 @@ impl Stats {
     /// [`crate::input::CaptureStats::tls`]), kept in connection order.
     /// `past_cap`: the capture's TLS connections past [`crate::input::TLS_SUMMARIES_KEEP`]
     /// (counted, not itemised).
-    pub fn add_tls(&mut self, tls: Vec<crate::input::tls::TlsSummary>, past_cap: u64) {
+    ///
+    /// `capture` names the capture the connections are of when there are several
+    /// (connection ids restart in each); the rows of one call are sorted by connection id
+    /// and follow those of earlier calls.
+    pub fn add_tls(
+        &mut self,
+        tls: Vec<crate::input::tls::TlsSummary>,
+        past_cap: u64,
+        capture: Option<std::sync::Arc<str>>,
+    ) {
         self.tls_past_cap += past_cap;
-        self.tls.extend(tls);
-        self.tls.sort_by_key(|t| t.connection);
+        let from = self.tls.len();
+        self.tls.extend(tls.into_iter().map(|summary| TlsRow {
+            capture: capture.clone(),
+            summary,
+        }));
+        self.tls[from..].sort_by_key(|t| t.summary.connection);
     }
 
     /// Adds one decoded message with its capture context.
@@ -582,14 +633,19 @@ impl Stats {
             j["tls"] = self
                 .tls
                 .iter()
-                .map(|t| {
-                    json!({
+                .map(|row| {
+                    let t = &row.summary;
+                    let mut j = json!({
                         "connection": t.connection, "version": t.version,
                         "cipher_suite": t.cipher_suite, "sni": t.sni, "alpn": t.alpn,
                         "decrypted": t.decrypted(), "decrypted_records": t.decrypted_records,
                         "encrypted_records": t.encrypted_records,
                         "encrypted_bytes": t.encrypted_bytes,
-                    })
+                    });
+                    if let (Some(cap), Some(o)) = (&row.capture, j.as_object_mut()) {
+                        o.insert("capture".into(), cap.to_string().into());
+                    }
+                    j
                 })
                 .collect();
         }
@@ -645,20 +701,21 @@ impl Stats {
             )?;
         }
         writeln!(w)?;
+        let ids: Vec<String> = self
+            .connections
+            .iter()
+            .map(|((_, id), c)| conn_label(c.capture.as_deref(), *id))
+            .collect();
+        let col = conn_column(&ids);
         writeln!(
             w,
-            "{:>4}  {:<24} {:<24} {:>8}  client_id",
-            "conn", "client", "server", "messages"
+            "{}  {:<24} {:<24} {:>8}  client_id",
+            col[0], "client", "server", "messages"
         )?;
-        for ((_, id), c) in &self.connections {
-            // With several captures, connection numbers restart in each: name the capture.
-            let id = match &c.capture {
-                Some(cap) => format!("{cap}#{id}"),
-                None => id.to_string(),
-            };
+        for (id, c) in col[1..].iter().zip(self.connections.values()) {
             writeln!(
                 w,
-                "{:>4}  {:<24} {:<24} {:>8}  {}",
+                "{}  {:<24} {:<24} {:>8}  {}",
                 id,
                 c.client,
                 c.server,
@@ -668,16 +725,22 @@ impl Stats {
         }
         if !self.tls.is_empty() {
             writeln!(w)?;
+            let ids: Vec<String> = self
+                .tls
+                .iter()
+                .map(|t| conn_label(t.capture.as_deref(), t.summary.connection))
+                .collect();
+            let col = conn_column(&ids);
             writeln!(
                 w,
-                "{:>4}  {:<8} {:<40} {:<24} {:<9}  encrypted",
-                "conn", "tls", "cipher_suite", "sni", "decrypted"
+                "{}  {:<8} {:<40} {:<24} {:<9}  encrypted",
+                col[0], "tls", "cipher_suite", "sni", "decrypted"
             )?;
-            for t in &self.tls {
+            for (id, t) in col[1..].iter().zip(self.tls.iter().map(|t| &t.summary)) {
                 writeln!(
                     w,
-                    "{:>4}  {:<8} {:<40} {:<24} {:<9}  {} records, {} bytes",
-                    t.connection,
+                    "{}  {:<8} {:<40} {:<24} {:<9}  {} records, {} bytes",
+                    id,
                     t.version.unwrap_or("?"),
                     t.cipher_suite.as_deref().unwrap_or("?"),
                     t.sni.as_deref().unwrap_or("-"),

@@ -641,3 +641,47 @@ fn a_cut_capture_among_several_is_named_once() {
     // With several captures each line starts with its capture's name, once.
     assert_eq!(line(&["read", "captures/demo.pcap", cut]), alone);
 }
+
+#[test]
+fn stats_of_several_captures_keep_capture_order_and_columns() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_stats_several");
+    std::fs::create_dir_all(&dir).unwrap();
+    let demo = std::fs::read("captures/demo.pcap").unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &demo[..3000]).unwrap();
+    let cut = cut.to_str().unwrap();
+    let o = kwire()
+        .args(["stats", "captures/demo.pcap", cut])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8(o.stderr).unwrap();
+    // The standard error in capture order: demo.pcap's closing lines, then the cut
+    // capture's notice of its last frame and its closing lines.
+    let at = |what: &str| {
+        err.find(what)
+            .unwrap_or_else(|| panic!("no {what:?} in {err}"))
+    };
+    let demo_end = at("kwire: captures/demo.pcap: 92 packets");
+    let cut_frame = at(&format!(
+        "kwire: {cut}: frame 22: the file ends inside a record"
+    ));
+    let cut_end = at(&format!("kwire: {cut}: 21 packets"));
+    assert!(demo_end < cut_frame && cut_frame < cut_end, "{err}");
+    // The connections table names each connection CAPTURE#ID, in one aligned column.
+    let out = String::from_utf8(o.stdout).unwrap();
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("conn "))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(table.len(), 1 + 5 + 2, "{out}");
+    let col = table[0].find("client ").unwrap();
+    for l in &table[1..] {
+        assert!(
+            l.starts_with("captures/demo.pcap#") || l.starts_with(&format!("{cut}#")),
+            "{l}"
+        );
+        assert_eq!(l.find("127.0.0.1:"), Some(col), "{out}");
+    }
+}

@@ -495,3 +495,43 @@ fn no_secret_in_any_output() {
     }
     assert!(checked >= 30);
 }
+
+#[test]
+fn stats_of_several_captures_name_each_tls_connection() {
+    // Connection ids restart in each capture: the rows keep capture order and say which
+    // capture each connection is of (before, the two captures' rows were sorted together
+    // by id, 1, 1, 2, 2..., with nothing to tell them apart).
+    let a = lab("tls12_ck_sasl_ssl.pcapng");
+    let b = lab("tls13_openssl_early_data.pcapng");
+    let args = ["stats", path(&a), path(&b), "--port", "9093"];
+    let (out, _) = kwire(&[&args[..], &["--format", "json"]].concat());
+    let j: J = serde_json::from_str(&out).unwrap();
+    let rows: Vec<(String, u64)> = j["tls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let cap = t["capture"].as_str().expect("each row names its capture");
+            (cap.to_string(), t["connection"].as_u64().unwrap())
+        })
+        .collect();
+    let first = rows.iter().take_while(|r| r.0 == path(&a)).count();
+    assert!(first > 0 && first < rows.len(), "{rows:?}");
+    assert!(rows[first..].iter().all(|r| r.0 == path(&b)), "{rows:?}");
+    for part in [&rows[..first], &rows[first..]] {
+        assert!(part.windows(2).all(|w| w[0].1 < w[1].1), "{rows:?}");
+    }
+    // The text table: one row a connection, named CAPTURE#ID, its columns aligned.
+    let (text, _) = kwire(&args);
+    let tls: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("cipher_suite"))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(tls.len(), rows.len() + 1, "{text}");
+    let col = tls[0].find("tls ").unwrap();
+    for (l, (cap, id)) in tls[1..].iter().zip(&rows) {
+        assert!(l.starts_with(&format!("{cap}#{id} ")), "{l}");
+        assert_eq!(l.find("TLS 1."), Some(col), "{text}");
+    }
+}

@@ -778,6 +778,9 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         if left == Some(0) {
             return Ok(());
         }
+        // The closing lines of the capture before close it before this one's notices, so
+        // the standard error keeps capture order; the last capture's follow the table.
+        closing.drain(..).for_each(|l: String| say(&l));
         st.capture = ordinal;
         ordinal += 1;
         let unanswered = unanswered_first_pass(schema, &a.capture, file, flt.as_ref())?;
@@ -814,7 +817,7 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
         counted += taken;
         status = worse(status, exit_status(&outcome, a.capture.strict));
         closing.extend(outcome.closing);
-        st.add_tls(outcome.tls, outcome.tls_past_cap);
+        st.add_tls(outcome.tls, outcome.tls_past_cap, file.label.clone());
         Ok(())
     });
     // One capture that cannot be read prints nothing; of several, the others are counted.

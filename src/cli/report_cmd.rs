@@ -218,7 +218,7 @@ pub fn report_command(
                 o.tls.iter().filter(|t| t.decrypted() == "yes").count() as u64,
             ),
         });
-        g.stats.add_tls(o.tls, o.tls_past_cap);
+        g.stats.add_tls(o.tls, o.tls_past_cap, file.label.clone());
         Ok(())
     })?;
     g.finish();
