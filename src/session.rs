@@ -703,7 +703,7 @@ impl<'s> Session<'s> {
                 layout,
                 ..Known::response(p.api_key, p.api_version)
             };
-            decode::decode(schema, opts, &a, bytes, &k).problem_counts() == (0, 0)
+            !decode::decode(schema, opts, &a, bytes, &k).has_problem()
         };
         let mut m = match how.direction {
             _ if how.api.is_some() || !layout.header => {

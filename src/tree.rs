@@ -442,6 +442,16 @@ impl<'a> Message<'a> {
         k
     }
 
+    /// Whether any node carries an error or a warning (`problem_counts() != (0, 0)`),
+    /// looking at the last children first: an error that ends a walk is on the tree's
+    /// last path, so a decode that failed is told in a few steps.
+    pub fn has_problem(&self) -> bool {
+        fn go(n: &Node<'_>) -> bool {
+            n.err.is_some() || n.warn.is_some() || n.children.iter().rev().any(go)
+        }
+        go(&self.tree)
+    }
+
     /// Whether any node carries an error (`error_count() > 0`, stopping at the first).
     pub fn has_error(&self) -> bool {
         fn go(n: &Node<'_>) -> bool {

@@ -207,3 +207,87 @@ fn score_one(
             .push(format!("{label}: guessed {}", shown(&with)));
     }
 }
+
+/// A guess's trial decodes (`DecodeOptions::trial`: problems marked, not worded) find
+/// the problems the worded decode finds, node for node: on every frame of the fuzz
+/// corpus and the regressions, read as a response of one version of every api_key (a
+/// different version from frame to frame), and on the repository's responses read as
+/// their own layout. `Message::has_problem` agrees with `problem_counts`.
+#[test]
+fn trial_decodes_find_the_problems_worded_decodes_find() {
+    let schema = Schema::embedded();
+    let worded = DecodeOptions {
+        detail: decode::Detail::Summary,
+        ..DecodeOptions::default()
+    };
+    let trial = DecodeOptions {
+        trial: true,
+        ..worded.clone()
+    };
+    // (api_key, versions) of every response.
+    let apis: Vec<(i16, Vec<i16>)> = schema
+        .api_keys()
+        .into_iter()
+        .map(|k| (k, schema.versions(kwire::schema::MessageKind::Response, k)))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    for d in ["fuzz/corpus/frame", "fuzz/regressions/frame"] {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(d);
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        names.sort();
+        frames.extend(names.iter().map(|p| std::fs::read(p).unwrap()));
+    }
+    let (mut decodes, mut failed, mut trial_text) = (0usize, 0usize, 0usize);
+    let mut check = |frame: &[u8], k: i16, v: i16| {
+        let (a1, a2) = (Buffers::new(), Buffers::new());
+        let known = Known::response(k, v);
+        let w = decode::decode(&schema, &worded, &a1, frame, &known);
+        let t = decode::decode(&schema, &trial, &a2, frame, &known);
+        let at = format!("api_key {k} v{v}, frame {frame:02x?}");
+        assert_eq!(t.problem_counts(), w.problem_counts(), "{at}");
+        assert_eq!(t.has_problem(), w.problem_counts() != (0, 0), "{at}");
+        assert_eq!(w.has_problem(), w.problem_counts() != (0, 0), "{at}");
+        let shape = |m: &Message<'_>| {
+            let mut s = Vec::new();
+            m.tree.walk(&mut |n, depth| {
+                s.push((
+                    depth,
+                    n.offset,
+                    n.length,
+                    n.error().is_some(),
+                    n.warning().is_some(),
+                ))
+            });
+            s
+        };
+        assert_eq!(shape(&t), shape(&w), "{at}");
+        let mut texts = 0;
+        t.tree.walk(&mut |n, _| {
+            texts += usize::from(n.error() == Some(decode::TRIAL_PROBLEM));
+        });
+        decodes += 1;
+        failed += usize::from(w.has_problem());
+        trial_text += texts;
+    };
+    for (i, f) in frames.iter().enumerate() {
+        for (k, vs) in &apis {
+            check(f, *k, vs[i % vs.len()]);
+        }
+    }
+    for (_, recs) in distinct_captures() {
+        let refs: Vec<&Rec> = recs.iter().collect();
+        for m in decode(&schema, &refs).msgs.iter().filter(|m| !m.id.request) {
+            check(&m.bytes, m.api_key, m.api_version);
+        }
+    }
+    assert!(decodes > 100_000, "{decodes} decodes");
+    assert!(
+        failed > decodes / 2,
+        "{failed} of {decodes} decodes with problems"
+    );
+    assert!(trial_text > failed / 2, "{trial_text} unworded problems");
+}

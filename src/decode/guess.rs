@@ -88,6 +88,7 @@ impl Guesser {
         }
         let trial = DecodeOptions {
             detail: Detail::Summary,
+            trial: true,
             ..opts.clone()
         };
         let mut fits: Vec<(i16, i16)> = Vec::new();
@@ -102,8 +103,7 @@ impl Guesser {
                 break;
             }
             work += frame.len();
-            let fit =
-                decode(schema, &trial, &a, frame, &known(k, v, layout)).problem_counts() == (0, 0);
+            let fit = !decode(schema, &trial, &a, frame, &known(k, v, layout)).has_problem();
             if fit {
                 fits.push((k, v));
             }
@@ -113,6 +113,7 @@ impl Guesser {
         // format shows the same guess.
         let full = DecodeOptions {
             detail: Detail::Full,
+            trial: false,
             ..opts.clone()
         };
         let mut ranked: Vec<Candidate> = fits
@@ -200,6 +201,8 @@ impl Limits {
             max_nodes,
             fold_frame_arrays,
             keep: _,
+            // The guess words its own decodes: trials never, the others always.
+            trial: _,
         } = o;
         Limits {
             max_decompressed: *max_decompressed,
@@ -383,7 +386,7 @@ fn beaten_reading<'a>(
 /// Whether request decode `m` is clean: no error, no warning, and a body where its
 /// version has fields (the decoder leaves a missing body unsaid).
 pub fn clean_request(schema: &Schema, m: &Message<'_>) -> bool {
-    m.problem_counts() == (0, 0) && !body_missing(schema, m)
+    !m.has_problem() && !body_missing(schema, m)
 }
 
 /// Whether `m` (a request) has no body although its definition has fields (or a

@@ -113,7 +113,16 @@ pub struct DecodeOptions {
     /// keeps: the fields a display filter reads ([`crate::filter::Filter::kept_fields`]),
     /// so that it decides on a lighter tree as on the whole one. Empty by default.
     pub keep: KeptFields,
+    /// A trial decode: its errors and warnings are marked ([`TRIAL_PROBLEM`]), not
+    /// worded, and the names of primitive array elements are not indexed. For callers
+    /// that read only whether a decode has problems ([`Message::problem_counts`]), as a
+    /// guess's trials do ([`guess::Guesser::response`]). Off by default.
+    pub trial: bool,
 }
+
+/// The text of every error and warning of the schema walk in a trial decode
+/// ([`DecodeOptions::trial`]).
+pub const TRIAL_PROBLEM: &str = "(trial decode: problem not worded)";
 
 /// Names of schema fields (`ThrottleTimeMs`, `SessionId`) whose every node a tree below
 /// [`Detail::Full`] keeps, value and all, as the whole tree has it: read, never stepped
@@ -203,6 +212,7 @@ impl Default for DecodeOptions {
             max_nodes: DecodeOptions::DEFAULT_MAX_NODES,
             fold_frame_arrays: true,
             keep: KeptFields::default(),
+            trial: false,
         }
     }
 }
@@ -534,6 +544,11 @@ impl<'a> Reader<'a> {
     /// A leaf covering every byte left, with the error `msg` (copied into the arena).
     pub fn error_leaf(&mut self, name: &'a str, ty: &'a str, msg: impl AsRef<str>) -> Node<'a> {
         let msg = self.arena.text(msg.as_ref());
+        self.error_leaf_of(name, ty, msg)
+    }
+
+    /// [`Reader::error_leaf`] with a text the arena (or the program) already holds.
+    pub fn error_leaf_of(&mut self, name: &'a str, ty: &'a str, msg: &'a str) -> Node<'a> {
         let mut n = Node::leaf(
             name,
             ty,

@@ -15,7 +15,7 @@ use crate::errors::error_name;
 use crate::schema::plan::{fixed_size, struct_fields_of, Plan, Role};
 use crate::schema::{Field, FieldType, MessageDef, Prim, SummaryFact};
 use crate::tree::{Node, NodeKind, Region, Value};
-use crate::wire::{self, LenPrefix, WireError};
+use crate::wire::{self, LenPrefix};
 
 /// The walk stopped: the error is already attached inside the tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,10 +54,6 @@ pub struct Walk<'c, 'a> {
 
 use crate::schema::snake_case;
 
-fn wire_msg(e: &WireError<'_>) -> String {
-    e.kind.to_string()
-}
-
 /// The length prefix of a string, bytes or array: compact (uvarint, length + 1) in
 /// flexible versions, else `fixed` (int16 for strings, int32 for bytes and arrays).
 fn len_prefix(flexible: bool, fixed: LenPrefix) -> LenPrefix {
@@ -68,11 +64,15 @@ fn len_prefix(flexible: bool, fixed: LenPrefix) -> LenPrefix {
     }
 }
 
-fn plural(n: u64, one: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {one}s")
+/// `1 element`, `3 elements`: a count and its noun, formatted where it is written.
+struct Plural<'s>(u64, &'s str);
+
+impl std::fmt::Display for Plural<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            1 => write!(f, "1 {}", self.1),
+            n => write!(f, "{n} {}s", self.1),
+        }
     }
 }
 
@@ -191,7 +191,7 @@ impl<'c, 'a> Walk<'c, 'a> {
 
     /// The error for a null where this version allows none.
     fn null_error(&self, f: &Field) -> &'a str {
-        self.cx.fmt(format_args!(
+        self.problem(format_args!(
             "{} is null, which version {} does not allow",
             f.name, self.version
         ))
@@ -229,14 +229,19 @@ impl<'c, 'a> Walk<'c, 'a> {
         n
     }
 
-    fn err_leaf(
-        &self,
-        r: &mut Reader<'a>,
-        name: &'a str,
-        ty: &'a str,
-        msg: impl AsRef<str>,
-    ) -> Node<'a> {
-        let mut n = r.error_leaf(name, ty, msg);
+    /// An error's or warning's text, formatted into the arena; in a trial decode
+    /// ([`DecodeOptions::trial`](super::DecodeOptions::trial)) marked, not worded.
+    fn problem(&self, args: std::fmt::Arguments<'_>) -> &'a str {
+        if self.cx.opts.trial {
+            super::TRIAL_PROBLEM
+        } else {
+            self.cx.fmt(args)
+        }
+    }
+
+    /// [`Reader::error_leaf_of`] in this walk's region.
+    fn err_leaf(&self, r: &mut Reader<'a>, name: &'a str, ty: &'a str, msg: &'a str) -> Node<'a> {
+        let mut n = r.error_leaf_of(name, ty, msg);
         n.region = self.region;
         n
     }
@@ -268,10 +273,10 @@ impl<'c, 'a> Walk<'c, 'a> {
     ) -> Result<(), Stop> {
         self.cx.depth += 1;
         let res = if self.cx.depth > self.cx.opts.max_depth {
-            let m = format!(
+            let m = self.problem(format_args!(
                 "nesting deeper than the cap of {} levels",
                 self.cx.opts.max_depth
-            );
+            ));
             out.push(self.err_leaf(r, "unread", "bytes", m));
             Err(Stop)
         } else {
@@ -362,7 +367,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                     r,
                     "tagged_fields",
                     "uvarint",
-                    format!("tagged_fields: {}", wire_msg(&e)),
+                    self.problem(format_args!("tagged_fields: {}", e.kind)),
                 ));
                 return Err(Stop);
             }
@@ -394,10 +399,10 @@ impl<'c, 'a> Walk<'c, 'a> {
         gk.push(count_leaf);
         let mut stopped = false;
         if count as usize > r.left() {
-            let m = format!(
+            let m = self.problem(format_args!(
                 "tagged field count {count} exceeds the {} bytes left",
                 r.left()
-            );
+            ));
             gk.push(self.err_leaf(r, "unread", "bytes", m));
             stopped = true;
         }
@@ -408,7 +413,12 @@ impl<'c, 'a> Walk<'c, 'a> {
             let (tag, toff, tlen) = match r.read(wire::uvarint) {
                 Ok(x) => x,
                 Err(e) => {
-                    gk.push(self.err_leaf(r, "tag", "uvarint", wire_msg(&e)));
+                    gk.push(self.err_leaf(
+                        r,
+                        "tag",
+                        "uvarint",
+                        self.problem(format_args!("{}", e.kind)),
+                    ));
                     stopped = true;
                     break;
                 }
@@ -417,7 +427,12 @@ impl<'c, 'a> Walk<'c, 'a> {
                 Ok(x) => x,
                 Err(e) => {
                     gk.push(self.leaf("tag", "uvarint", Value::UInt(tag as u64), toff, tlen, r));
-                    gk.push(self.err_leaf(r, "size", "uvarint", wire_msg(&e)));
+                    gk.push(self.err_leaf(
+                        r,
+                        "size",
+                        "uvarint",
+                        self.problem(format_args!("{}", e.kind)),
+                    ));
                     stopped = true;
                     break;
                 }
@@ -435,10 +450,10 @@ impl<'c, 'a> Walk<'c, 'a> {
             tk.push(self.leaf("tag", "uvarint", Value::UInt(tag as u64), toff, tlen, r));
             tk.push(self.leaf("size", "uvarint", Value::UInt(size as u64), soff, slen, r));
             let Some(mut sub) = r.split(size as usize) else {
-                let m = format!(
+                let m = self.problem(format_args!(
                     "tagged field size {size} exceeds the {} bytes left",
                     r.left()
-                );
+                ));
                 tk.push(self.err_leaf(r, "data", "bytes", m));
                 tn.length = r.pos - start;
                 tn.children = self.cx.seal(tk);
@@ -455,7 +470,10 @@ impl<'c, 'a> Walk<'c, 'a> {
                     };
                     tk.push(node);
                     if ok && sub.left() > 0 {
-                        let m = format!("{} bytes left over in tagged field {tag}", sub.left());
+                        let m = self.problem(format_args!(
+                            "{} bytes left over in tagged field {tag}",
+                            sub.left()
+                        ));
                         tk.push(self.err_leaf(&mut sub, "unread", "bytes", m));
                     }
                 }
@@ -557,7 +575,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                             r,
                             name,
                             ty,
-                            format!("{}: {}", name, wire_msg(&e)),
+                            self.problem(format_args!("{}: {}", name, e.kind)),
                         ))
                     }
                 }
@@ -606,7 +624,8 @@ impl<'c, 'a> Walk<'c, 'a> {
         let ((len, data), off, n) = match r.read(wire::sized(prefix)) {
             Ok(x) => x,
             Err(e) => {
-                return Err(self.err_leaf(r, name, ty, format!("{}: {}", name, wire_msg(&e))))
+                let m = self.problem(format_args!("{}: {}", name, e.kind));
+                return Err(self.err_leaf(r, name, ty, m));
             }
         };
         let ann = if flexible {
@@ -633,7 +652,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 }
                 Err(_) => {
                     node.value = Value::Bytes(b);
-                    node.set_error(self.cx.fmt(format_args!("{} is not valid UTF-8", f.name)));
+                    node.set_error(self.problem(format_args!("{} is not valid UTF-8", f.name)));
                 }
             },
         }
@@ -654,7 +673,8 @@ impl<'c, 'a> Walk<'c, 'a> {
         let (len, loff, llen) = match r.read(wire::length(prefix)) {
             Ok(x) => x,
             Err(e) => {
-                return Err(self.err_leaf(r, name, ty, format!("{}: {}", name, wire_msg(&e))))
+                let m = self.problem(format_args!("{}: {}", name, e.kind));
+                return Err(self.err_leaf(r, name, ty, m));
             }
         };
         let ann = if flexible {
@@ -673,12 +693,12 @@ impl<'c, 'a> Walk<'c, 'a> {
         };
         let fits = size <= r.left() as u64;
         let Some(mut sub) = fits.then(|| r.split(size as usize)).flatten() else {
-            let m = format!(
+            let m = self.problem(format_args!(
                 "{}: length {} exceeds the {} bytes left",
                 name,
                 size,
                 r.left()
-            );
+            ));
             let mut node = self.leaf(name, ty, Value::None, start, 0, r).annotate(ann);
             node.kind = NodeKind::Group;
             let mut nk = self.cx.vec();
@@ -852,7 +872,12 @@ impl<'c, 'a> Walk<'c, 'a> {
                     }
                 }
                 Err(e) => {
-                    nk.push(self.err_leaf(r, "present", "int8", wire_msg(&e)));
+                    nk.push(self.err_leaf(
+                        r,
+                        "present",
+                        "int8",
+                        self.problem(format_args!("{}", e.kind)),
+                    ));
                     node.length = r.pos - start;
                     node.children = self.cx.seal(nk);
                     return Err(node);
@@ -860,7 +885,8 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
         }
         let Some(fields) = sub.or_else(|| struct_fields_of(self.def, f, s)) else {
-            nk.push(self.err_leaf(r, "unread", "bytes", format!("struct {s} is not defined")));
+            let m = self.problem(format_args!("struct {s} is not defined"));
+            nk.push(self.err_leaf(r, "unread", "bytes", m));
             node.length = r.pos - start;
             node.children = self.cx.seal(nk);
             return Err(node);
@@ -927,7 +953,12 @@ impl<'c, 'a> Walk<'c, 'a> {
         let (len, off, llen) = match r.read(wire::length(prefix)) {
             Ok(x) => x,
             Err(e) => {
-                let l = self.err_leaf(r, "length", prefix_label(prefix), wire_msg(&e));
+                let l = self.err_leaf(
+                    r,
+                    "length",
+                    prefix_label(prefix),
+                    self.problem(format_args!("{}", e.kind)),
+                );
                 node.children = self.cx.arena.nodes([l]);
                 node.length = r.pos - start;
                 return Err(node);
@@ -979,12 +1010,12 @@ impl<'c, 'a> Walk<'c, 'a> {
             }
         } as u64;
         if count.saturating_mul(min.max(1)) > r.left() as u64 && min > 0 {
-            let m = format!(
+            let m = self.problem(format_args!(
                 "{}: {} cannot fit in the {} bytes left",
                 name,
-                plural(count, "element"),
+                Plural(count, "element"),
                 r.left()
-            );
+            ));
             nk.push(self.err_leaf(r, "unread", "bytes", m));
             node.length = r.pos - start;
             node.children = self.cx.seal(nk);
@@ -1022,7 +1053,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             // Errors inside a primitive element name it (`Topics[3]: ...`); a struct
             // element's errors name its fields, and the summary looks at what a struct
             // element's name starts with, not its index.
-            let indexed = full || self.guide_style || elem_struct.is_none();
+            // A trial decode's names are never read.
+            let indexed =
+                !self.cx.opts.trial && (full || self.guide_style || elem_struct.is_none());
             let ename: &'a str = if indexed {
                 self.cx.fmt(format_args!("{base}[{i}]"))
             } else {
@@ -1044,7 +1077,10 @@ impl<'c, 'a> Walk<'c, 'a> {
                     r,
                     ename,
                     "bytes",
-                    format!("element type {} is not supported", f.type_name),
+                    self.problem(format_args!(
+                        "element type {} is not supported",
+                        f.type_name
+                    )),
                 )),
             };
             match res {
