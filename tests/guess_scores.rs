@@ -291,3 +291,71 @@ fn trial_decodes_find_the_problems_worded_decodes_find() {
     );
     assert!(trial_text > failed / 2, "{trial_text} unworded problems");
 }
+
+/// Versions that share a trial walk (`Guesser::shared_walks`) walk alike: on every frame
+/// of the fuzz corpus and the regressions and on the repository's responses, the trial
+/// decode of each such layout finds what the decode of the layout whose walk it takes
+/// finds, node for node (place, error, warning). Sharing is common, and only among
+/// versions of one API.
+#[test]
+fn versions_that_share_a_trial_walk_walk_alike() {
+    let schema = Schema::embedded();
+    let g = Guesser::new(&schema);
+    let shared = g.shared_walks();
+    let n = g.layouts();
+    eprintln!(
+        "{} of {n} response layouts share a trial walk",
+        shared.len()
+    );
+    assert!(
+        shared.len() * 5 > n && shared.len() * 2 < n,
+        "{}",
+        shared.len()
+    );
+    assert!(shared.iter().all(|((k, v), (fk, fv))| k == fk && fv < v));
+    let trial = DecodeOptions {
+        detail: decode::Detail::Summary,
+        trial: true,
+        ..DecodeOptions::default()
+    };
+    let shape = |m: &Message<'_>| {
+        let mut s = Vec::new();
+        m.tree.walk(&mut |n, depth| {
+            let p = (n.error().is_some(), n.warning().is_some());
+            s.push((depth, n.offset, n.length, p));
+        });
+        s
+    };
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    for d in ["fuzz/corpus/frame", "fuzz/regressions/frame"] {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(d);
+        for e in std::fs::read_dir(dir).unwrap() {
+            frames.push(std::fs::read(e.unwrap().path()).unwrap());
+        }
+    }
+    for (_, recs) in distinct_captures() {
+        let refs: Vec<&Rec> = recs.iter().collect();
+        let d = decode(&schema, &refs);
+        frames.extend(
+            d.msgs
+                .into_iter()
+                .filter(|m| !m.id.request)
+                .map(|m| m.bytes),
+        );
+    }
+    let (mut compared, mut fits) = (0usize, 0usize);
+    for frame in &frames {
+        for &((k, v), (fk, fv)) in &shared {
+            let (a, b) = (Buffers::new(), Buffers::new());
+            let m = decode::decode(&schema, &trial, &a, frame, &Known::response(k, v));
+            let f = decode::decode(&schema, &trial, &b, frame, &Known::response(fk, fv));
+            assert_eq!(shape(&m), shape(&f), "api_key {k}: v{v} and v{fv}");
+            compared += 1;
+            fits += usize::from(!m.has_problem());
+        }
+    }
+    assert!(
+        compared > 100_000 && fits > 100,
+        "{compared} compared, {fits} fit"
+    );
+}

@@ -14,11 +14,15 @@
 //!
 //! Cost: layouts are pruned before any walk by the response header (a flexible version's
 //! header ends in a tagged-field count, which must be a small uvarint), trial walks keep
-//! only the summary tree ([`Detail::Summary`]), and the work per frame is capped at
-//! [`MAX_TRIAL_BYTES`] bytes walked, after which the layouts not yet tried are left out.
+//! only the summary tree ([`Detail::Summary`]) and do not word their problems
+//! ([`DecodeOptions::trial`]), versions of an API whose layouts are the same field for
+//! field (Kafka bumps many versions for a change of behaviour alone) share one trial
+//! walk, and the work per frame is capped at [`MAX_TRIAL_BYTES`] bytes walked, after
+//! which the layouts not yet tried are left out.
 
 use super::{decode, DecodeOptions, Detail, Known, Layout};
-use crate::schema::{MessageKind, Schema};
+use crate::schema::plan::struct_fields_of;
+use crate::schema::{Field, FieldType, MessageDef, MessageKind, Schema};
 use crate::tree::{Buffers, Direction, Message, Value};
 
 /// Bytes walked by trial decodes of one frame, at most (the frame's own length counts
@@ -43,6 +47,10 @@ pub struct GuessContext<'c> {
 pub struct Guesser {
     /// `(api_key, api_version, response header version)`.
     layouts: Vec<(i16, i16, i16)>,
+    /// For each layout, the index of the first layout whose trial walk it shares (its
+    /// own index when it is the first): the same API, header version, definition and
+    /// fields at its version ([`trial_key`]).
+    same_walk: Vec<usize>,
     /// The api_keys clients send to brokers (their definitions list the `broker`
     /// listener); the others (inter-broker, controller-only) rank lower.
     client_apis: Vec<i16>,
@@ -65,10 +73,41 @@ impl Guesser {
                 layouts.push((k, v, schema.response_header_version(k, v)));
             }
         }
+        let mut first: std::collections::HashMap<String, usize> = Default::default();
+        let same_walk = layouts
+            .iter()
+            .enumerate()
+            .map(|(i, &(k, v, hv))| match trial_key(schema, k, v, hv) {
+                Some(key) => *first.entry(key).or_insert(i),
+                None => i,
+            })
+            .collect();
         Guesser {
             layouts,
+            same_walk,
             client_apis,
         }
+    }
+
+    /// The response layouts whose trial walk is another's, as `((api_key, api_version),
+    /// (api_key, api_version) of the walk it takes)`: versions of one API with the same
+    /// header version, definition and fields, field for field (a version bumped for a
+    /// change of behaviour alone).
+    pub fn shared_walks(&self) -> Vec<((i16, i16), (i16, i16))> {
+        self.same_walk
+            .iter()
+            .enumerate()
+            .filter(|&(i, &f)| i != f)
+            .map(|(i, &f)| {
+                let ((k, v, _), (fk, fv, _)) = (self.layouts[i], self.layouts[f]);
+                ((k, v), (fk, fv))
+            })
+            .collect()
+    }
+
+    /// The number of response layouts (api_key and version) a guess tries.
+    pub fn layouts(&self) -> usize {
+        self.layouts.len()
     }
 
     /// The best response decode of `frame` (laid out as `layout` says) among every
@@ -95,19 +134,30 @@ impl Guesser {
         let mut work = 0usize;
         // One arena for every trial, emptied between them.
         let mut a = Buffers::new();
-        for &(k, v, hv) in &self.layouts {
+        // The result of each layout's walk, kept for the layouts that share it.
+        let mut walked: Vec<Option<bool>> = vec![None; self.layouts.len()];
+        for (i, &(k, v, hv)) in self.layouts.iter().enumerate() {
             if layout.header && hv == 1 && !small_uvarint(&body[4..]) {
                 continue;
             }
             if work > MAX_TRIAL_BYTES {
                 break;
             }
+            // A shared walk counts as walked, so the cap leaves out the same layouts.
             work += frame.len();
-            let fit = !decode(schema, &trial, &a, frame, &known(k, v, layout)).has_problem();
+            let fit = match walked[self.same_walk[i]] {
+                Some(fit) => fit,
+                None => {
+                    let fit =
+                        !decode(schema, &trial, &a, frame, &known(k, v, layout)).has_problem();
+                    a.reset();
+                    walked[i] = Some(fit);
+                    fit
+                }
+            };
             if fit {
                 fits.push((k, v));
             }
-            a.reset();
         }
         // Scores read the whole tree, whatever detail the caller keeps, so every output
         // format shows the same guess.
@@ -140,6 +190,69 @@ impl Guesser {
         ranked.truncate(1 + MAX_CANDIDATES);
         decode_ranked(schema, opts, arena, frame, layout, ranked)
     }
+}
+
+/// What the trial walk of response layout `(k, v)` with header version `hv` depends on
+/// besides the frame, as a key: two layouts with the same key walk every frame alike.
+/// It holds the api_key (names and hints are the API's), the header version, the
+/// definition serving the version, whether the version is flexible, and for each field,
+/// nested structs followed, its name, type, and at this version its presence, tag,
+/// nullability and flexibility (what [`super::walk::Walk`] reads of the version).
+/// `None` when the schema has no definition for it, or its structs nest deeper than 16
+/// levels (such a layout shares no walk).
+fn trial_key(schema: &Schema, k: i16, v: i16, hv: i16) -> Option<String> {
+    let def = &schema.response(k, v)?.def;
+    let flexible = def.is_flexible(v);
+    let mut key = format!("{k} {hv} {:p} {flexible} |", std::ptr::from_ref(def));
+    fields_key(def, &def.fields, v, flexible, 0, &mut key)?;
+    Some(key)
+}
+
+/// [`trial_key`] of `fields`, appended to `out`; `None` past 16 levels of structs.
+fn fields_key(
+    def: &MessageDef,
+    fields: &[Field],
+    v: i16,
+    flexible: bool,
+    depth: usize,
+    out: &mut String,
+) -> Option<()> {
+    use std::fmt::Write;
+    if depth > 16 {
+        return None;
+    }
+    for f in fields {
+        if !f.versions.contains(v) {
+            out.push_str("-;");
+            continue;
+        }
+        let _ = write!(
+            out,
+            "{} {} {:?} {} {} {};",
+            f.name,
+            f.type_name,
+            f.tag.filter(|_| f.is_tagged(v)),
+            f.is_nullable(v),
+            f.is_flexible(v, flexible),
+            f.fields.len()
+        );
+        let mut t = &f.ty;
+        while let FieldType::Array(inner) = t {
+            t = inner;
+        }
+        if let FieldType::Struct(s) = t {
+            match struct_fields_of(def, f, s) {
+                Some(sub) => {
+                    out.push('{');
+                    fields_key(def, sub, v, flexible, depth + 1, out)?;
+                    out.push('}');
+                }
+                // The walk says so whatever the version.
+                None => out.push_str("{undefined}"),
+            }
+        }
+    }
+    Some(())
 }
 
 /// `frame` decoded by the first of `ranked` (best first) and marked with them all;
