@@ -199,23 +199,75 @@ fn filter_counts_as_read_does_and_bad_filters_are_refused() {
             .any(|l| l.contains("error: column 7: expected a value"))
     });
     assert!(s.last().unwrap().contains("filter: api == Fetch"), "{s:?}");
-    // `unanswered` is refused at the prompt as `explore -Y unanswered` is (it would match
-    // nothing, where `kwire stats -Y unanswered` counts the capture's); the old filter stays.
+    // `unanswered` reads the capture once more first, as `read -Y unanswered` does: the
+    // list is read's. Each message the filter keeps, and the statistics (`s`) are
+    // `kwire stats -Y`'s.
+    let expr = "unanswered || api == Metadata";
+    let expected = read_lines(&["captures/demo.pcap", "-Y", expr]);
+    let unanswered = read_lines(&["captures/demo.pcap", "-Y", "unanswered"]);
+    assert!(!unanswered.is_empty() && unanswered.len() < expected.len());
     t.keys(&["C-u"]);
-    t.type_text("unanswered || api == Metadata");
+    t.type_text(expr);
     t.keys(&["Enter"]);
-    let s = t.wait("unanswered refused", |s| {
-        s.iter()
-            .any(|l| l.contains("unanswered: not in kwire explore yet"))
+    let s = t.wait("unanswered's count", |s| {
+        s.last().is_some_and(|l| {
+            l.starts_with(&format!(
+                "{} of {all} messages | filter: {expr}",
+                expected.len()
+            )) && !l.contains("looked at")
+                && !l.contains("once more")
+        })
     });
-    assert!(s.last().unwrap().contains("filter: api == Fetch"), "{s:?}");
-    let o = Command::new(kwire_bin())
-        .args(["explore", "captures/demo.pcap", "-Y", "unanswered"])
+    assert_eq!(list_lines(&s), expected);
+    let stats = Command::new(kwire_bin())
+        .args(["stats", "captures/demo.pcap", "-Y", expr])
         .current_dir(root())
         .output()
         .unwrap();
+    let table: Vec<String> = String::from_utf8_lossy(&stats.stdout)
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.trim_end().to_string())
+        .collect();
+    assert!(table.len() >= 2, "{table:?}");
+    t.keys(&["s"]);
+    t.wait("the statistics of unanswered", |s| {
+        s[0].starts_with(&format!("Statistics of the messages `{expr}` keeps"))
+            && table
+                .iter()
+                .all(|row| s.iter().any(|l| l.trim_end() == row.as_str()))
+    });
+    t.keys(&["Escape"]);
+    // From the start too (-Y); stdin cannot be read twice, and says so as read does.
+    let u = Tmux::start(
+        "filter-unanswered",
+        &["captures/demo.pcap", "-Y", "unanswered"],
+    );
+    let s = u.wait("unanswered from the start", |s| {
+        s.last().is_some_and(|l| {
+            // -Y's text as its options join it (with --api and the others).
+            l.starts_with(&format!(
+                "{} of {all} messages | filter: (unanswered)",
+                unanswered.len()
+            )) && !l.contains("looked at")
+                && !l.contains("once more")
+        })
+    });
+    assert_eq!(list_lines(&s), unanswered);
+    let o = Command::new(kwire_bin())
+        .args(["explore", "-", "-Y", "unanswered"])
+        .current_dir(root())
+        .stdin(std::fs::File::open(root().join("captures/demo.pcap")).unwrap())
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("-Y unanswered: not in kwire explore yet"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("-Y unanswered needs a capture file, not stdin or a live capture"),
+        "{err}"
+    );
+    t.keys(&["/"]);
     // A misspelt field: whatever `read -Y` says of it, explore says too.
     t.keys(&["C-u"]);
     t.type_text("Topicc == \"x\"");
@@ -239,7 +291,7 @@ fn filter_counts_as_read_does_and_bad_filters_are_refused() {
         });
         t.keys(&["Escape"]);
         let st = t.status();
-        assert!(st.contains("filter: api == Fetch"), "{st}");
+        assert!(st.contains(&format!("filter: {expr}")), "{st}");
     } else {
         let n = String::from_utf8_lossy(&read.stdout).lines().count();
         t.wait("the misspelt field's count", |s| {

@@ -3,6 +3,7 @@
 use super::read::{CaptureArgs, FilterArgs};
 use super::{say, Cli, CliError, OutputArgs, EXIT_INPUT, EXIT_OK, EXIT_USAGE};
 use crate::explore::source::LiveInput;
+use crate::filter::Filter;
 use crate::input::CaptureOptions;
 use crate::schema::Schema;
 use clap::Args;
@@ -63,14 +64,20 @@ pub fn explore_command(
     let settings = a.capture.settings();
     // A live capture's key logs are followed as they are written (as read -i does).
     let (keys, key_lines) = crate::run::load_keylogs(&settings.keylogs, live)?;
-    if let Some(f) = &flt {
-        if f.uses_unanswered() {
-            return Err(CliError::Usage(format!(
-                "-Y {}",
-                crate::explore::app::UNANSWERED
-            )));
-        }
+    // `unanswered` reads each capture file once more first, as read -Y does; stdin and a
+    // live capture cannot be read twice.
+    let files_only = !live
+        && a.capture
+            .captures()
+            .iter()
+            .all(|c| c.path.as_os_str() != "-");
+    if flt.as_ref().is_some_and(Filter::uses_unanswered) && !files_only {
+        return Err(CliError::Usage(format!(
+            "-Y {}",
+            crate::explore::app::UNANSWERED
+        )));
     }
+    let unanswered = files_only.then(|| unanswered_pass(&schema, &a.capture));
     if live && !std::io::stdout().is_terminal() {
         // Said before a capture child is started for nothing.
         return not_a_terminal();
@@ -129,6 +136,7 @@ pub fn explore_command(
         filter: flt,
         render: super::output::render_options(cli, &a.out),
         known: std::sync::Arc::new(crate::filter::Known::of(&schema)),
+        unanswered,
     };
     let res = crate::explore::run(schema, inputs, opts);
     // The screen is back: the capture's end, then what could not be used in the key logs.
@@ -185,4 +193,36 @@ impl Drop for Closer {
             c.close();
         }
     }
+}
+
+/// The explorer's [`crate::explore::scan::UnansweredPass`] over the capture files of `a`:
+/// each read once more, in order, as `kwire read -Y unanswered` reads it
+/// ([`crate::run::unanswered_first_pass`]).
+fn unanswered_pass(schema: &Schema, a: &CaptureArgs) -> crate::explore::scan::UnansweredPass {
+    let schema = schema.clone();
+    let settings = a.settings();
+    let threads = a.threads_for(false);
+    let files: Vec<(std::path::PathBuf, Option<std::sync::Arc<str>>)> = a
+        .captures()
+        .into_iter()
+        .map(|c| (c.path.to_path_buf(), c.label))
+        .collect();
+    crate::explore::scan::UnansweredPass(std::sync::Arc::new(move || {
+        files
+            .iter()
+            .map(|(path, label)| {
+                let file = crate::run::CaptureFile {
+                    path,
+                    label: label.clone(),
+                };
+                let named = |e: String| match label {
+                    Some(l) => format!("{l}: {e}"),
+                    None => e,
+                };
+                crate::run::unanswered_first_pass(&schema, &settings, &file, true, threads)
+                    .map_err(|e| named(e.to_string()))
+                    .map(Option::unwrap_or_default)
+            })
+            .collect()
+    }))
 }

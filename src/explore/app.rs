@@ -177,8 +177,10 @@ pub enum Shown {
     },
 }
 
-/// Why a filter naming `unanswered` is refused (at the prompt and for `-Y`).
-pub const UNANSWERED: &str = "unanswered: not in kwire explore yet (it needs the whole capture before the first message); kwire read -Y unanswered and kwire stats -Y unanswered decide it";
+/// Why a filter naming `unanswered` is refused (at the prompt and for `-Y`) where the
+/// input cannot be read twice, as `kwire read -Y unanswered` refuses it.
+pub const UNANSWERED: &str =
+    "unanswered needs a capture file, not stdin or a live capture: it reads the capture twice";
 
 /// How long a key's scan over messages (`e`, a list search) may take before it stops
 /// and says so.
@@ -433,7 +435,7 @@ impl App {
             None => Shown::All,
             Some((text, f)) => Shown::Filtered {
                 text,
-                scan: scan::filter(Arc::clone(&self.src), f),
+                scan: scan::filter(Arc::clone(&self.src), f, self.opts.unanswered.as_ref()),
             },
         };
         self.follow = false;
@@ -517,7 +519,7 @@ impl App {
 
     fn start_overview(&mut self) {
         if self.overview.is_none() {
-            self.overview = Some(scan::overview(Arc::clone(&self.src), None));
+            self.overview = Some(scan::overview(Arc::clone(&self.src), None, None));
         }
     }
 
@@ -537,7 +539,11 @@ impl App {
         }
         // The filter in force parsed when it was set: it parses again.
         if let Ok(f) = Filter::parse_known(&text, &self.opts.known) {
-            let scan = scan::overview(Arc::clone(&self.src), Some(f));
+            let scan = scan::overview(
+                Arc::clone(&self.src),
+                Some(f),
+                self.opts.unanswered.as_ref(),
+            );
             self.filtered_overview = Some((text, scan));
         }
     }
@@ -589,8 +595,10 @@ impl App {
                     self.apply_filter(None);
                 } else {
                     match Filter::parse_known(&text, &self.opts.known) {
-                        // As `kwire explore -Y unanswered` is refused: no message would match.
-                        Ok(f) if f.uses_unanswered() => p.error = Some(UNANSWERED.into()),
+                        // Stdin and a live capture cannot be read twice.
+                        Ok(f) if f.uses_unanswered() && self.opts.unanswered.is_none() => {
+                            p.error = Some(UNANSWERED.into())
+                        }
                         Ok(f) => {
                             self.prompt = None;
                             self.before_conn = None;

@@ -64,6 +64,9 @@ pub struct Options {
     /// The names the schema knows: the filter prompt refuses others, as `read -Y` does
     /// (`crate::filter::Known::of`).
     pub known: std::sync::Arc<crate::filter::Known>,
+    /// The first pass a filter naming `unanswered` takes (capture files only: `None`
+    /// for stdin and a live capture, where the prompt refuses such a filter).
+    pub unanswered: Option<scan::UnansweredPass>,
 }
 
 /// Why `kwire explore` could not run.

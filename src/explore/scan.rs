@@ -5,6 +5,7 @@
 use super::source::Source;
 use crate::decode::Detail;
 use crate::filter::{self, Filter};
+use crate::input::RecordSet;
 use crate::traffic::Stats;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -20,9 +21,25 @@ pub struct Scan<T> {
     stop: AtomicBool,
     /// What it found so far.
     pub found: Mutex<T>,
+    /// Why its first pass failed (a filter naming `unanswered` then matches no request).
+    pub error: Mutex<Option<String>>,
+    /// Its first pass ([`UnansweredPass`]) is reading the capture.
+    pub first_pass: AtomicBool,
 }
 
 impl<T> Scan<T> {
+    /// What the status bar says of the scan besides its count: the first pass reading,
+    /// or why it failed; empty otherwise.
+    pub fn stage(&self) -> String {
+        if self.first_pass.load(Ordering::Relaxed) {
+            return "reading the capture once more for unanswered requests".into();
+        }
+        match &*self.error.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(e) => format!("unanswered not decided: {e}"),
+            None => String::new(),
+        }
+    }
+
     /// Stops the pass (at its next message).
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -35,24 +52,61 @@ impl<T> Drop for Scan<T> {
     }
 }
 
+/// The first pass a filter naming `unanswered` needs: for each capture (by its number in
+/// the source), the record numbers of the requests that got no response in the whole
+/// capture, read as `kwire read -Y unanswered` reads them
+/// ([`crate::run::unanswered_first_pass`]); an error says why a capture could not be
+/// read. `None` where the input cannot be read twice (stdin, a live capture).
+#[derive(Clone)]
+pub struct UnansweredPass(pub Arc<dyn Fn() -> Result<Vec<RecordSet>, String> + Send + Sync>);
+
+impl std::fmt::Debug for UnansweredPass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UnansweredPass")
+    }
+}
+
+/// What a scan knows besides each message: the [`UnansweredPass`]'s sets, once read.
+#[derive(Default)]
+struct Known {
+    unanswered: Option<Vec<RecordSet>>,
+}
+
 /// Runs `each` on every message of `src` in order, on a new thread, waiting at the end
 /// while the source grows, until the source is read to its end or the scan is stopped.
+/// With `first`, its sets are read before the first message (the pass's error, if any,
+/// is kept in [`Scan::error`], and no message has an unanswered request then).
 fn run<T: Send + 'static>(
     src: Arc<dyn Source>,
     detail: Detail,
     init: T,
-    each: impl Fn(&mut T, usize, &crate::tree::Message<'_>, &crate::session::Context) + Send + 'static,
+    first: Option<UnansweredPass>,
+    each: impl Fn(&mut T, usize, &crate::tree::Message<'_>, &crate::session::Context, &Known)
+        + Send
+        + 'static,
 ) -> Arc<Scan<T>> {
     let scan = Arc::new(Scan {
         scanned: AtomicUsize::new(0),
         done: AtomicBool::new(false),
         stop: AtomicBool::new(false),
         found: Mutex::new(init),
+        error: Mutex::new(None),
+        first_pass: AtomicBool::new(first.is_some()),
     });
     let weak = Arc::downgrade(&scan);
     let _ = std::thread::Builder::new()
         .name("kwire-scan".into())
         .spawn(move || {
+            let mut known = Known::default();
+            if let Some(pass) = first {
+                let res = (pass.0)();
+                let Some(s) = weak.upgrade() else { return };
+                match res {
+                    Ok(sets) => known.unanswered = Some(sets),
+                    Err(e) => *s.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e),
+                }
+                s.first_pass.store(false, Ordering::Relaxed);
+            }
             let mut i = 0;
             loop {
                 let Some(s) = weak.upgrade() else { return };
@@ -62,7 +116,7 @@ fn run<T: Send + 'static>(
                 if i < src.count() {
                     src.with_message(i, detail, &mut |m, ctx| {
                         let mut f = s.found.lock().unwrap_or_else(|e| e.into_inner());
-                        each(&mut f, i, m, ctx);
+                        each(&mut f, i, m, ctx, &known);
                     });
                     i += 1;
                     s.scanned.store(i, Ordering::Relaxed);
@@ -78,26 +132,45 @@ fn run<T: Send + 'static>(
     scan
 }
 
-/// The messages (numbers in the source) a display filter keeps, found in order.
-pub fn filter(src: Arc<dyn Source>, f: Filter) -> Arc<Scan<Vec<usize>>> {
+/// The messages (numbers in the source) a display filter keeps, found in order. A filter
+/// naming `unanswered` takes `pass`'s sets first (the caller refuses it without one).
+pub fn filter(
+    src: Arc<dyn Source>,
+    f: Filter,
+    pass: Option<&UnansweredPass>,
+) -> Arc<Scan<Vec<usize>>> {
+    let first = pass.filter(|_| f.uses_unanswered()).cloned();
+    let meta_src = Arc::clone(&src);
     run(
         src,
         filter_detail(&f),
         Vec::new(),
-        move |hits, i, m, ctx| {
-            if keeps(&f, m, ctx) {
+        first,
+        move |hits, i, m, ctx, known| {
+            if keeps(&f, m, ctx, known, &*meta_src, i) {
                 hits.push(i);
             }
         },
     )
 }
 
-/// Whether `f` keeps `m` in the explorer, which decides no `unanswered` (refused at the
-/// prompt and for `-Y`).
-fn keeps(f: &Filter, m: &crate::tree::Message<'_>, ctx: &crate::session::Context) -> bool {
+/// Whether `f` keeps message `i` (`m`) of `src`: `unanswered` by the set of its capture
+/// when the scan read them.
+fn keeps(
+    f: &Filter,
+    m: &crate::tree::Message<'_>,
+    ctx: &crate::session::Context,
+    known: &Known,
+    src: &dyn Source,
+    i: usize,
+) -> bool {
+    let unanswered = known.unanswered.as_ref().and_then(|sets| {
+        let capture = src.meta(i).map_or(0, |x| x.capture);
+        sets.get(capture as usize)
+    });
     let fctx = filter::MessageFacts {
         capture: Some(ctx),
-        unanswered: None,
+        unanswered,
     };
     f.matches(m, &fctx)
 }
@@ -131,24 +204,40 @@ const MAX_SECONDS: usize = 1 << 20;
 /// The overview of the whole capture, or of the messages display filter `only` keeps
 /// (as `kwire stats -Y` counts them; the seconds of the chart then count from the first
 /// message it keeps).
-pub fn overview(src: Arc<dyn Source>, only: Option<Filter>) -> Arc<Scan<Overview>> {
+pub fn overview(
+    src: Arc<dyn Source>,
+    only: Option<Filter>,
+    pass: Option<&UnansweredPass>,
+) -> Arc<Scan<Overview>> {
     let meta_src = Arc::clone(&src);
     // `kwire stats`' counts read a few facts of each message: the fact trees, unless the
     // filter needs more.
     let detail = only.as_ref().map_or(Detail::Facts, filter_detail);
-    run(src, detail, Overview::default(), move |o, i, m, ctx| {
-        if only.as_ref().is_some_and(|f| !keeps(f, m, ctx)) {
-            return;
-        }
-        let capture = meta_src.meta(i).map_or(0, |x| x.capture);
-        o.stats.capture = capture;
-        o.stats.add(m, ctx);
-        *o.bytes.entry((capture, ctx.connection)).or_default() += m.frame.len() as u64;
-        let first = *o.first.get_or_insert(ctx.time);
-        let secs = (ctx.time.0 - first.0).clamp(0, MAX_SECONDS as i64 - 1) as usize;
-        if o.per_second.len() <= secs {
-            o.per_second.resize(secs + 1, 0);
-        }
-        o.per_second[secs] += 1;
-    })
+    let first = pass
+        .filter(|_| only.as_ref().is_some_and(Filter::uses_unanswered))
+        .cloned();
+    run(
+        src,
+        detail,
+        Overview::default(),
+        first,
+        move |o, i, m, ctx, known| {
+            if only
+                .as_ref()
+                .is_some_and(|f| !keeps(f, m, ctx, known, &*meta_src, i))
+            {
+                return;
+            }
+            let capture = meta_src.meta(i).map_or(0, |x| x.capture);
+            o.stats.capture = capture;
+            o.stats.add(m, ctx);
+            *o.bytes.entry((capture, ctx.connection)).or_default() += m.frame.len() as u64;
+            let first = *o.first.get_or_insert(ctx.time);
+            let secs = (ctx.time.0 - first.0).clamp(0, MAX_SECONDS as i64 - 1) as usize;
+            if o.per_second.len() <= secs {
+                o.per_second.resize(secs + 1, 0);
+            }
+            o.per_second[secs] += 1;
+        },
+    )
 }

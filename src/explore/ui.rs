@@ -94,7 +94,10 @@ fn status_line(app: &App) -> Line<'static> {
     if let super::app::Shown::Filtered { text, scan } = &app.shown {
         let scanned = scan.scanned.load(std::sync::atomic::Ordering::Relaxed);
         let mut t = format!(" | filter: {text}");
-        if !scan.done.load(std::sync::atomic::Ordering::Relaxed) {
+        let stage = scan.stage();
+        if !stage.is_empty() {
+            t.push_str(&format!(" ({stage})"));
+        } else if !scan.done.load(std::sync::atomic::Ordering::Relaxed) {
             t.push_str(&format!(" (looked at {scanned})"));
         }
         parts.push(Span::raw(t));
@@ -428,6 +431,7 @@ fn scan_progress(
     scan: Option<&std::sync::Arc<super::scan::Scan<super::scan::Overview>>>,
 ) -> String {
     match scan {
+        Some(o) if !o.stage().is_empty() => format!(", {}", o.stage()),
         Some(o) if !o.done.load(std::sync::atomic::Ordering::Relaxed) => format!(
             ", counting: {} of {} messages",
             o.scanned.load(std::sync::atomic::Ordering::Relaxed),
