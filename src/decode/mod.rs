@@ -114,7 +114,9 @@ pub struct DecodeOptions {
     /// so that it decides on a lighter tree as on the whole one. Empty by default.
     pub keep: KeptFields,
     /// A trial decode: its errors and warnings are marked ([`TRIAL_PROBLEM`]), not
-    /// worded, and the names of primitive array elements are not indexed. For callers
+    /// worded; the names of primitive array elements are not indexed, and the names,
+    /// types and annotations the walk would format (tagged fields, unknown error codes,
+    /// length prefixes) are left empty. For callers
     /// that read only whether a decode has problems ([`Message::problem_counts`]), as a
     /// guess's trials do ([`guess::Guesser::response`]). Off by default.
     pub trial: bool,
@@ -325,6 +327,26 @@ impl<'a> Cx<'a> {
     /// Formats into the arena: `cx.fmt(format_args!(...))`.
     pub fn fmt(&self, args: std::fmt::Arguments<'_>) -> &'a str {
         self.arena.fmt(args)
+    }
+
+    /// An error's or warning's text, formatted into the arena; in a trial decode
+    /// ([`DecodeOptions::trial`]) marked ([`TRIAL_PROBLEM`]), not worded.
+    pub fn problem(&self, args: std::fmt::Arguments<'_>) -> &'a str {
+        if self.opts.trial {
+            TRIAL_PROBLEM
+        } else {
+            self.arena.fmt(args)
+        }
+    }
+
+    /// A name, type or annotation formatted into the arena; empty in a trial decode
+    /// ([`DecodeOptions::trial`]), which nothing reads but for its problems.
+    pub fn label(&self, args: std::fmt::Arguments<'_>) -> &'a str {
+        if self.opts.trial {
+            ""
+        } else {
+            self.arena.fmt(args)
+        }
     }
 
     /// Registers a decompressed buffer; returns its id (1-based) and the slice that the
@@ -717,15 +739,15 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
                     });
                 let have = frame.len() - 4;
                 if size < 0 {
-                    s.set_error(cx.fmt(format_args!("negative frame size {size}")));
+                    s.set_error(cx.problem(format_args!("negative frame size {size}")));
                 } else if size == 0 && known.layout.header {
                     s.set_error("frame size 0: no header follows");
                 } else if (size as usize) > have {
-                    s.set_error(cx.fmt(format_args!(
+                    s.set_error(cx.problem(format_args!(
                         "frame truncated: size says {size} bytes, {have} present"
                     )));
                 } else if (size as usize) < have {
-                    s.set_warning(cx.fmt(format_args!(
+                    s.set_warning(cx.problem(format_args!(
                         "{} bytes beyond the frame's size",
                         have - size as usize
                     )));
@@ -927,7 +949,7 @@ fn decode_in<'a>(cx: &mut Cx<'a>, frame: &'a [u8], base: usize, known: &Known) -
             r.left(),
         );
         t.region = region;
-        t.set_warning(cx.fmt(format_args!(
+        t.set_warning(cx.problem(format_args!(
             "{} bytes after the end of the body (brokers ignore them)",
             r.left()
         )));

@@ -232,11 +232,7 @@ impl<'c, 'a> Walk<'c, 'a> {
     /// An error's or warning's text, formatted into the arena; in a trial decode
     /// ([`DecodeOptions::trial`](super::DecodeOptions::trial)) marked, not worded.
     fn problem(&self, args: std::fmt::Arguments<'_>) -> &'a str {
-        if self.cx.opts.trial {
-            super::TRIAL_PROBLEM
-        } else {
-            self.cx.fmt(args)
-        }
+        self.cx.problem(args)
     }
 
     /// [`Reader::error_leaf_of`] in this walk's region.
@@ -440,9 +436,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             let known = plan.tagged_field(tag).map(|i| &fields[i]);
             let label: &'a str = match known {
                 Some(f) => self.name_of(f),
-                None => self.cx.fmt(format_args!("unknown tag {tag}")),
+                None => self.cx.label(format_args!("unknown tag {tag}")),
             };
-            let tty = self.cx.fmt(format_args!("tag {tag}"));
+            let tty = self.cx.label(format_args!("tag {tag}"));
             let mut tn = Node::new(label, tty, NodeKind::Group, start);
             tn.buffer = r.buffer;
             tn.region = Region::TaggedFields;
@@ -600,7 +596,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 if v != 0 {
                     n.annotation = Some(match error_name(v as i16) {
                         Some(e) => e,
-                        None => self.cx.fmt(format_args!("unknown error code {v}")),
+                        None => self.cx.label(format_args!("unknown error code {v}")),
                     });
                 }
             } else if p == Prim::Int16 && f.role.has(Role::API_KEY) {
@@ -628,7 +624,9 @@ impl<'c, 'a> Walk<'c, 'a> {
                 return Err(self.err_leaf(r, name, ty, m));
             }
         };
-        let ann = if flexible {
+        let ann = if self.cx.opts.trial {
+            ""
+        } else if flexible {
             super::texts::compact_len(len.raw, self.cx.arena)
         } else {
             super::texts::int16_len(len.raw, self.cx.arena)
@@ -677,7 +675,9 @@ impl<'c, 'a> Walk<'c, 'a> {
                 return Err(self.err_leaf(r, name, ty, m));
             }
         };
-        let ann = if flexible {
+        let ann = if self.cx.opts.trial {
+            ""
+        } else if flexible {
             super::texts::compact_len(len.raw, self.cx.arena)
         } else {
             super::texts::int32_len(len.raw, self.cx.arena)
