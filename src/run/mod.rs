@@ -732,6 +732,12 @@ pub fn run_capture<W: Work + ?Sized>(
                         stop.store(true, Ordering::Relaxed);
                         return;
                     }
+                    // Stopped (`-c` reached, the output closed): what the reader still
+                    // gives is not read, as on one thread; its end of input is ours, not
+                    // the file's (no "the file ends inside a record").
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
                     match ev {
                         Event::Notice(n) => tally.tell(&n, all, &say_line),
                         Event::Frame(f) => {
