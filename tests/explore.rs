@@ -1605,3 +1605,70 @@ fn sigbus_restores_the_terminal_before_the_process_ends() {
     assert_eq!(flags.trim(), "0 0 1", "alternate screen, mouse, cursor");
     let _ = std::fs::remove_file(&p);
 }
+
+/// `unanswered` over several captures, one of which cannot be read: the others are
+/// decided as `read -Y unanswered` decides them (read goes on past the bad one), and the
+/// status bar names the capture left undecided. On a capture that grows after the
+/// filter's first pass, the status bar says the list may be stale.
+#[test]
+fn unanswered_among_several_and_on_a_growing_capture() {
+    if !have_tmux("unanswered-several") {
+        return;
+    }
+    let dir = root().join("target").join("explore-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("not-a-capture.pcap");
+    std::fs::write(&bad, "hello\n").unwrap();
+    let bad = bad.to_str().unwrap();
+    let caps = ["captures/demo.pcap", bad, "captures/lab/ck_admin.pcap"];
+    let o = Command::new(kwire_bin())
+        .args(["read", caps[0], caps[1], caps[2], "-Y", "unanswered"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let expected: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(expected.len(), 3, "{expected:?}");
+    let t = Tmux::start(
+        "unanswered-several",
+        &[caps[0], caps[1], caps[2], "-Y", "unanswered"],
+    );
+    let s = t.wait("unanswered over the readable captures", |s| {
+        s.last().is_some_and(|l| {
+            l.starts_with("3 of ") && l.contains(&format!("unanswered not decided for {bad}"))
+        })
+    });
+    assert_eq!(list_lines(&s), expected);
+
+    // A capture that grows after the first pass.
+    let b = std::fs::read(root().join("captures/demo.pcap")).unwrap();
+    let p = dir.join("growing-unanswered.pcap");
+    std::fs::write(&p, &b[..3000]).unwrap();
+    let g = Tmux::start("unanswered-grow", &[p.to_str().unwrap()]);
+    g.wait("the first part", |s| {
+        s.last()
+            .is_some_and(|l| l.contains("following the capture's end"))
+    });
+    g.keys(&["/"]);
+    g.type_text("unanswered");
+    g.keys(&["Enter"]);
+    g.wait("unanswered in the first part", |s| {
+        s.last().is_some_and(|l| {
+            l.contains("filter: unanswered") && !l.contains("once more") && !l.contains("grew")
+        })
+    });
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&p)
+        .unwrap()
+        .write_all(&b[3000..])
+        .unwrap();
+    g.wait("the stale list said", |s| {
+        s.last().is_some_and(|l| {
+            l.contains("the capture grew after unanswered was decided: enter the filter again")
+        })
+    });
+}

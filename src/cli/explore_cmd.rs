@@ -197,7 +197,8 @@ impl Drop for Closer {
 
 /// The explorer's [`crate::explore::scan::UnansweredPass`] over the capture files of `a`:
 /// each read once more, in order, as `kwire read -Y unanswered` reads it
-/// ([`crate::run::unanswered_first_pass`]).
+/// ([`crate::run::unanswered_pass`]); one that cannot be read gives an empty set and a
+/// line saying why (as read goes on past it).
 fn unanswered_pass(schema: &Schema, a: &CaptureArgs) -> crate::explore::scan::UnansweredPass {
     let schema = schema.clone();
     let settings = a.settings();
@@ -207,22 +208,23 @@ fn unanswered_pass(schema: &Schema, a: &CaptureArgs) -> crate::explore::scan::Un
         .into_iter()
         .map(|c| (c.path.to_path_buf(), c.label))
         .collect();
-    crate::explore::scan::UnansweredPass(std::sync::Arc::new(move || {
-        files
+    crate::explore::scan::UnansweredPass(std::sync::Arc::new(move |halt| {
+        let mut errors = Vec::new();
+        let sets = files
             .iter()
             .map(|(path, label)| {
                 let file = crate::run::CaptureFile {
                     path,
                     label: label.clone(),
                 };
-                let named = |e: String| match label {
-                    Some(l) => format!("{l}: {e}"),
-                    None => e,
-                };
-                crate::run::unanswered_first_pass(&schema, &settings, &file, true, threads)
-                    .map_err(|e| named(e.to_string()))
-                    .map(Option::unwrap_or_default)
+                let halt = Some(std::sync::Arc::clone(&halt));
+                crate::run::unanswered_pass(&schema, &settings, &file, threads, halt)
+                    .unwrap_or_else(|e| {
+                        errors.push(e.to_string());
+                        crate::input::RecordSet::default()
+                    })
             })
-            .collect()
+            .collect();
+        (sets, errors)
     }))
 }

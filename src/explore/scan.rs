@@ -18,10 +18,12 @@ pub struct Scan<T> {
     pub scanned: AtomicUsize,
     /// The pass reached the end of a capture read to its end.
     pub done: AtomicBool,
-    stop: AtomicBool,
+    /// Set to stop the pass; shared with its first pass ([`UnansweredPass`]).
+    stop: Arc<AtomicBool>,
     /// What it found so far.
     pub found: Mutex<T>,
-    /// Why its first pass failed (a filter naming `unanswered` then matches no request).
+    /// What its first pass could not decide: a capture it could not read (whose
+    /// requests are then never unanswered), a capture that grew after it.
     pub error: Mutex<Option<String>>,
     /// Its first pass ([`UnansweredPass`]) is reading the capture.
     pub first_pass: AtomicBool,
@@ -34,10 +36,11 @@ impl<T> Scan<T> {
         if self.first_pass.load(Ordering::Relaxed) {
             return "reading the capture once more for unanswered requests".into();
         }
-        match &*self.error.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(e) => format!("unanswered not decided: {e}"),
-            None => String::new(),
-        }
+        self.error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_default()
     }
 
     /// Stops the pass (at its next message).
@@ -55,10 +58,15 @@ impl<T> Drop for Scan<T> {
 /// The first pass a filter naming `unanswered` needs: for each capture (by its number in
 /// the source), the record numbers of the requests that got no response in the whole
 /// capture, read as `kwire read -Y unanswered` reads them
-/// ([`crate::run::unanswered_first_pass`]); an error says why a capture could not be
-/// read. `None` where the input cannot be read twice (stdin, a live capture).
+/// ([`crate::run::unanswered_pass`]), with a line for each capture that could not be read
+/// (its set is then empty). It stops early when the flag it is given is set (what it
+/// gives then is partial). `None` where the input cannot be read twice (stdin, a live
+/// capture).
 #[derive(Clone)]
-pub struct UnansweredPass(pub Arc<dyn Fn() -> Result<Vec<RecordSet>, String> + Send + Sync>);
+#[allow(clippy::type_complexity)]
+pub struct UnansweredPass(
+    pub Arc<dyn Fn(Arc<AtomicBool>) -> (Vec<RecordSet>, Vec<String>) + Send + Sync>,
+);
 
 impl std::fmt::Debug for UnansweredPass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -74,8 +82,9 @@ struct Known {
 
 /// Runs `each` on every message of `src` in order, on a new thread, waiting at the end
 /// while the source grows, until the source is read to its end or the scan is stopped.
-/// With `first`, its sets are read before the first message (the pass's error, if any,
-/// is kept in [`Scan::error`], and no message has an unanswered request then).
+/// With `first`, its sets are read before the first message (what it could not read is
+/// kept in [`Scan::error`]; so is a capture growing after it, whose new requests it
+/// did not see).
 fn run<T: Send + 'static>(
     src: Arc<dyn Source>,
     detail: Detail,
@@ -88,7 +97,7 @@ fn run<T: Send + 'static>(
     let scan = Arc::new(Scan {
         scanned: AtomicUsize::new(0),
         done: AtomicBool::new(false),
-        stop: AtomicBool::new(false),
+        stop: Arc::default(),
         found: Mutex::new(init),
         error: Mutex::new(None),
         first_pass: AtomicBool::new(first.is_some()),
@@ -98,20 +107,36 @@ fn run<T: Send + 'static>(
         .name("kwire-scan".into())
         .spawn(move || {
             let mut known = Known::default();
+            let passed = first.is_some();
             if let Some(pass) = first {
-                let res = (pass.0)();
+                let Some(halt) = weak.upgrade().map(|s| Arc::clone(&s.stop)) else {
+                    return;
+                };
+                let (sets, errors) = (pass.0)(halt);
                 let Some(s) = weak.upgrade() else { return };
-                match res {
-                    Ok(sets) => known.unanswered = Some(sets),
-                    Err(e) => *s.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e),
+                if s.stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                known.unanswered = Some(sets);
+                if !errors.is_empty() {
+                    let e = format!("unanswered not decided for {}", errors.join("; "));
+                    *s.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
                 }
                 s.first_pass.store(false, Ordering::Relaxed);
             }
+            let mut grew = false;
             let mut i = 0;
             loop {
                 let Some(s) = weak.upgrade() else { return };
                 if s.stop.load(Ordering::Relaxed) {
                     return;
+                }
+                // The capture grew since the first pass read it: its new requests were
+                // not seen there (the list stays, and says so).
+                if passed && !grew && src.follows_end() {
+                    grew = true;
+                    let e = "the capture grew after unanswered was decided: enter the filter again to decide it anew";
+                    *s.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.into());
                 }
                 if i < src.count() {
                     src.with_message(i, detail, &mut |m, ctx| {

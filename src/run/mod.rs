@@ -456,6 +456,9 @@ fn problems(m: &Message<'_>) -> (bool, bool) {
 pub struct RunOptions {
     /// No notices and no closing lines (a first pass).
     pub quiet: bool,
+    /// A flag another thread may set to stop the run, as `-c` does (the reader stops at
+    /// its next read): the explorer's first passes, when their filter is replaced.
+    pub halt: Option<Arc<AtomicBool>>,
     /// Stop once this many messages were shown.
     pub limit: Option<u64>,
     /// Threads in all (1: decode on the reading thread; N > 1: the reading thread and
@@ -564,7 +567,7 @@ pub fn run_capture<W: Work + ?Sized>(
         }
     };
     let sink = std::cell::RefCell::new(sink);
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = run.halt.clone().unwrap_or_default();
     let last_error = Arc::new(Mutex::new(None));
     let head = Arc::new(Mutex::new(Vec::new()));
     let input = Input {
@@ -952,6 +955,21 @@ pub fn unanswered_first_pass(
             "-Y unanswered needs a capture file, not stdin or a live capture: it reads the capture twice".into(),
         ));
     }
+    unanswered_pass(schema, a, file, threads, None).map(Some)
+}
+
+/// [`unanswered_first_pass`]'s pass over a capture file, stopped early when `halt` is
+/// set (what it gives then is partial).
+///
+/// # Errors
+/// Those of [`run_capture`].
+pub fn unanswered_pass(
+    schema: &Schema,
+    a: &Settings,
+    file: &CaptureFile<'_>,
+    threads: usize,
+    halt: Option<Arc<AtomicBool>>,
+) -> Result<input::RecordSet, RunError> {
     // The pass reads only which requests are answered: the pairing's facts (`Acks`).
     let dopts = DecodeOptions {
         detail: Detail::Facts,
@@ -960,6 +978,7 @@ pub fn unanswered_first_pass(
     let mut run = RunOptions {
         quiet: true,
         threads,
+        halt,
         ..RunOptions::default()
     };
     let work = |_: &Message<'_>, _: &Context, _: &mut dyn Write| Ok(());
@@ -973,7 +992,7 @@ pub fn unanswered_first_pass(
         &work,
         &mut Quiet,
     )?;
-    Ok(Some(first.unanswered))
+    Ok(first.unanswered)
 }
 
 #[cfg(test)]
