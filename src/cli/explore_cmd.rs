@@ -225,6 +225,6 @@ fn unanswered_pass(schema: &Schema, a: &CaptureArgs) -> crate::explore::scan::Un
                     })
             })
             .collect();
-        (sets, errors)
+        std::sync::Arc::new((sets, errors))
     }))
 }

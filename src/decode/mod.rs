@@ -116,9 +116,9 @@ pub struct DecodeOptions {
     /// A trial decode: its errors and warnings are marked ([`TRIAL_PROBLEM`]), not
     /// worded; the names of primitive array elements are not indexed, and the names,
     /// types and annotations the walk would format (tagged fields, unknown error codes,
-    /// length prefixes) are left empty. For callers
-    /// that read only whether a decode has problems ([`Message::problem_counts`]), as a
-    /// guess's trials do ([`guess::Guesser::response`]). Off by default.
+    /// length prefixes) are left empty. For callers that read only whether a decode has
+    /// problems ([`Message::has_problem`]), as a guess's trials do
+    /// ([`guess::Guesser::response`]). Off by default.
     pub trial: bool,
 }
 

@@ -235,6 +235,24 @@ impl<'c, 'a> Walk<'c, 'a> {
         self.cx.problem(args)
     }
 
+    /// The annotation of a string's or bytes' length prefix holding `raw`: compact in
+    /// flexible versions, else `fixed`'s (`int16 len=N`, `int32 len=N`); empty in a
+    /// trial decode.
+    fn len_note(
+        &self,
+        raw: i64,
+        flexible: bool,
+        fixed: fn(i64, &super::Buffers) -> &str,
+    ) -> &'a str {
+        if self.cx.opts.trial {
+            ""
+        } else if flexible {
+            super::texts::compact_len(raw, self.cx.arena)
+        } else {
+            fixed(raw, self.cx.arena)
+        }
+    }
+
     /// [`Reader::error_leaf_of`] in this walk's region.
     fn err_leaf(&self, r: &mut Reader<'a>, name: &'a str, ty: &'a str, msg: &'a str) -> Node<'a> {
         let mut n = r.error_leaf_of(name, ty, msg);
@@ -624,13 +642,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 return Err(self.err_leaf(r, name, ty, m));
             }
         };
-        let ann = if self.cx.opts.trial {
-            ""
-        } else if flexible {
-            super::texts::compact_len(len.raw, self.cx.arena)
-        } else {
-            super::texts::int16_len(len.raw, self.cx.arena)
-        };
+        let ann = self.len_note(len.raw, flexible, super::texts::int16_len);
         let mut node = self.leaf(name, ty, Value::Null, off, n, r).annotate(ann);
         match data {
             None => {
@@ -675,13 +687,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 return Err(self.err_leaf(r, name, ty, m));
             }
         };
-        let ann = if self.cx.opts.trial {
-            ""
-        } else if flexible {
-            super::texts::compact_len(len.raw, self.cx.arena)
-        } else {
-            super::texts::int32_len(len.raw, self.cx.arena)
-        };
+        let ann = self.len_note(len.raw, flexible, super::texts::int32_len);
         let Some(size) = len.len else {
             let mut node = self
                 .leaf(name, ty, Value::Null, loff, llen, r)

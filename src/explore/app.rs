@@ -242,6 +242,9 @@ pub struct App {
     /// With a display filter in force, the statistics view's pass over the messages it
     /// keeps, and the filter's text (started on `s`).
     pub filtered_overview: Option<(String, Arc<Scan<Overview>>)>,
+    /// The `unanswered` pass of the display filter in force, read once for its list and
+    /// its statistics ([`scan::UnansweredPass::once`]).
+    filter_pass: Option<scan::UnansweredPass>,
     /// The selected line of the connections view, and the view's scroll.
     pub view_sel: usize,
     /// Where the panes were last drawn (for the mouse).
@@ -289,6 +292,7 @@ impl App {
             notice: String::new(),
             overview: None,
             filtered_overview: None,
+            filter_pass: None,
             view_sel: 0,
             areas: Areas::default(),
             quit: false,
@@ -431,11 +435,17 @@ impl App {
         let keep = self.view.as_ref().map(|v| v.0);
         // The old filter's statistics pass stops (dropping it stops its thread).
         self.filtered_overview = None;
+        // A filter entered anew reads `unanswered` anew.
+        self.filter_pass = self
+            .opts
+            .unanswered
+            .as_ref()
+            .map(scan::UnansweredPass::once);
         self.shown = match f {
             None => Shown::All,
             Some((text, f)) => Shown::Filtered {
                 text,
-                scan: scan::filter(Arc::clone(&self.src), f, self.opts.unanswered.as_ref()),
+                scan: scan::filter(Arc::clone(&self.src), f, self.filter_pass.as_ref()),
             },
         };
         self.follow = false;
@@ -539,11 +549,7 @@ impl App {
         }
         // The filter in force parsed when it was set: it parses again.
         if let Ok(f) = Filter::parse_known(&text, &self.opts.known) {
-            let scan = scan::overview(
-                Arc::clone(&self.src),
-                Some(f),
-                self.opts.unanswered.as_ref(),
-            );
+            let scan = scan::overview(Arc::clone(&self.src), Some(f), self.filter_pass.as_ref());
             self.filtered_overview = Some((text, scan));
         }
     }

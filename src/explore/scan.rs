@@ -24,9 +24,9 @@ pub struct Scan<T> {
     pub found: Mutex<T>,
     /// What its first pass could not decide: a capture it could not read (whose
     /// requests are then never unanswered), a capture that grew after it.
-    pub error: Mutex<Option<String>>,
+    error: Mutex<Option<String>>,
     /// Its first pass ([`UnansweredPass`]) is reading the capture.
-    pub first_pass: AtomicBool,
+    first_pass: AtomicBool,
 }
 
 impl<T> Scan<T> {
@@ -63,21 +63,38 @@ impl<T> Drop for Scan<T> {
 /// gives then is partial). `None` where the input cannot be read twice (stdin, a live
 /// capture).
 #[derive(Clone)]
-#[allow(clippy::type_complexity)]
-pub struct UnansweredPass(
-    pub Arc<dyn Fn(Arc<AtomicBool>) -> (Vec<RecordSet>, Vec<String>) + Send + Sync>,
-);
+pub struct UnansweredPass(pub Arc<dyn Fn(Arc<AtomicBool>) -> Unanswered + Send + Sync>);
+
+/// What an [`UnansweredPass`] read: a set a capture, and a line a capture it could not
+/// read.
+pub type Unanswered = Arc<(Vec<RecordSet>, Vec<String>)>;
+
+impl UnansweredPass {
+    /// This pass, read to its end at most once: the scans of one filter (its list and its
+    /// statistics) share what it read. A pass stopped early is not kept (the next scan
+    /// reads again); a filter entered anew takes a new one, and so reads anew.
+    pub fn once(&self) -> UnansweredPass {
+        let inner = self.clone();
+        let read: Mutex<Option<Unanswered>> = Mutex::new(None);
+        UnansweredPass(Arc::new(move |halt: Arc<AtomicBool>| {
+            // Held while reading: a second scan waits for the first's answer.
+            let mut kept = read.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(a) = &*kept {
+                return Arc::clone(a);
+            }
+            let a = (inner.0)(Arc::clone(&halt));
+            if !halt.load(Ordering::Relaxed) {
+                *kept = Some(Arc::clone(&a));
+            }
+            a
+        }))
+    }
+}
 
 impl std::fmt::Debug for UnansweredPass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("UnansweredPass")
     }
-}
-
-/// What a scan knows besides each message: the [`UnansweredPass`]'s sets, once read.
-#[derive(Default)]
-struct Known {
-    unanswered: Option<Vec<RecordSet>>,
 }
 
 /// Runs `each` on every message of `src` in order, on a new thread, waiting at the end
@@ -90,7 +107,7 @@ fn run<T: Send + 'static>(
     detail: Detail,
     init: T,
     first: Option<UnansweredPass>,
-    each: impl Fn(&mut T, usize, &crate::tree::Message<'_>, &crate::session::Context, &Known)
+    each: impl Fn(&mut T, usize, &crate::tree::Message<'_>, &crate::session::Context, Option<&[RecordSet]>)
         + Send
         + 'static,
 ) -> Arc<Scan<T>> {
@@ -106,24 +123,25 @@ fn run<T: Send + 'static>(
     let _ = std::thread::Builder::new()
         .name("kwire-scan".into())
         .spawn(move || {
-            let mut known = Known::default();
-            let passed = first.is_some();
+            let mut unanswered: Option<Unanswered> = None;
             if let Some(pass) = first {
                 let Some(halt) = weak.upgrade().map(|s| Arc::clone(&s.stop)) else {
                     return;
                 };
-                let (sets, errors) = (pass.0)(halt);
+                let read = (pass.0)(halt);
                 let Some(s) = weak.upgrade() else { return };
                 if s.stop.load(Ordering::Relaxed) {
                     return;
                 }
-                known.unanswered = Some(sets);
+                let errors = &read.1;
                 if !errors.is_empty() {
                     let e = format!("unanswered not decided for {}", errors.join("; "));
                     *s.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
                 }
                 s.first_pass.store(false, Ordering::Relaxed);
+                unanswered = Some(read);
             }
+            let sets = unanswered.as_ref().map(|u| u.0.as_slice());
             let mut grew = false;
             let mut i = 0;
             loop {
@@ -133,7 +151,7 @@ fn run<T: Send + 'static>(
                 }
                 // The capture grew since the first pass read it: its new requests were
                 // not seen there (the list stays, and says so).
-                if passed && !grew && src.follows_end() {
+                if sets.is_some() && !grew && src.follows_end() {
                     grew = true;
                     let e = "the capture grew after unanswered was decided: enter the filter again to decide it anew";
                     *s.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.into());
@@ -141,7 +159,7 @@ fn run<T: Send + 'static>(
                 if i < src.count() {
                     src.with_message(i, detail, &mut |m, ctx| {
                         let mut f = s.found.lock().unwrap_or_else(|e| e.into_inner());
-                        each(&mut f, i, m, ctx, &known);
+                        each(&mut f, i, m, ctx, sets);
                     });
                     i += 1;
                     s.scanned.store(i, Ordering::Relaxed);
@@ -171,8 +189,8 @@ pub fn filter(
         filter_detail(&f),
         Vec::new(),
         first,
-        move |hits, i, m, ctx, known| {
-            if keeps(&f, m, ctx, known, &*meta_src, i) {
+        move |hits, i, m, ctx, sets| {
+            if keeps(&f, m, ctx, sets, &*meta_src, i) {
                 hits.push(i);
             }
         },
@@ -185,11 +203,11 @@ fn keeps(
     f: &Filter,
     m: &crate::tree::Message<'_>,
     ctx: &crate::session::Context,
-    known: &Known,
+    sets: Option<&[RecordSet]>,
     src: &dyn Source,
     i: usize,
 ) -> bool {
-    let unanswered = known.unanswered.as_ref().and_then(|sets| {
+    let unanswered = sets.and_then(|sets| {
         let capture = src.meta(i).map_or(0, |x| x.capture);
         sets.get(capture as usize)
     });
@@ -246,10 +264,10 @@ pub fn overview(
         detail,
         Overview::default(),
         first,
-        move |o, i, m, ctx, known| {
+        move |o, i, m, ctx, sets| {
             if only
                 .as_ref()
-                .is_some_and(|f| !keeps(f, m, ctx, known, &*meta_src, i))
+                .is_some_and(|f| !keeps(f, m, ctx, sets, &*meta_src, i))
             {
                 return;
             }
@@ -265,4 +283,36 @@ pub fn overview(
             o.per_second[secs] += 1;
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pass_read_once_is_shared_and_a_stopped_one_is_not_kept() {
+        let reads = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&reads);
+        let base = UnansweredPass(Arc::new(move |_halt| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            Arc::new((
+                vec![RecordSet::default()],
+                vec!["x: not a capture".to_string()],
+            ))
+        }));
+        // Stopped: read, not kept.
+        let once = base.once();
+        let stopped = Arc::new(AtomicBool::new(true));
+        let _ = (once.0)(Arc::clone(&stopped));
+        let _ = (once.0)(stopped);
+        assert_eq!(reads.load(Ordering::Relaxed), 2);
+        // Read to its end: kept, and shared by its clones (a filter's list and statistics).
+        let first = (once.0)(Arc::default());
+        let again = (once.clone().0)(Arc::default());
+        assert_eq!(reads.load(Ordering::Relaxed), 3);
+        assert!(Arc::ptr_eq(&first, &again));
+        // A filter entered anew takes a new one, which reads anew.
+        let _ = (base.once().0)(Arc::default());
+        assert_eq!(reads.load(Ordering::Relaxed), 4);
+    }
 }
