@@ -91,6 +91,25 @@ pub struct TlsRow {
     pub summary: crate::input::tls::TlsSummary,
 }
 
+impl TlsRow {
+    /// The rows of one capture's TLS connections, sorted by connection id, each named
+    /// `capture` (see [`TlsRow::capture`]).
+    pub fn of_capture(
+        tls: Vec<crate::input::tls::TlsSummary>,
+        capture: Option<std::sync::Arc<str>>,
+    ) -> Vec<TlsRow> {
+        let mut rows: Vec<TlsRow> = tls
+            .into_iter()
+            .map(|summary| TlsRow {
+                capture: capture.clone(),
+                summary,
+            })
+            .collect();
+        rows.sort_by_key(|t| t.summary.connection);
+        rows
+    }
+}
+
 /// A connection's name in the text tables: its id, after its capture's name when there
 /// are several captures (connection ids restart in each), as `CAPTURE#ID`.
 fn conn_label(capture: Option<&str>, id: u32) -> String {
@@ -442,12 +461,7 @@ impl Stats {
         capture: Option<std::sync::Arc<str>>,
     ) {
         self.tls_past_cap += past_cap;
-        let from = self.tls.len();
-        self.tls.extend(tls.into_iter().map(|summary| TlsRow {
-            capture: capture.clone(),
-            summary,
-        }));
-        self.tls[from..].sort_by_key(|t| t.summary.connection);
+        self.tls.extend(TlsRow::of_capture(tls, capture));
     }
 
     /// Adds one decoded message with its capture context.
@@ -657,6 +671,20 @@ impl Stats {
     /// # Errors
     /// The writer's errors.
     pub fn write_text(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        self.write_text_with_tls(w, &self.tls)
+    }
+
+    /// [`Stats::write_text`] with `tls` for its TLS table in place of [`Stats::tls`]:
+    /// the explorer counts its messages as they are scanned and learns the TLS
+    /// connections from the capture's reading, apart.
+    ///
+    /// # Errors
+    /// The writer's errors.
+    pub fn write_text_with_tls(
+        &self,
+        w: &mut dyn std::io::Write,
+        tls: &[TlsRow],
+    ) -> std::io::Result<()> {
         writeln!(
             w,
             "latencies in ms from request to response; median and p99 are nearest-rank"
@@ -723,10 +751,9 @@ impl Stats {
                 c.client_id.as_deref().unwrap_or("-")
             )?;
         }
-        if !self.tls.is_empty() {
+        if !tls.is_empty() {
             writeln!(w)?;
-            let ids: Vec<String> = self
-                .tls
+            let ids: Vec<String> = tls
                 .iter()
                 .map(|t| conn_label(t.capture.as_deref(), t.summary.connection))
                 .collect();
@@ -736,7 +763,7 @@ impl Stats {
                 "{}  {:<8} {:<40} {:<24} {:<9}  encrypted",
                 col[0], "tls", "cipher_suite", "sni", "decrypted"
             )?;
-            for (id, t) in col[1..].iter().zip(self.tls.iter().map(|t| &t.summary)) {
+            for (id, t) in col[1..].iter().zip(tls.iter().map(|t| &t.summary)) {
                 writeln!(
                     w,
                     "{}  {:<8} {:<40} {:<24} {:<9}  {} records, {} bytes",

@@ -1672,3 +1672,58 @@ fn unanswered_among_several_and_on_a_growing_capture() {
         })
     });
 }
+
+/// The statistics view (`s`) ends with `kwire stats`' TLS table: each TLS connection's
+/// version, cipher suite and whether it was decrypted, named by capture when there are
+/// several. One capture with its key log, then two captures of which the key log opens
+/// only the first.
+#[test]
+fn the_statistics_view_lists_tls_connections_as_stats_does() {
+    if !have_tmux("stats_tls") {
+        return;
+    }
+    let keyed = "captures/lab/tls/tls13_kp_aes256gcm.pcapng";
+    let keys = "captures/lab/tls/tls13_kp_aes256gcm.keys";
+    let locked = "captures/lab/tls/tls12_kp_chacha20.pcapng";
+    // The TLS table of `kwire stats ARGS`: its heading and rows.
+    let tls_table = |args: &[&str]| -> Vec<String> {
+        let o = Command::new(kwire_bin())
+            .arg("stats")
+            .args(args)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .skip_while(|l| !(l.trim_start().starts_with("conn") && l.contains("cipher_suite")))
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    };
+    for (test, caps) in [
+        ("stats_tls_one", vec![keyed]),
+        ("stats_tls_two", vec![keyed, locked]),
+    ] {
+        let mut args: Vec<&str> = caps.clone();
+        args.extend(["--port", "9093", "--tls-keylog", keys]);
+        let table = tls_table(&args);
+        assert_eq!(table.len(), 1 + 5 * caps.len(), "{table:?}");
+        assert!(table.iter().any(|l| l.contains(" yes ")));
+        if caps.len() > 1 {
+            assert!(table
+                .iter()
+                .any(|l| l.starts_with(&format!("{locked}#")) && l.contains(" no ")));
+        }
+        let t = Tmux::start(test, &args);
+        wait_read(&t, read_lines(&args).len());
+        t.keys(&["s"]);
+        // The table is below the fold of the view's upper half: scrolled to its end.
+        t.wait("the statistics", |s| s[0].starts_with("Statistics"));
+        t.keys(&["PageDown", "PageDown", "PageDown", "PageDown"]);
+        t.wait("the TLS table", |s| {
+            table
+                .iter()
+                .all(|row| s.iter().any(|l| l.trim_end() == row.as_str()))
+        });
+    }
+}

@@ -519,4 +519,11 @@ impl Source for Indexed {
         }
         Some(s)
     }
+
+    fn tls_table(&self) -> Vec<crate::traffic::TlsRow> {
+        match self.ready() {
+            Some(c) => crate::traffic::TlsRow::of_capture(c.stats().tls.clone(), None),
+            None => self.spool().map(|s| s.tls_table()).unwrap_or_default(),
+        }
+    }
 }

@@ -251,4 +251,16 @@ impl Source for Several {
         let p = self.shared.parts.get(capture as usize)?;
         p.src.get()?.tls_of(0, connection)
     }
+
+    fn tls_table(&self) -> Vec<crate::traffic::TlsRow> {
+        let mut rows = Vec::new();
+        for p in &self.shared.parts {
+            let Some(s) = p.src.get() else { break };
+            rows.extend(s.tls_table().into_iter().map(|mut r| {
+                r.capture = Some(Arc::clone(&p.label));
+                r
+            }));
+        }
+        rows
+    }
 }

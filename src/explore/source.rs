@@ -87,6 +87,10 @@ pub trait Source: Send + Sync {
     /// Each connection's TLS session, when it was decrypted: `(capture, connection)` and
     /// `TLS 1.3 TLS_AES_128_GCM_SHA256 sni=...`.
     fn tls_of(&self, capture: u32, connection: u32) -> Option<String>;
+    /// The TLS table of `kwire stats`: each capture's TLS connections, sorted by
+    /// connection id and named by capture when there are several, once that capture's
+    /// reading has ended (its TLS layer sums a connection up only then).
+    fn tls_table(&self) -> Vec<crate::traffic::TlsRow>;
     /// For a live capture, what the status bar says of it (`live: capturing on lo
     /// (dumpcap)`, then how it ended); `None` for capture files.
     fn live(&self) -> Option<String> {
@@ -154,6 +158,8 @@ struct Shared {
     input_failed: AtomicBool,
     notices: Mutex<(Vec<String>, u64)>,
     tls: Mutex<std::collections::HashMap<(u32, u32), String>>,
+    /// The TLS table of the captures read to their end ([`Source::tls_table`]).
+    tls_table: Mutex<Vec<crate::traffic::TlsRow>>,
 }
 
 impl Shared {
@@ -567,6 +573,7 @@ impl Spool {
             input_failed: AtomicBool::new(false),
             notices: Mutex::new((Vec::new(), 0)),
             tls: Mutex::new(Default::default()),
+            tls_table: Mutex::new(Vec::new()),
         });
         let decode = inputs.decode.clone();
         let live = inputs.live.clone();
@@ -760,6 +767,14 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
         }
         match res {
             Ok(stats) => {
+                shared
+                    .tls_table
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend(crate::traffic::TlsRow::of_capture(
+                        stats.tls.clone(),
+                        label.clone(),
+                    ));
                 if stats.file_corrupt {
                     // `read` exits 2 for it too; the notice said where.
                     shared.input_failed.store(true, Ordering::Relaxed);
@@ -883,6 +898,14 @@ impl Source for Spool {
             .ok()?
             .get(&(capture, connection))
             .cloned()
+    }
+
+    fn tls_table(&self) -> Vec<crate::traffic::TlsRow> {
+        self.shared
+            .tls_table
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default()
     }
 
     fn live(&self) -> Option<String> {

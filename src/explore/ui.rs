@@ -496,11 +496,13 @@ fn connections(f: &mut Frame<'_>, app: &mut App, area: Rect) {
 
 fn stats(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     let (scan, only) = app.stats_overview();
+    // `kwire stats` (with `-Y` too) lists every TLS connection the reading summed up.
+    let tls = app.src.tls_table();
     let (text, per_second) = match scan {
         Some(o) => {
             let o = o.found.lock().unwrap_or_else(|e| e.into_inner());
             let mut b = Vec::new();
-            let _ = o.stats.write_text(&mut b);
+            let _ = o.stats.write_text_with_tls(&mut b, &tls);
             (
                 String::from_utf8_lossy(&b).into_owned(),
                 o.per_second.clone(),
