@@ -691,7 +691,25 @@ fn stats_stopped_at_c_says_nothing_of_a_cut_file() {
     // With worker threads, the reader went on after -c was reached, and the end of input
     // that stops it read as the file's: "the file ends inside a record" (FileTruncated)
     // on about half the runs. Eight runs: on that code all eight passing was a chance
-    // in 250.
+    // in 250. The closing line's counts were those of what the workers had read ahead
+    // when -c was reached (a different count each run): -c now reads on one thread, so
+    // the output is that of --threads 1.
+    let one = kwire()
+        .args([
+            "stats",
+            "captures/lab/mixed_large.pcapng",
+            "-c",
+            "1",
+            "--threads",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let one_err = String::from_utf8(one.stderr).unwrap();
+    assert!(
+        one_err.contains(" 1 message decoded (1 shown, stopped at -c)"),
+        "{one_err}"
+    );
     for _ in 0..8 {
         let o = kwire()
             .args([
@@ -712,5 +730,7 @@ fn stats_stopped_at_c_says_nothing_of_a_cut_file() {
             last.contains("(1 shown, stopped at -c)") && last.ends_with("notices: none"),
             "{err}"
         );
+        assert_eq!(err, one_err);
+        assert_eq!(o.stdout, one.stdout);
     }
 }

@@ -72,7 +72,8 @@ pub struct CaptureArgs {
     /// and N-1 decoding workers. The default, measured on 2 cores (docs/benchmarks.md):
     /// one worker per core beside the reading thread (3 on 2 cores), a worker fewer for
     /// JSON and values output (which the reading thread moves), and 1 when reading stdin
-    /// or a live capture, so each message prints as it comes. `export`
+    /// or a live capture, so each message prints as it comes; with `-c`, 1 (the
+    /// reading stops at the N-th message, so no worker reads ahead). `export`
     /// exports that many captures at once (default: the cores). The output is the same
     /// at any count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
@@ -790,7 +791,13 @@ pub fn stats_command(schema: &Schema, a: &StatsArgs, out: &mut dyn Write) -> Res
             inner: &crate::traffic::Count,
         };
         let mut run = RunOptions {
-            threads: a.capture.threads_for(false),
+            // As `read -c`: stopped at the N-th message, on the reading thread, so the
+            // closing line counts what was read up to it, not what workers read ahead.
+            threads: if left.is_some() {
+                1
+            } else {
+                a.capture.threads_for(false)
+            },
             limit: left,
             ..RunOptions::default()
         };
