@@ -734,3 +734,35 @@ fn stats_stopped_at_c_says_nothing_of_a_cut_file() {
         assert_eq!(o.stdout, one.stdout);
     }
 }
+
+#[test]
+fn a_capture_given_twice_is_named_apart() {
+    // Connection ids restart in each capture, and its notices carry its name: the second
+    // reading of the same path is `PATH (2)`, so neither its rows nor its lines are
+    // those of the first.
+    let demo = "captures/demo.pcap";
+    let o = kwire().args(["stats", demo, demo]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let names: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("captures/"))
+        .map(|l| l.split("  ").next().unwrap().trim_end())
+        .collect();
+    assert_eq!(names.len(), 10, "{out}");
+    let distinct: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+    assert_eq!(distinct.len(), 10, "{names:?}");
+    assert!(names.contains(&"captures/demo.pcap#1") && names.contains(&"captures/demo.pcap (2)#1"));
+    let err = String::from_utf8(o.stderr).unwrap();
+    let closing: Vec<&str> = err.lines().filter(|l| l.contains(" packets, ")).collect();
+    assert_eq!(closing.len(), 2, "{err}");
+    assert!(closing[0].starts_with("kwire: captures/demo.pcap: 92 packets"));
+    assert!(closing[1].starts_with("kwire: captures/demo.pcap (2): 92 packets"));
+    // read names them so too.
+    let o = kwire().args(["read", demo, demo, "-q"]).output().unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.contains("kwire: captures/demo.pcap (2): 92 packets"),
+        "{err}"
+    );
+}

@@ -439,13 +439,15 @@ impl CaptureArgs {
                 label: None,
             }];
         }
-        let several = self.files.len() + usize::from(self.read_file.is_some()) > 1;
-        self.read_file
-            .iter()
-            .chain(&self.files)
-            .map(|p| CaptureFile {
+        let paths: Vec<&PathBuf> = self.read_file.iter().chain(&self.files).collect();
+        let several = paths.len() > 1;
+        let labels = crate::run::capture_labels(&paths);
+        paths
+            .into_iter()
+            .zip(labels)
+            .map(|(p, l)| CaptureFile {
                 path: p,
-                label: several.then(|| p.display().to_string().into()),
+                label: several.then_some(l),
             })
             .collect()
     }

@@ -57,8 +57,9 @@ impl Several {
         let parts = inputs
             .files
             .iter()
-            .map(|p| Part {
-                label: p.display().to_string().into(),
+            .zip(crate::run::capture_labels(&inputs.files))
+            .map(|(p, label)| Part {
+                label,
                 size: std::fs::metadata(p).map_or(0, |m| m.len()),
                 src: OnceLock::new(),
                 done: OnceLock::new(),

@@ -620,13 +620,14 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
         None => inputs.files.clone(),
     };
     let several = names.len() > 1;
+    let labels = crate::run::capture_labels(&names);
     let mut times: Option<((i64, u32), (i64, u32))> = None;
     let dopts = inputs.decode.clone();
     for (ordinal, path) in names.iter().enumerate() {
         if shared.stop.load(Ordering::Relaxed) {
             break;
         }
-        let label: Option<Arc<str>> = several.then(|| path.display().to_string().into());
+        let label: Option<Arc<str>> = several.then(|| Arc::clone(&labels[ordinal]));
         let named = |line: String| match &label {
             Some(l) => crate::text::named(l, line),
             None => line,

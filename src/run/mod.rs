@@ -355,8 +355,27 @@ fn not_a_capture_hint(head: &[u8], path: &Path) -> Option<String> {
     None
 }
 
+/// The names of the captures of a command's list: each path as given, and a path given
+/// more than once numbered from its second time on (`a.pcap`, `a.pcap (2)`), so that
+/// its notices and `CAPTURE#ID` connection names tell the readings apart.
+pub fn capture_labels<P: AsRef<std::path::Path>>(paths: &[P]) -> Vec<std::sync::Arc<str>> {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    paths
+        .iter()
+        .map(|p| {
+            let name = p.as_ref().display().to_string();
+            let n = seen.entry(name.clone()).or_default();
+            *n += 1;
+            match *n {
+                1 => name.into(),
+                k => format!("{name} ({k})").into(),
+            }
+        })
+        .collect()
+}
+
 /// One capture of a command's list: its path and, when the command reads several, the
-/// name its messages and notices carry (the path as given).
+/// name its messages and notices carry (the path as given; see [`capture_labels`]).
 #[derive(Clone, Debug)]
 pub struct CaptureFile<'p> {
     /// The file (`-` for stdin).
