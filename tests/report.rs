@@ -42,6 +42,13 @@ struct Case {
 /// whose requests are gone. A pcap file is a 24-byte header and records of a 16-byte
 /// header (incl_len at bytes 8..12, in the file's byte order) and their bytes.
 fn cut_capture() -> String {
+    // Written once per test process: the tests run at once, and one rewriting the file
+    // while another's kwire reads it gave "capture input is empty".
+    static CUT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CUT.get_or_init(write_cut_capture).clone()
+}
+
+fn write_cut_capture() -> String {
     let src = std::fs::read(lab("ck_consumer_group.pcap")).unwrap();
     let le = src[..4] == [0xd4, 0xc3, 0xb2, 0xa1] || src[..4] == [0x4d, 0x3c, 0xb2, 0xa1];
     assert!(
