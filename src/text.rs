@@ -21,7 +21,21 @@ pub fn named(label: &str, line: String) -> String {
     {
         return line;
     }
+    // A path read again is named `PATH (2)` ([`crate::run::capture_labels`]): its lines
+    // that begin with the bare path take the numbered name in its place.
+    if let Some(r) = numbered_path(label)
+        .and_then(|path| rest.strip_prefix(path))
+        .and_then(|r| r.strip_prefix(": "))
+    {
+        return format!("{head}{label}: {r}");
+    }
     format!("{head}{label}: {rest}")
+}
+
+/// The path of a numbered capture name (`a.pcap` of `a.pcap (2)`), if `label` is one.
+fn numbered_path(label: &str) -> Option<&str> {
+    let (path, n) = label.strip_suffix(')')?.rsplit_once(" (")?;
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(path)
 }
 
 /// `n` and the word for it, `one` when `n` is 1, else `many`: `1 message`,
@@ -192,6 +206,27 @@ mod tests {
         assert_eq!(n("kwire: a.pcap: cut short"), "kwire: a.pcap: cut short");
         // A name that only starts like the label is not the label.
         assert_eq!(n("kwire: a.pcapng: x"), "kwire: a.pcap: a.pcapng: x");
+        // A path read again: its lines that name the bare path take the numbered name.
+        let n2 = |l: &str| super::named("a.pcap (2)", l.to_string());
+        assert_eq!(
+            n2("kwire: a.pcap: cut short"),
+            "kwire: a.pcap (2): cut short"
+        );
+        assert_eq!(
+            n2("kwire: a.pcap (2): cut short"),
+            "kwire: a.pcap (2): cut short"
+        );
+        assert_eq!(n2("kwire: frame 3: x"), "kwire: a.pcap (2): frame 3: x");
+        assert_eq!(n2("kwire: b.pcap: x"), "kwire: a.pcap (2): b.pcap: x");
+        let odd = |l: &str| super::named("a.pcap (x)", l.to_string());
+        assert_eq!(odd("kwire: a.pcap: x"), "kwire: a.pcap (x): a.pcap: x");
+    }
+
+    #[test]
+    fn a_path_given_again_is_numbered_past_every_name_in_use() {
+        let l = crate::run::capture_labels(&["a", "b", "a", "a (2)", "a", "-", "-"]);
+        let l: Vec<&str> = l.iter().map(|s| &**s).collect();
+        assert_eq!(l, ["a", "b", "a (3)", "a (2)", "a (4)", "-", "- (2)"]);
     }
 
     #[test]

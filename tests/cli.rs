@@ -765,4 +765,51 @@ fn a_capture_given_twice_is_named_apart() {
         err.contains("kwire: captures/demo.pcap (2): 92 packets"),
         "{err}"
     );
+    // A line that names the path names it once, numbered.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_given_twice");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &std::fs::read(demo).unwrap()[..3000]).unwrap();
+    let cut = cut.to_str().unwrap();
+    let o = kwire().args(["read", cut, cut, "-q"]).output().unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.contains(&format!("kwire: {cut} (2): the capture is cut short")),
+        "{err}"
+    );
+    assert!(!err.contains(&format!("(2): {cut}")), "{err}");
+    // export: a partition each; report: a row each.
+    let out = dir.join("export");
+    let _ = std::fs::remove_dir_all(&out);
+    let o = kwire()
+        .args(["export", demo, demo, "--partition-by", "capture", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let mut parts: Vec<String> = std::fs::read_dir(out.join("messages"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    parts.sort();
+    assert_eq!(
+        parts,
+        [
+            "capture=captures%2Fdemo.pcap",
+            "capture=captures%2Fdemo.pcap (2)"
+        ]
+    );
+    let page = dir.join("r.html");
+    let o = kwire()
+        .args(["report", demo, demo, "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("kwire report: captures/demo.pcap, captures/demo.pcap (2)"),
+        "{}",
+        &html[..html.len().min(600)]
+    );
 }

@@ -164,7 +164,12 @@ pub fn export_command(schema: &Schema, a: &ExportArgs) -> Result<i32, CliError> 
                 let Some(file) = files.get(i) else {
                     break;
                 };
-                let name = file.path.display().to_string();
+                // The capture column: the path, numbered from its second reading when
+                // given more than once (`a.pcap (2)`), so readings stay apart.
+                let name = file
+                    .label
+                    .as_deref()
+                    .map_or_else(|| file.path.display().to_string(), str::to_string);
                 let left = a
                     .count
                     .map(|l| l.saturating_sub(exported.load(Ordering::Relaxed)));

@@ -208,7 +208,11 @@ pub fn report_command(
         status = worse(status, exit_status(&o, a.capture.strict));
         o.closing.iter().for_each(|l| say(l));
         lines.push(html::CaptureLine {
-            path: file.path.display().to_string(),
+            // Its name, numbered when the path was given before (`a.pcap (2)`).
+            path: file
+                .label
+                .as_deref()
+                .map_or_else(|| file.path.display().to_string(), str::to_string),
             packets: o.packets,
             connections: o.connections,
             closing: o.closing.clone(),

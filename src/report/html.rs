@@ -21,7 +21,8 @@ use crate::traffic::Latencies;
 /// One capture's line of the overview.
 #[derive(Clone, Debug, Default)]
 pub struct CaptureLine {
-    /// The path as given.
+    /// The path as given (numbered from its second reading when given more than once:
+    /// `a.pcap (2)`, see [`crate::run::capture_labels`]).
     pub path: String,
     /// Packets (records) read.
     pub packets: u64,

@@ -359,17 +359,27 @@ fn not_a_capture_hint(head: &[u8], path: &Path) -> Option<String> {
 /// more than once numbered from its second time on (`a.pcap`, `a.pcap (2)`), so that
 /// its notices and `CAPTURE#ID` connection names tell the readings apart.
 pub fn capture_labels<P: AsRef<std::path::Path>>(paths: &[P]) -> Vec<std::sync::Arc<str>> {
-    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    paths
+    let names: Vec<String> = paths
         .iter()
-        .map(|p| {
-            let name = p.as_ref().display().to_string();
-            let n = seen.entry(name.clone()).or_default();
-            *n += 1;
-            match *n {
-                1 => name.into(),
-                k => format!("{name} ({k})").into(),
+        .map(|p| p.as_ref().display().to_string())
+        .collect();
+    // Every name given, and every name made: a number skips those (a file may be
+    // called `a.pcap (2)` itself).
+    let mut taken: std::collections::HashSet<String> = names.iter().cloned().collect();
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    names
+        .iter()
+        .map(|name| {
+            if seen.insert(name) {
+                return name.as_str().into();
             }
+            let mut k = 2;
+            while taken.contains(&format!("{name} ({k})")) {
+                k += 1;
+            }
+            let label = format!("{name} ({k})");
+            taken.insert(label.clone());
+            label.into()
         })
         .collect()
 }
