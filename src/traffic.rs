@@ -566,6 +566,11 @@ impl Stats {
     /// [`APIS_KEEP`], [`CONNECTIONS_KEEP`] or [`EXACT_LATENCIES_KEEP`]); empty when
     /// nothing was.
     pub fn folded(&self) -> Vec<String> {
+        self.folded_with(self.tls_past_cap)
+    }
+
+    /// [`Stats::folded`] with `tls_past_cap` for [`Stats::tls_past_cap`].
+    fn folded_with(&self, tls_past_cap: u64) -> Vec<String> {
         let mut v = Vec::new();
         if self.apis_past_cap > 0 {
             v.push(format!(
@@ -579,10 +584,10 @@ impl Stats {
                 self.connections_past_cap
             ));
         }
-        if self.tls_past_cap > 0 {
+        if tls_past_cap > 0 {
             v.push(format!(
                 "{} TLS connections past the first {} of a capture are not in the TLS table",
-                self.tls_past_cap,
+                tls_past_cap,
                 crate::input::TLS_SUMMARIES_KEEP
             ));
         }
@@ -671,12 +676,13 @@ impl Stats {
     /// # Errors
     /// The writer's errors.
     pub fn write_text(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
-        self.write_text_with_tls(w, &self.tls)
+        self.write_text_with_tls(w, &self.tls, self.tls_past_cap)
     }
 
-    /// [`Stats::write_text`] with `tls` for its TLS table in place of [`Stats::tls`]:
-    /// the explorer counts its messages as they are scanned and learns the TLS
-    /// connections from the capture's reading, apart.
+    /// [`Stats::write_text`] with `tls` for its TLS table in place of [`Stats::tls`],
+    /// and `tls_past_cap` for [`Stats::tls_past_cap`]: the explorer counts its messages
+    /// as they are scanned and learns the TLS connections from the capture's reading,
+    /// apart.
     ///
     /// # Errors
     /// The writer's errors.
@@ -684,6 +690,7 @@ impl Stats {
         &self,
         w: &mut dyn std::io::Write,
         tls: &[TlsRow],
+        tls_past_cap: u64,
     ) -> std::io::Result<()> {
         writeln!(
             w,
@@ -758,15 +765,23 @@ impl Stats {
                 .map(|t| conn_label(t.capture.as_deref(), t.summary.connection))
                 .collect();
             let col = conn_column(&ids);
+            // 40 columns, wider for the longest suites (TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256).
+            let sw = tls
+                .iter()
+                .filter_map(|t| t.summary.cipher_suite.as_deref())
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(40);
             writeln!(
                 w,
-                "{}  {:<8} {:<40} {:<24} {:<9}  encrypted",
+                "{}  {:<8} {:<sw$} {:<24} {:<9}  encrypted",
                 col[0], "tls", "cipher_suite", "sni", "decrypted"
             )?;
             for (id, t) in col[1..].iter().zip(tls.iter().map(|t| &t.summary)) {
                 writeln!(
                     w,
-                    "{}  {:<8} {:<40} {:<24} {:<9}  {} records, {} bytes",
+                    "{}  {:<8} {:<sw$} {:<24} {:<9}  {} records, {} bytes",
                     id,
                     t.version.unwrap_or("?"),
                     t.cipher_suite.as_deref().unwrap_or("?"),
@@ -787,7 +802,7 @@ impl Stats {
                 crate::text::count(self.unpaired_responses, "response", "responses")
             )?;
         }
-        for f in self.folded() {
+        for f in self.folded_with(tls_past_cap) {
             writeln!(w, "\n{f}")?;
         }
         Ok(())

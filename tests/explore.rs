@@ -1727,3 +1727,98 @@ fn the_statistics_view_lists_tls_connections_as_stats_does() {
         });
     }
 }
+
+/// A classic pcap of `n` TCP connections to 10.0.0.2:9093, each one segment holding a
+/// TLS ClientHello (TLS 1.2, one suite): `n` rows in `kwire stats`' TLS table.
+fn client_hellos(path: &Path, n: u32) {
+    let mut body = vec![0x03, 0x03];
+    body.extend([7u8; 32]); // random
+    body.push(0); // session id
+    body.extend([0, 2, 0xc0, 0x2f]); // one cipher suite
+    body.extend([1, 0]); // null compression
+    body.extend([0, 0]); // no extensions
+    let mut hs = vec![1, 0, (body.len() >> 8) as u8, body.len() as u8];
+    hs.extend(&body);
+    let mut rec = vec![0x16, 3, 1, (hs.len() >> 8) as u8, hs.len() as u8];
+    rec.extend(&hs);
+    let mut out = Vec::new();
+    for v in [
+        0xa1b2c3d4u32.to_le_bytes().to_vec(),
+        vec![2, 0, 4, 0],
+        vec![0; 8],
+    ] {
+        out.extend(v);
+    }
+    out.extend(65535u32.to_le_bytes());
+    out.extend(1u32.to_le_bytes()); // Ethernet
+    for i in 0..n {
+        let src = [10, 1 + (i / 60_000) as u8, 1, 1];
+        let sport = 1024 + (i % 60_000) as u16;
+        let mut tcp = Vec::new();
+        tcp.extend(sport.to_be_bytes());
+        tcp.extend(9093u16.to_be_bytes());
+        tcp.extend(1000u32.to_be_bytes());
+        tcp.extend(0u32.to_be_bytes());
+        tcp.extend([5 << 4, 0x18, 0xff, 0xff, 0, 0, 0, 0]);
+        let total = (20 + tcp.len() + rec.len()) as u16;
+        let mut ip = vec![0x45, 0];
+        ip.extend(total.to_be_bytes());
+        ip.extend([0, 0, 0, 0, 64, 6, 0, 0]);
+        ip.extend(src);
+        ip.extend([10, 0, 0, 2]);
+        let mut sum: u32 = ip
+            .chunks(2)
+            .map(|c| u32::from(c[0]) << 8 | u32::from(c[1]))
+            .sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        let mut pkt = vec![0u8; 12];
+        pkt.extend([0x08, 0x00]);
+        pkt.extend(ip);
+        pkt.extend(tcp);
+        pkt.extend(&rec);
+        out.extend((1_700_000_000 + i / 1000).to_le_bytes());
+        out.extend(((i % 1000) * 1000).to_le_bytes());
+        out.extend((pkt.len() as u32).to_le_bytes());
+        out.extend((pkt.len() as u32).to_le_bytes());
+        out.extend(pkt);
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// The statistics view scrolls to its last line past line 65,535 (a paragraph's own
+/// scroll stops there): 70,000 TLS connections, `G` to the end.
+#[test]
+fn the_statistics_view_scrolls_past_65535_lines() {
+    if !have_tmux("stats_long") {
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("explore_stats_long");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = dir.join("hellos.pcap");
+    client_hellos(&cap, 70_000);
+    let cap = cap.to_str().unwrap();
+    let o = Command::new(kwire_bin())
+        .args(["stats", cap, "--port", "9093"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let last = out.lines().last().unwrap().trim_end().to_string();
+    assert!(last.trim_start().starts_with("70000 "), "{last}");
+    assert!(out.lines().count() > 70_000);
+    let t = Tmux::start("stats_long", &[cap, "--port", "9093"]);
+    t.wait("the reading's end", |s| {
+        s.last().is_some_and(|l| !l.contains("reading"))
+    });
+    t.keys(&["s"]);
+    // The TLS table comes once the capture is read to its end (and indexed).
+    t.wait("the TLS table", |s| {
+        s[0].starts_with("Statistics") && s.iter().any(|l| l.contains("cipher_suite"))
+    });
+    t.keys(&["G"]);
+    t.wait("the TLS table's last row", |s| {
+        s.iter().any(|l| l.trim_end() == last)
+    });
+}

@@ -625,10 +625,12 @@ impl App {
             KeyCode::Esc | KeyCode::Char('q') => self.screen = Screen::Main,
             KeyCode::Char('?') if self.screen == Screen::Help => self.screen = Screen::Main,
             KeyCode::Up | KeyCode::Char('k') => self.view_sel = self.view_sel.saturating_sub(1),
-            KeyCode::Down | KeyCode::Char('j') => self.view_sel += 1,
+            KeyCode::Down | KeyCode::Char('j') => self.view_sel = self.view_sel.saturating_add(1),
             KeyCode::PageUp => self.view_sel = self.view_sel.saturating_sub(10),
-            KeyCode::PageDown => self.view_sel += 10,
+            KeyCode::PageDown => self.view_sel = self.view_sel.saturating_add(10),
             KeyCode::Char('g') | KeyCode::Home => self.view_sel = 0,
+            // The last line: the view keeps it in range as it draws.
+            KeyCode::Char('G') | KeyCode::End => self.view_sel = usize::MAX,
             KeyCode::Enter if self.screen == Screen::Connections => {
                 let conns = self.connections();
                 if let Some(c) = conns.get(self.view_sel.min(conns.len().saturating_sub(1))) {

@@ -520,9 +520,12 @@ impl Source for Indexed {
         Some(s)
     }
 
-    fn tls_table(&self) -> Vec<crate::traffic::TlsRow> {
+    fn tls_table(&self) -> (Vec<crate::traffic::TlsRow>, u64) {
         match self.ready() {
-            Some(c) => crate::traffic::TlsRow::of_capture(c.stats().tls.clone(), None),
+            Some(c) => (
+                crate::traffic::TlsRow::of_capture(c.stats().tls.clone(), None),
+                c.stats().tls_past_cap,
+            ),
             None => self.spool().map(|s| s.tls_table()).unwrap_or_default(),
         }
     }

@@ -46,7 +46,7 @@ Keys
   \\                    zoom the focused pane (again: back)
   C                    connections (Enter: only that connection)
   s                    statistics (per API, errors, latencies, per second) of the
-                       messages the filter keeps
+                       messages the filter keeps, then every TLS connection
   L                    notices (what `kwire read` says on stderr)
   ?                    this help
   q, Ctrl-C            quit (Esc: back from a view or a prompt)

@@ -253,15 +253,17 @@ impl Source for Several {
         p.src.get()?.tls_of(0, connection)
     }
 
-    fn tls_table(&self) -> Vec<crate::traffic::TlsRow> {
-        let mut rows = Vec::new();
+    fn tls_table(&self) -> (Vec<crate::traffic::TlsRow>, u64) {
+        let (mut rows, mut past) = (Vec::new(), 0);
         for p in &self.shared.parts {
             let Some(s) = p.src.get() else { break };
-            rows.extend(s.tls_table().into_iter().map(|mut r| {
+            let (r, n) = s.tls_table();
+            rows.extend(r.into_iter().map(|mut r| {
                 r.capture = Some(Arc::clone(&p.label));
                 r
             }));
+            past += n;
         }
-        rows
+        (rows, past)
     }
 }

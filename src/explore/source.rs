@@ -89,8 +89,9 @@ pub trait Source: Send + Sync {
     fn tls_of(&self, capture: u32, connection: u32) -> Option<String>;
     /// The TLS table of `kwire stats`: each capture's TLS connections, sorted by
     /// connection id and named by capture when there are several, once that capture's
-    /// reading has ended (its TLS layer sums a connection up only then).
-    fn tls_table(&self) -> Vec<crate::traffic::TlsRow>;
+    /// reading has ended (its TLS layer sums a connection up only then); and the TLS
+    /// connections past [`crate::input::TLS_SUMMARIES_KEEP`] a capture, counted only.
+    fn tls_table(&self) -> (Vec<crate::traffic::TlsRow>, u64);
     /// For a live capture, what the status bar says of it (`live: capturing on lo
     /// (dumpcap)`, then how it ended); `None` for capture files.
     fn live(&self) -> Option<String> {
@@ -159,7 +160,7 @@ struct Shared {
     notices: Mutex<(Vec<String>, u64)>,
     tls: Mutex<std::collections::HashMap<(u32, u32), String>>,
     /// The TLS table of the captures read to their end ([`Source::tls_table`]).
-    tls_table: Mutex<Vec<crate::traffic::TlsRow>>,
+    tls_table: Mutex<(Vec<crate::traffic::TlsRow>, u64)>,
 }
 
 impl Shared {
@@ -573,7 +574,7 @@ impl Spool {
             input_failed: AtomicBool::new(false),
             notices: Mutex::new((Vec::new(), 0)),
             tls: Mutex::new(Default::default()),
-            tls_table: Mutex::new(Vec::new()),
+            tls_table: Mutex::new((Vec::new(), 0)),
         });
         let decode = inputs.decode.clone();
         let live = inputs.live.clone();
@@ -768,14 +769,14 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
         }
         match res {
             Ok(stats) => {
-                shared
-                    .tls_table
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .extend(crate::traffic::TlsRow::of_capture(
+                {
+                    let mut t = shared.tls_table.lock().unwrap_or_else(|e| e.into_inner());
+                    t.0.extend(crate::traffic::TlsRow::of_capture(
                         stats.tls.clone(),
                         label.clone(),
                     ));
+                    t.1 += stats.tls_past_cap;
+                }
                 if stats.file_corrupt {
                     // `read` exits 2 for it too; the notice said where.
                     shared.input_failed.store(true, Ordering::Relaxed);
@@ -901,7 +902,7 @@ impl Source for Spool {
             .cloned()
     }
 
-    fn tls_table(&self) -> Vec<crate::traffic::TlsRow> {
+    fn tls_table(&self) -> (Vec<crate::traffic::TlsRow>, u64) {
         self.shared
             .tls_table
             .lock()

@@ -390,16 +390,46 @@ fn bytes_pane(f: &mut Frame<'_>, app: &mut App, area: Rect) {
 }
 
 fn text_view(f: &mut Frame<'_>, app: &mut App, area: Rect, head: &str, text: Vec<Line<'static>>) {
+    let total = text.len();
+    text_window(f, app, area, head, total, |skip, take| {
+        text.into_iter().skip(skip).take(take).collect()
+    });
+}
+
+/// [`text_view`] of a text's lines, only those in view made into [`Line`]s (a
+/// statistics text may hold 200,000 lines, made again at each key).
+fn text_view_str(f: &mut Frame<'_>, app: &mut App, area: Rect, head: &str, text: &str) {
+    let total = text.lines().count();
+    text_window(f, app, area, head, total, |skip, take| {
+        text.lines()
+            .skip(skip)
+            .take(take)
+            .map(|l| Line::raw(l.to_string()))
+            .collect()
+    });
+}
+
+/// A titled text of `total` lines, scrolled to `app.view_sel` (kept in range): `window`
+/// gives the lines in view (from the first to show, as many as fit). They are cut out
+/// here, not by the paragraph's own scroll, which counts in u16: a statistics text
+/// (100,000 connections, as many TLS rows) runs past 65,535 lines.
+fn text_window(
+    f: &mut Frame<'_>,
+    app: &mut App,
+    area: Rect,
+    head: &str,
+    total: usize,
+    window: impl FnOnce(usize, usize) -> Vec<Line<'static>>,
+) {
     let (t, body) = split(area);
     let focused_title = Line::styled(
         format!("{head} (Esc: back)"),
         fg(app, Color::Cyan).add_modifier(Modifier::BOLD),
     );
     f.render_widget(Paragraph::new(focused_title), t);
-    let max = text.len().saturating_sub(usize::from(body.height));
-    app.view_sel = app.view_sel.min(max);
-    let scroll = u16::try_from(app.view_sel).unwrap_or(u16::MAX);
-    f.render_widget(Paragraph::new(text).scroll((scroll, 0)), body);
+    let height = usize::from(body.height);
+    app.view_sel = app.view_sel.min(total.saturating_sub(height));
+    f.render_widget(Paragraph::new(window(app.view_sel, height)), body);
 }
 
 fn help(f: &mut Frame<'_>, app: &mut App, area: Rect) {
@@ -497,12 +527,12 @@ fn connections(f: &mut Frame<'_>, app: &mut App, area: Rect) {
 fn stats(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     let (scan, only) = app.stats_overview();
     // `kwire stats` (with `-Y` too) lists every TLS connection the reading summed up.
-    let tls = app.src.tls_table();
+    let (tls, tls_past_cap) = app.src.tls_table();
     let (text, per_second) = match scan {
         Some(o) => {
             let o = o.found.lock().unwrap_or_else(|e| e.into_inner());
             let mut b = Vec::new();
-            let _ = o.stats.write_text_with_tls(&mut b, &tls);
+            let _ = o.stats.write_text_with_tls(&mut b, &tls, tls_past_cap);
             (
                 String::from_utf8_lossy(&b).into_owned(),
                 o.per_second.clone(),
@@ -512,7 +542,6 @@ fn stats(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     };
     let [top, chart] =
         Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
-    let lines = text.lines().map(|l| Line::raw(l.to_string())).collect();
     let head = match only {
         Some(t) => format!(
             "Statistics of the messages `{t}` keeps{}",
@@ -520,7 +549,7 @@ fn stats(f: &mut Frame<'_>, app: &mut App, area: Rect) {
         ),
         None => format!("Statistics{}", scan_progress(app, scan)),
     };
-    text_view(f, app, top, &head, lines);
+    text_view_str(f, app, top, &head, &text);
     let points: Vec<(f64, f64)> = per_second
         .iter()
         .enumerate()
