@@ -535,3 +535,34 @@ fn stats_of_several_captures_name_each_tls_connection() {
         assert_eq!(l.find("TLS 1."), Some(col), "{text}");
     }
 }
+
+#[test]
+fn the_tls_table_fits_the_longest_cipher_suite() {
+    // TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 is 43 characters: the column widens
+    // for it, so every row's `decrypted` cell starts where the heading's does.
+    let o = common::kwire()
+        .args([
+            "stats",
+            "captures/lab/tls/tls12_kp_chacha20.pcapng",
+            "--port",
+            "9093",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8(o.stdout).unwrap();
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.contains("cipher_suite"))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(table.len() > 1, "{out}");
+    let at = table[0].find("decrypted").unwrap();
+    for row in &table[1..] {
+        assert!(row.contains("CHACHA20"), "{row}");
+        let cell = &row[at..];
+        assert!(
+            cell.starts_with("no ") || cell.starts_with("yes ") || cell.starts_with("partly "),
+            "{row}"
+        );
+    }
+}
