@@ -778,6 +778,14 @@ fn a_capture_given_twice_is_named_apart() {
         "{err}"
     );
     assert!(!err.contains(&format!("(2): {cut}")), "{err}");
+    // A file that cannot be read, given twice: its second error is numbered too.
+    let o = kwire()
+        .args(["read", "no-such.pcap", "no-such.pcap", "-q"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains("kwire: no-such.pcap: "), "{err}");
+    assert!(err.contains("kwire: no-such.pcap (2): "), "{err}");
     // export: a partition each; report: a row each.
     let out = dir.join("export");
     let _ = std::fs::remove_dir_all(&out);

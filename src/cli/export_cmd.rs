@@ -378,8 +378,9 @@ fn export_one(
         }
     })();
     if let Err(e) = &res {
-        // Errors from the capture name it already; the writer's name their file.
-        say(&format!("kwire: {e}"));
+        // Errors from the capture name it already (numbered when given before); the
+        // writer's name their file.
+        say(&file.name_line(format!("kwire: {e}")));
     }
     res
 }

@@ -689,7 +689,7 @@ pub fn for_each_capture(
             Err(CliError::Io(e)) => return Err(CliError::Io(e)),
             Err(CliError::Usage(m)) => return Err(CliError::Usage(m)),
             Err(e) => {
-                say(&format!("kwire: {e}"));
+                say(&f.name_line(format!("kwire: {e}")));
                 failed += 1;
             }
         }

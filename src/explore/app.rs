@@ -483,7 +483,10 @@ impl App {
         }
         match k.code {
             KeyCode::Char('q') => self.quit = true,
-            KeyCode::Char('?') => self.screen = Screen::Help,
+            KeyCode::Char('?') => {
+                self.view_sel = 0;
+                self.screen = Screen::Help
+            }
             KeyCode::Char('L') => {
                 self.view_sel = 0;
                 self.screen = Screen::Notices

@@ -662,12 +662,15 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
                 Ok(_) => {
                     input_fail(
                         shared,
-                        format!("{}: is a folder, not a capture file", path.display()),
+                        named(format!(
+                            "{}: is a folder, not a capture file",
+                            path.display()
+                        )),
                     );
                     continue;
                 }
                 Err(e) => {
-                    input_fail(shared, format!("{}: {e}", path.display()));
+                    input_fail(shared, named(format!("{}: {e}", path.display())));
                     continue;
                 }
             }

@@ -395,6 +395,17 @@ pub struct CaptureFile<'p> {
     pub label: Option<std::sync::Arc<str>>,
 }
 
+impl CaptureFile<'_> {
+    /// `line` (of this capture, naming it by its path), with the path's numbered name in
+    /// its place when the path was given before (`a.pcap (2)`); else as it is.
+    pub fn name_line(&self, line: String) -> String {
+        match &self.label {
+            Some(l) if **l != *self.path.display().to_string() => crate::text::named(l, line),
+            _ => line,
+        }
+    }
+}
+
 /// The work done for each message, on a worker thread (or on the reading thread with
 /// one thread): write the message's output, if any, to the writer given, and return
 /// what the reading thread gathers in capture order and hands to the [`Sink`]. The
