@@ -821,3 +821,46 @@ fn a_capture_given_twice_is_named_apart() {
         &html[..html.len().min(600)]
     );
 }
+
+#[test]
+fn capture_names_the_file_a_message_came_from() {
+    // `capture` holds the capture's name when several are read (none with one), so a
+    // connection of one capture can be told from the same id in another.
+    let demo = "captures/demo.pcap";
+    let lines = |args: &[&str]| -> usize {
+        let o = kwire().arg("read").args(args).output().unwrap();
+        String::from_utf8(o.stdout).unwrap().lines().count()
+    };
+    let one = lines(&[demo, "-Y", "conn == 2"]);
+    assert!(one > 0);
+    assert_eq!(lines(&[demo, demo, "-Y", "conn == 2"]), 2 * one);
+    assert_eq!(
+        lines(&[
+            demo,
+            demo,
+            "-Y",
+            r#"conn == 2 && capture == "captures/demo.pcap (2)""#
+        ]),
+        one
+    );
+    assert_eq!(lines(&[demo, "-Y", "capture"]), 0);
+    let o = kwire()
+        .args([
+            "read", demo, demo, "-T", "fields", "-e", "capture", "-e", "conn",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        out.lines().any(|l| l == "captures/demo.pcap (2)\t5"),
+        "{out}"
+    );
+    assert!(out.lines().any(|l| l == "captures/demo.pcap\t5"), "{out}");
+    assert!(
+        out.lines()
+            .last()
+            .unwrap()
+            .starts_with("captures/demo.pcap (2)\t"),
+        "{out}"
+    );
+}

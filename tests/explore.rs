@@ -1822,3 +1822,32 @@ fn the_statistics_view_scrolls_past_65535_lines() {
         s.iter().any(|l| l.trim_end() == last)
     });
 }
+
+/// Connection ids restart in each capture: with several, the connections view's Enter
+/// and `f` filter to one connection of one capture (`capture == "NAME"`), the messages
+/// `kwire read A B -Y` keeps for that filter.
+#[test]
+fn a_connection_of_one_capture_among_several() {
+    if !have_tmux("conn_of_capture") {
+        return;
+    }
+    let demo = "captures/demo.pcap";
+    let all = read_lines(&[demo, demo]);
+    let t = Tmux::start("conn_of_capture", &[demo, demo]);
+    wait_read(&t, all.len());
+    t.keys(&["C"]);
+    t.wait("the connections", |s| s[0].starts_with("Connections (10;"));
+    t.keys(&["G", "Enter"]);
+    let filter = r#"connection == 5 && capture == "captures/demo.pcap (2)""#;
+    let kept = read_lines(&[demo, demo, "-Y", filter]);
+    assert!(!kept.is_empty() && kept.len() < read_lines(&[demo, demo, "-Y", "conn == 5"]).len());
+    t.wait("the last connection of the second capture", |s| {
+        s.last().is_some_and(|l| {
+            l.starts_with(&format!(
+                "{} of {} messages | filter: {filter}",
+                kept.len(),
+                all.len()
+            ))
+        })
+    });
+}

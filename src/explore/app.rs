@@ -637,7 +637,7 @@ impl App {
             KeyCode::Enter if self.screen == Screen::Connections => {
                 let conns = self.connections();
                 if let Some(c) = conns.get(self.view_sel.min(conns.len().saturating_sub(1))) {
-                    let text = format!("connection == {}", c.connection);
+                    let text = conn_filter_text(c.connection, c.label.as_deref());
                     if let Ok(f) = Filter::parse_known(&text, &self.opts.known) {
                         self.before_conn = Some(self.filter_text().map(str::to_string));
                         self.apply_filter(Some((text, f)));
@@ -667,6 +667,7 @@ impl App {
                 messages: c.messages,
                 bytes: o.bytes.get(&(cap, id)).copied().unwrap_or(0),
                 tls: self.src.tls_of(cap, id),
+                label: c.capture.clone(),
             })
             .collect()
     }
@@ -683,10 +684,18 @@ impl App {
             self.notice = "back to the filter before `f`".into();
             return;
         }
-        let Some(m) = self.view.as_ref().and_then(|v| self.src.meta(v.0)) else {
+        let Some(i) = self.view.as_ref().map(|v| v.0) else {
             return;
         };
-        let text = format!("connection == {}", m.connection);
+        let Some(m) = self.src.meta(i) else {
+            return;
+        };
+        // Connections are numbered in each capture: with several, the capture's name too.
+        let mut label = None;
+        self.src.with_message(i, Detail::Facts, &mut |_, ctx| {
+            label.clone_from(&ctx.capture)
+        });
+        let text = conn_filter_text(m.connection, label.as_deref());
         if let Ok(f) = Filter::parse_known(&text, &self.opts.known) {
             self.before_conn = Some(self.filter_text().map(str::to_string));
             self.apply_filter(Some((text, f)));
@@ -1093,6 +1102,29 @@ impl App {
     }
 }
 
+/// The filter of one connection: `connection == N`, and `&& capture == "NAME"` when
+/// several captures are read (connection ids restart in each).
+fn conn_filter_text(connection: u32, capture: Option<&str>) -> String {
+    match capture {
+        Some(c) => {
+            let mut q = String::with_capacity(c.len() + 2);
+            q.push('"');
+            for ch in c.chars() {
+                match ch {
+                    '"' | '\\' => {
+                        q.push('\\');
+                        q.push(ch);
+                    }
+                    _ => q.push(ch),
+                }
+            }
+            q.push('"');
+            format!("connection == {connection} && capture == {q}")
+        }
+        None => format!("connection == {connection}"),
+    }
+}
+
 /// One line of the connections view.
 #[derive(Clone, Debug)]
 pub struct ConnLine {
@@ -1112,6 +1144,8 @@ pub struct ConnLine {
     pub bytes: u64,
     /// The TLS session, when decrypted.
     pub tls: Option<String>,
+    /// The capture's name, when several are read (see [`crate::run::capture_labels`]).
+    pub label: Option<Arc<str>>,
 }
 
 /// A decode error anywhere in the tree, or a non-zero error code.

@@ -123,7 +123,7 @@ struct Subject<'s, 'x> {
 
 /// The message properties a filter (and `-T fields -e`) can name: the JSON output's
 /// names, then their short aliases.
-pub const PROPERTIES: [(&str, &str); 26] = [
+pub const PROPERTIES: [(&str, &str); 27] = [
     ("api_name", "the API's name (case-insensitive)"),
     (
         "api",
@@ -136,6 +136,10 @@ pub const PROPERTIES: [(&str, &str); 26] = [
     ("correlation_id", "the correlation_id (alias corr)"),
     ("client_id", "the request header's client_id"),
     ("connection", "the connection's number (alias conn)"),
+    (
+        "capture",
+        "the capture file, when several are read (a path given again: PATH (2))",
+    ),
     (
         "latency_ms",
         "a response's latency in ms (alias latency; units us, ms, s)",
@@ -202,6 +206,7 @@ enum Prop {
     CorrelationId,
     ClientId,
     Connection,
+    Capture,
     Latency,
     Size,
     Frame,
@@ -248,6 +253,7 @@ fn resolve(name: &str) -> Name {
         "correlation_id" | "corr" => Prop::CorrelationId,
         "client_id" => Prop::ClientId,
         "connection" | "conn" => Prop::Connection,
+        "capture" => Prop::Capture,
         "latency_ms" | "latency" => Prop::Latency,
         "size" => Prop::Size,
         "frame" => Prop::Frame,
@@ -1201,6 +1207,14 @@ fn message_prop<'a>(
         Prop::Connection => {
             if let Some(c) = cap {
                 out.push(num(c.connection));
+            }
+        }
+        Prop::Capture => {
+            if let Some(l) = cap.and_then(|c| c.capture.as_deref()) {
+                out.push(Occurrence {
+                    value: Occ::Str(Cow::Borrowed(l)),
+                    label: None,
+                });
             }
         }
         Prop::Latency => {
