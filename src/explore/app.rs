@@ -1106,21 +1106,10 @@ impl App {
 /// several captures are read (connection ids restart in each).
 fn conn_filter_text(connection: u32, capture: Option<&str>) -> String {
     match capture {
-        Some(c) => {
-            let mut q = String::with_capacity(c.len() + 2);
-            q.push('"');
-            for ch in c.chars() {
-                match ch {
-                    '"' | '\\' => {
-                        q.push('\\');
-                        q.push(ch);
-                    }
-                    _ => q.push(ch),
-                }
-            }
-            q.push('"');
-            format!("connection == {connection} && capture == {q}")
-        }
+        Some(c) => format!(
+            "connection == {connection} && capture == {}",
+            crate::filter::quote(c)
+        ),
         None => format!("connection == {connection}"),
     }
 }

@@ -771,11 +771,11 @@ fn read_all(schema: &Schema, inputs: &Inputs, shared: &Arc<Shared>) {
             break;
         }
         match res {
-            Ok(stats) => {
+            Ok(mut stats) => {
                 {
                     let mut t = shared.tls_table.lock().unwrap_or_else(|e| e.into_inner());
                     t.0.extend(crate::traffic::TlsRow::of_capture(
-                        stats.tls.clone(),
+                        std::mem::take(&mut stats.tls),
                         label.clone(),
                     ));
                     t.1 += stats.tls_past_cap;
