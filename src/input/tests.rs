@@ -1108,6 +1108,37 @@ fn tls_capture_starting_after_the_handshake() {
 }
 
 #[test]
+fn tls_connection_that_stops_after_its_client_hello() {
+    // a ClientHello and nothing after it: no record was encrypted, so nothing was
+    // decrypted, and nothing "stayed encrypted" either
+    let ch_body = cat(&[&[3, 3], &[7u8; 32], &[0, 0, 2, 0x13, 0x01, 1, 0, 0, 0]]);
+    let flow = Flow::v4(Link::Eth, 9092);
+    let recs = vec![
+        flow.syn(true, 0),
+        flow.syn(false, 0),
+        flow.c(1, &handshake_record(1, &ch_body)),
+    ];
+    let o = run(&pcap(Link::Eth, &recs));
+    assert!(o.frames.is_empty());
+    let n: Vec<_> = o
+        .notices
+        .iter()
+        .filter(|n| n.kind == NoticeKind::Tls)
+        .collect();
+    assert_eq!(n.len(), 1, "{:?}", o.notices);
+    assert!(
+        n[0].message.contains("no encrypted record was seen")
+            && n[0].message.contains("no ServerHello seen"),
+        "{}",
+        n[0]
+    );
+    assert!(!n[0].message.contains("stayed encrypted"), "{}", n[0]);
+    assert_eq!(o.stats.tls.len(), 1);
+    assert_eq!(o.stats.tls[0].encrypted_records, 0);
+    assert_eq!(o.stats.tls[0].decrypted(), "none");
+}
+
+#[test]
 fn tls_truncated_and_oversize_records() {
     let flow = Flow::v4(Link::Eth, 9092);
     // a record that says 100 bytes, of which 10 are there when the capture ends

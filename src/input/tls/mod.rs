@@ -74,9 +74,11 @@ pub struct TlsSummary {
 }
 
 impl TlsSummary {
-    /// `"yes"` (every encrypted record decrypted), `"partly"`, or `"no"`.
+    /// `"yes"` (every encrypted record decrypted), `"partly"`, `"no"`, or `"none"` (no
+    /// encrypted record seen: the handshake stopped before its keys were in use).
     pub fn decrypted(&self) -> &'static str {
         match (self.decrypted_records, self.encrypted_records) {
+            (0, 0) => "none",
             (_, 0) => "yes",
             (0, _) => "no",
             _ => "partly",
@@ -1639,14 +1641,18 @@ impl TlsConn {
             }
             (None, Some(_)) => "records after a gap or a failed record".into(),
         };
-        let mut n = Notice::new(
-            NoticeKind::Tls,
+        let what = if sum.encrypted_records == 0 {
+            "no encrypted record was seen, so nothing was decrypted".to_string()
+        } else {
             format!(
-                "{} carries {version} ({random}): {} ({} bytes) stayed encrypted: {why}",
-                self.name,
+                "{} ({} bytes) stayed encrypted",
                 plural(sum.encrypted_records, "record", "records"),
                 sum.encrypted_bytes
-            ),
+            )
+        };
+        let mut n = Notice::new(
+            NoticeKind::Tls,
+            format!("{} carries {version} ({random}): {what}: {why}", self.name),
         );
         n.frame = Some(frame);
         n.connection = Some(self.id);
