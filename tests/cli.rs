@@ -736,6 +736,35 @@ fn stats_stopped_at_c_says_nothing_of_a_cut_file() {
 }
 
 #[test]
+fn read_stopped_at_c_counts_the_packets_it_read() {
+    // The closing line's packets are those read up to the message that reached -c, not
+    // the rest of the reader's buffer: before, `-c 1` on demo.pcap said "92 packets",
+    // every packet of the file.
+    for n in 1..=6 {
+        let o = kwire()
+            .args(["read", "captures/demo.pcap", "-c", &n.to_string()])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        let out = String::from_utf8(o.stdout).unwrap();
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert_eq!(out.lines().count(), n, "{out}");
+        // the frame number of the packet that completed the last message shown
+        let last: u64 = out.lines().last().unwrap()[1..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let closing = err.lines().last().unwrap_or_default();
+        assert!(
+            closing.starts_with(&format!("kwire: {last} packets, ")),
+            "-c {n}: {out}\n{err}"
+        );
+    }
+}
+
+#[test]
 fn a_capture_given_twice_is_named_apart() {
     // Connection ids restart in each capture, and its notices carry its name: the second
     // reading of the same path is `PATH (2)`, so neither its rows nor its lines are

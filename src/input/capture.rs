@@ -978,7 +978,15 @@ pub fn read_capture_observed<R: Read + Send>(
     let mut stalls = 0u32;
     // Bytes of the input consumed before the block being read: its offset in the file.
     let mut pos = 0u64;
+    let halted = || {
+        opts.stop
+            .as_ref()
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+    };
     loop {
+        if halted() {
+            break;
+        }
         match reader.next() {
             Ok((offset, block)) => {
                 stalls = 0;

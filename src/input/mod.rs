@@ -349,6 +349,10 @@ pub struct CaptureOptions {
     /// Secrets for decrypting TLS connections (`--tls-keylog`, `SSLKEYLOGFILE`); a pcapng
     /// file's Decryption Secrets Blocks add to them. Default empty.
     pub tls_keys: Arc<tls::KeyLog>,
+    /// Set by the caller to stop reading: [`read_capture`] reads no further record once
+    /// it is set (`-c` reached, a closed pipe), so the packets counted are the ones read
+    /// up to then, not the rest of what its buffer already holds. Default: never set.
+    pub stop: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for CaptureOptions {
@@ -363,6 +367,7 @@ impl Default for CaptureOptions {
             idle_timeout: 600,
             read_buffer: 256 << 10,
             tls_keys: Arc::default(),
+            stop: None,
         }
     }
 }

@@ -639,6 +639,7 @@ pub fn run_capture<W: Work + ?Sized>(
         max_in_flight: a.max_in_flight,
         idle_timeout: a.idle_timeout,
         tls_keys: std::sync::Arc::new(keys),
+        stop: Some(stop.clone()),
         ..CaptureOptions::default()
     };
     let plaus = SchemaPlausibility(schema);
