@@ -247,10 +247,29 @@ pub struct App {
     filter_pass: Option<scan::UnansweredPass>,
     /// The selected line of the connections view, and the view's scroll.
     pub view_sel: usize,
+    /// The statistics view's text and its messages per second, with what they were
+    /// made from (see [`StatsKey`]): made again only when that changes, not at each
+    /// redraw (with 100,000 TLS connections the text is 100,000 lines).
+    pub stats_text: Option<(StatsKey, Arc<(String, Vec<u64>)>)>,
     /// Where the panes were last drawn (for the mouse).
     pub areas: Areas,
     /// Quit.
     pub quit: bool,
+}
+
+/// What the statistics view's text is made from: the overview pass (by its address,
+/// the messages it had counted, whether it ended) and the size of the sources' TLS
+/// table ([`Source::tls_count`]: the table only grows). Equal keys, equal texts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatsKey {
+    /// The pass, by address (a new filter starts a new pass).
+    pub scan: usize,
+    /// Messages it had counted.
+    pub scanned: usize,
+    /// It had ended.
+    pub done: bool,
+    /// [`Source::tls_count`].
+    pub tls: (usize, u64),
 }
 
 /// Where the panes were drawn, inside their borders.
@@ -294,6 +313,7 @@ impl App {
             filtered_overview: None,
             filter_pass: None,
             view_sel: 0,
+            stats_text: None,
             areas: Areas::default(),
             quit: false,
             opts,

@@ -529,4 +529,11 @@ impl Source for Indexed {
             None => self.spool().map(|s| s.tls_table()).unwrap_or_default(),
         }
     }
+
+    fn tls_count(&self) -> (usize, u64) {
+        match self.ready() {
+            Some(c) => (c.stats().tls.len(), c.stats().tls_past_cap),
+            None => self.spool().map(|s| s.tls_count()).unwrap_or_default(),
+        }
+    }
 }

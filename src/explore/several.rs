@@ -266,4 +266,15 @@ impl Source for Several {
         }
         (rows, past)
     }
+
+    fn tls_count(&self) -> (usize, u64) {
+        let (mut rows, mut past) = (0, 0);
+        for p in &self.shared.parts {
+            let Some(s) = p.src.get() else { break };
+            let (r, n) = s.tls_count();
+            rows += r;
+            past += n;
+        }
+        (rows, past)
+    }
 }

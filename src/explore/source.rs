@@ -92,6 +92,10 @@ pub trait Source: Send + Sync {
     /// reading has ended (its TLS layer sums a connection up only then); and the TLS
     /// connections past [`crate::input::TLS_SUMMARIES_KEEP`] a capture, counted only.
     fn tls_table(&self) -> (Vec<crate::traffic::TlsRow>, u64);
+    /// The sizes of [`Source::tls_table`] (its rows, and the connections past the cap),
+    /// without copying it: the table only grows, a capture at a time, so this changes
+    /// whenever the table does.
+    fn tls_count(&self) -> (usize, u64);
     /// For a live capture, what the status bar says of it (`live: capturing on lo
     /// (dumpcap)`, then how it ended); `None` for capture files.
     fn live(&self) -> Option<String> {
@@ -910,6 +914,14 @@ impl Source for Spool {
             .tls_table
             .lock()
             .map(|t| t.clone())
+            .unwrap_or_default()
+    }
+
+    fn tls_count(&self) -> (usize, u64) {
+        self.shared
+            .tls_table
+            .lock()
+            .map(|t| (t.0.len(), t.1))
             .unwrap_or_default()
     }
 

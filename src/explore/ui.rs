@@ -1,6 +1,6 @@
 //! Drawing: the three panes, the status bar and prompt, the views.
 
-use super::app::{App, Pane, Screen};
+use super::app::{App, Pane, Screen, StatsKey};
 use crate::render::text::offset_width;
 use crate::tree::Region;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -8,6 +8,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 use ratatui::Frame;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// A foreground colour, or nothing without colour.
 fn fg(app: &App, c: Color) -> Style {
@@ -526,30 +528,46 @@ fn connections(f: &mut Frame<'_>, app: &mut App, area: Rect) {
 
 fn stats(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     let (scan, only) = app.stats_overview();
-    // `kwire stats` (with `-Y` too) lists every TLS connection the reading summed up.
-    let (tls, tls_past_cap) = app.src.tls_table();
-    let (text, per_second) = match scan {
-        Some(o) => {
-            let o = o.found.lock().unwrap_or_else(|e| e.into_inner());
-            let mut b = Vec::new();
-            let _ = o.stats.write_text_with_tls(&mut b, &tls, tls_past_cap);
-            (
-                String::from_utf8_lossy(&b).into_owned(),
-                o.per_second.clone(),
-            )
-        }
-        None => (String::new(), Vec::new()),
+    let (scan, only) = (scan.cloned(), only.map(str::to_owned));
+    let key = scan.as_ref().map(|o| StatsKey {
+        scan: Arc::as_ptr(o) as usize,
+        // read before the counts: the pass counts a message, then says so here
+        scanned: o.scanned.load(Ordering::Relaxed),
+        done: o.done.load(Ordering::Relaxed),
+        tls: app.src.tls_count(),
+    });
+    let made = match (&scan, key) {
+        (Some(o), Some(key)) => match &app.stats_text {
+            Some((k, made)) if *k == key => Arc::clone(made),
+            _ => {
+                // `kwire stats` (with `-Y` too) lists every TLS connection the reading
+                // summed up.
+                let (tls, tls_past_cap) = app.src.tls_table();
+                let o = o.found.lock().unwrap_or_else(|e| e.into_inner());
+                let mut b = Vec::new();
+                let _ = o.stats.write_text_with_tls(&mut b, &tls, tls_past_cap);
+                let made = Arc::new((
+                    String::from_utf8_lossy(&b).into_owned(),
+                    o.per_second.clone(),
+                ));
+                drop(o);
+                app.stats_text = Some((key, Arc::clone(&made)));
+                made
+            }
+        },
+        _ => Arc::default(),
     };
+    let (text, per_second) = (&made.0, &made.1);
     let [top, chart] =
         Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
     let head = match only {
         Some(t) => format!(
             "Statistics of the messages `{t}` keeps{}",
-            scan_progress(app, scan)
+            scan_progress(app, scan.as_ref())
         ),
-        None => format!("Statistics{}", scan_progress(app, scan)),
+        None => format!("Statistics{}", scan_progress(app, scan.as_ref())),
     };
-    text_view_str(f, app, top, &head, &text);
+    text_view_str(f, app, top, &head, text);
     let points: Vec<(f64, f64)> = per_second
         .iter()
         .enumerate()
