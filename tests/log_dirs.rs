@@ -640,6 +640,55 @@ fn cli_stats_on_a_log_directory() {
 }
 
 #[test]
+fn a_file_reached_twice_is_read_once() {
+    // `kwire stats DIR DIR` counted every file of DIR twice into the same partition rows
+    // ("4 files" for a partition of 2); a path given again, a folder inside one given
+    // before, or a folder holding files read before are now read once, with a warning.
+    let json = |paths: &[PathBuf]| {
+        let out = kwire()
+            .args(["stats", "--format", "json"])
+            .args(paths)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v, String::from_utf8(out.stderr).unwrap())
+    };
+    let rupia = captures().join("rupia");
+    let part = rupia.join("__consumer_offsets-31");
+    let seg = part.join("00000000000000000003.log");
+    // the partition's first segment (given before the folder, a later one would go
+    // back over offsets: the order given is the order read)
+    let first = part.join("00000000000000000000.log");
+    let (once, err) = json(&[rupia.clone()]);
+    assert_eq!(err, "");
+    for (paths, said) in [
+        (vec![rupia.clone(), rupia.clone()], "given again: read once"),
+        (
+            vec![rupia.clone(), part.clone()],
+            "inside ", // ... the folder given before
+        ),
+        (
+            vec![part.clone(), rupia.clone()],
+            "8 of its 23 files were read through an earlier path: read once",
+        ),
+        (vec![first, rupia.clone()], "1 of its 23 files was read"),
+    ] {
+        let (v, err) = json(&paths);
+        assert_eq!(v["partitions"], once["partitions"], "{paths:?}");
+        assert_eq!(v["record_types"], once["record_types"], "{paths:?}");
+        assert_eq!(v["warnings"], 1, "{paths:?}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(said) && err.contains("warning"), "{err}");
+    }
+    // a file given twice
+    let (v, err) = json(&[seg.clone(), seg.clone()]);
+    let (one, _) = json(&[seg]);
+    assert_eq!(v["partitions"], one["partitions"]);
+    assert!(err.contains("given again: read once"), "{err}");
+}
+
+#[test]
 fn legacy_message_sets_and_a_v2_batch_in_one_segment() {
     // A segment written by an old broker and upgraded: two magic 1 messages, then a
     // RecordBatch, made by kwire's encoder.

@@ -386,7 +386,9 @@ impl OffsetTrack {
 }
 
 /// Reads `paths` (files and folders) in order, handing every item and finding to
-/// `sink`. A file that cannot be opened is a finding; the others are still read.
+/// `sink`. A file that cannot be opened is a finding; the others are still read. A file
+/// reached again (a path given twice, or a folder and a file or folder inside it) is
+/// read once: a warning finding says so (one for a path given again whole).
 ///
 /// # Errors
 /// The sink's errors (a closed pipe).
@@ -402,8 +404,31 @@ pub fn read_paths(
         inner: sink,
         totals: &mut totals,
     };
+    // Files and folders by their canonical path (a path that has none, as given): a
+    // file is read once, however many paths reach it.
+    let same = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut folders: Vec<(PathBuf, &PathBuf)> = Vec::new();
+    let mut read = std::collections::HashSet::new();
+    let again = |file: &Path, message: String| Finding {
+        file: file.to_path_buf(),
+        offset: 0,
+        level: Level::Warning,
+        message,
+        unreadable: false,
+    };
     for p in paths {
+        let c = same(p);
+        if let Some((d, earlier)) = folders.iter().find(|(d, _)| c.starts_with(d)) {
+            let m = if *d == c {
+                "given again: read once".to_string()
+            } else {
+                format!("inside {}, given before: read once", earlier.display())
+            };
+            counting.finding(&again(p, m))?;
+            continue;
+        }
         let list = if p.is_dir() {
+            folders.push((c, p));
             match folder_files(p) {
                 Ok(l) => l,
                 Err(e) => {
@@ -420,9 +445,25 @@ pub fn read_paths(
         } else {
             vec![p.clone()]
         };
+        let (many, mut skipped) = (list.len(), 0);
         for f in list {
+            if !read.insert(same(&f)) {
+                skipped += 1;
+                continue;
+            }
             counting.totals.files += 1;
             read_file(schema, &f, opts, &mut track, &mut counting)?;
+        }
+        if skipped > 0 {
+            let m = if p.is_dir() {
+                let were = if skipped == 1 { "was" } else { "were" };
+                format!(
+                    "{skipped} of its {many} files {were} read through an earlier path: read once"
+                )
+            } else {
+                "given again: read once".to_string()
+            };
+            counting.finding(&again(p, m))?;
         }
     }
     Ok(totals)
