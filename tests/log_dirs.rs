@@ -660,7 +660,7 @@ fn a_file_reached_twice_is_read_once() {
     // the partition's first segment (given before the folder, a later one would go
     // back over offsets: the order given is the order read)
     let first = part.join("00000000000000000000.log");
-    let (once, err) = json(&[rupia.clone()]);
+    let (once, err) = json(std::slice::from_ref(&rupia));
     assert_eq!(err, "");
     for (paths, said) in [
         (vec![rupia.clone(), rupia.clone()], "given again: read once"),

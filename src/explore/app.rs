@@ -250,11 +250,21 @@ pub struct App {
     /// The statistics view's text and its messages per second, with what they were
     /// made from (see [`StatsKey`]): made again only when that changes, not at each
     /// redraw (with 100,000 TLS connections the text is 100,000 lines).
-    pub stats_text: Option<(StatsKey, Arc<(String, Vec<u64>)>)>,
+    pub stats_text: Option<(StatsKey, Arc<StatsText>)>,
     /// Where the panes were last drawn (for the mouse).
     pub areas: Areas,
     /// Quit.
     pub quit: bool,
+}
+
+/// The statistics view's text (`kwire stats`' text, its TLS table included) and the
+/// messages per second of its chart.
+#[derive(Debug, Default)]
+pub struct StatsText {
+    /// The text, a line a row.
+    pub text: String,
+    /// Messages in each second since the first message.
+    pub per_second: Vec<u64>,
 }
 
 /// What the statistics view's text is made from: the overview pass (by its address,

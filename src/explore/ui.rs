@@ -1,6 +1,6 @@
 //! Drawing: the three panes, the status bar and prompt, the views.
 
-use super::app::{App, Pane, Screen, StatsKey};
+use super::app::{App, Pane, Screen, StatsKey, StatsText};
 use crate::render::text::offset_width;
 use crate::tree::Region;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -546,10 +546,10 @@ fn stats(f: &mut Frame<'_>, app: &mut App, area: Rect) {
                 let o = o.found.lock().unwrap_or_else(|e| e.into_inner());
                 let mut b = Vec::new();
                 let _ = o.stats.write_text_with_tls(&mut b, &tls, tls_past_cap);
-                let made = Arc::new((
-                    String::from_utf8_lossy(&b).into_owned(),
-                    o.per_second.clone(),
-                ));
+                let made = Arc::new(StatsText {
+                    text: String::from_utf8_lossy(&b).into_owned(),
+                    per_second: o.per_second.clone(),
+                });
                 drop(o);
                 app.stats_text = Some((key, Arc::clone(&made)));
                 made
@@ -557,7 +557,7 @@ fn stats(f: &mut Frame<'_>, app: &mut App, area: Rect) {
         },
         _ => Arc::default(),
     };
-    let (text, per_second) = (&made.0, &made.1);
+    let (text, per_second) = (&made.text, &made.per_second);
     let [top, chart] =
         Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
     let head = match only {
