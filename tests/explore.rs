@@ -31,10 +31,23 @@ impl Tmux {
 
     /// [`Tmux::start`] with `VAR=value` settings for kwire.
     fn start_env(test: &str, env: &[&str], args: &[&str]) -> Tmux {
+        Tmux::start_with(test, env, args, None)
+    }
+
+    /// [`Tmux::start`] with kwire's standard input read from `stdin` (a FIFO the test
+    /// writes as it goes).
+    fn start_stdin(test: &str, stdin: &Path, args: &[&str]) -> Tmux {
+        Tmux::start_with(test, &[], args, Some(stdin))
+    }
+
+    fn start_with(test: &str, env: &[&str], args: &[&str], stdin: Option<&Path>) -> Tmux {
         let socket = format!("kwire-explore-{}-{test}", std::process::id());
         let mut cmd = format!("'{}' explore", kwire_bin().display());
         for a in args {
             cmd.push_str(&format!(" '{a}'"));
+        }
+        if let Some(p) = stdin {
+            cmd.push_str(&format!(" < '{}'", p.display()));
         }
         // After kwire: its exit status, then the session stays for the checks.
         // After kwire's status: whether the terminal is back in cooked mode.
@@ -1818,6 +1831,64 @@ fn the_statistics_view_scrolls_past_65535_lines() {
         s[0].starts_with("Statistics") && s.iter().any(|l| l.contains("cipher_suite"))
     });
     t.keys(&["G"]);
+    t.wait("the TLS table's last row", |s| {
+        s.iter().any(|l| l.trim_end() == last)
+    });
+}
+
+/// `G` follows the view's end as it grows: pressed in the statistics view before the
+/// TLS table is there (the capture comes on stdin, and its second half only after the
+/// key), the view shows the table's last row once reading ends. Before, `G` went to the
+/// end of the text shown when it was pressed, and the view then stayed at its top.
+#[test]
+fn g_in_the_statistics_view_follows_the_tls_table_in() {
+    if !have_tmux("stats_follow") {
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("explore_stats_follow");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = dir.join("hellos.pcap");
+    let n = 2_000;
+    client_hellos(&cap, n);
+    let o = Command::new(kwire_bin())
+        .args(["stats", cap.to_str().unwrap(), "--port", "9093"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let last = out.lines().last().unwrap().trim_end().to_string();
+    assert!(last.trim_start().starts_with(&format!("{n} ")), "{last}");
+    let fifo = dir.join("in.fifo");
+    let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(st.success());
+    let bytes = std::fs::read(&cap).unwrap();
+    // every packet record is the same size: cut between two of them, half way
+    let rec = (bytes.len() - 24) / n as usize;
+    let half = 24 + rec * (n as usize / 2);
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+            f.write_all(&bytes[..half]).unwrap();
+            f.flush().unwrap();
+            let _ = wait.recv();
+            f.write_all(&bytes[half..]).unwrap();
+        })
+    };
+    let t = Tmux::start_stdin("stats_follow", &fifo, &["-", "--port", "9093"]);
+    t.keys(&["s"]);
+    t.wait("the statistics view", |s| s[0].starts_with("Statistics"));
+    t.keys(&["G"]);
+    let before = t.screen();
+    assert!(
+        !before.iter().any(|l| l.contains("cipher_suite")),
+        "the TLS table came before the capture's end:\n{}",
+        before.join("\n")
+    );
+    go.send(()).unwrap();
+    writer.join().unwrap();
     t.wait("the TLS table's last row", |s| {
         s.iter().any(|l| l.trim_end() == last)
     });

@@ -251,6 +251,8 @@ pub struct App {
     /// made from (see [`StatsKey`]): made again only when that changes, not at each
     /// redraw (with 100,000 TLS connections the text is 100,000 lines).
     pub stats_text: Option<(StatsKey, Arc<StatsText>)>,
+    /// The view follows its last line (`G`), however long it grows.
+    pub view_end: bool,
     /// Where the panes were last drawn (for the mouse).
     pub areas: Areas,
     /// Quit.
@@ -324,6 +326,7 @@ impl App {
             filter_pass: None,
             view_sel: 0,
             stats_text: None,
+            view_end: false,
             areas: Areas::default(),
             quit: false,
             opts,
@@ -511,6 +514,8 @@ impl App {
             self.view_key(k);
             return;
         }
+        // A view opens at its top.
+        self.view_end = false;
         match k.code {
             KeyCode::Char('q') => self.quit = true,
             KeyCode::Char('?') => {
@@ -654,6 +659,20 @@ impl App {
 
     /// Keys in the help, connections, statistics and notices views.
     fn view_key(&mut self, k: KeyEvent) {
+        // `G` keeps the view at its last line as the view grows (the statistics and
+        // connections as the pass counts, the TLS table once reading ends), as a
+        // terminal follows its output; a key that moves elsewhere stops it.
+        if matches!(
+            k.code,
+            KeyCode::Up
+                | KeyCode::Char('k' | 'j' | 'g')
+                | KeyCode::Down
+                | KeyCode::PageUp
+                | KeyCode::PageDown
+                | KeyCode::Home
+        ) {
+            self.view_end = false;
+        }
         match k.code {
             KeyCode::Esc | KeyCode::Char('q') => self.screen = Screen::Main,
             KeyCode::Char('?') if self.screen == Screen::Help => self.screen = Screen::Main,
@@ -663,7 +682,10 @@ impl App {
             KeyCode::PageDown => self.view_sel = self.view_sel.saturating_add(10),
             KeyCode::Char('g') | KeyCode::Home => self.view_sel = 0,
             // The last line: the view keeps it in range as it draws.
-            KeyCode::Char('G') | KeyCode::End => self.view_sel = usize::MAX,
+            KeyCode::Char('G') | KeyCode::End => {
+                self.view_sel = usize::MAX;
+                self.view_end = true;
+            }
             KeyCode::Enter if self.screen == Screen::Connections => {
                 let conns = self.connections();
                 if let Some(c) = conns.get(self.view_sel.min(conns.len().saturating_sub(1))) {

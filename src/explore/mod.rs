@@ -31,7 +31,7 @@ pub const HELP: &str = "\
 Keys
   Up/Down, j/k         move in the focused pane (bytes: a row; Left/Right a byte)
   PgUp/PgDn            a page
-  g/Home, G/End        first, last (G on the list follows a growing capture)
+  g/Home, G/End        first, last (G follows a growing capture or view)
   Tab, Shift-Tab       next, previous pane (list, tree, bytes)
   Enter, Space         tree: fold or unfold the node; list: go to the tree
   Left/Right           tree: fold, unfold (Left on a leaf: its parent)

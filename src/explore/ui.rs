@@ -430,6 +430,9 @@ fn text_window(
     );
     f.render_widget(Paragraph::new(focused_title), t);
     let height = usize::from(body.height);
+    if app.view_end {
+        app.view_sel = usize::MAX;
+    }
     app.view_sel = app.view_sel.min(total.saturating_sub(height));
     f.render_widget(Paragraph::new(window(app.view_sel, height)), body);
 }
@@ -488,6 +491,9 @@ fn connections(f: &mut Frame<'_>, app: &mut App, area: Rect) {
         )),
         t,
     );
+    if app.view_end {
+        app.view_sel = usize::MAX;
+    }
     app.view_sel = app.view_sel.min(conns.len().saturating_sub(1));
     let h = usize::from(body.height).saturating_sub(1);
     let mut top = 0;
