@@ -1641,18 +1641,23 @@ impl TlsConn {
             }
             (None, Some(_)) => "records after a gap or a failed record".into(),
         };
-        let what = if sum.encrypted_records == 0 {
-            "no encrypted record was seen, so nothing was decrypted".to_string()
-        } else {
-            format!(
-                "{} ({} bytes) stayed encrypted",
-                plural(sum.encrypted_records, "record", "records"),
+        // With no encrypted record there was nothing to decrypt: why keys could not be
+        // had does not matter, how far the handshake went does.
+        let what = match sum.encrypted_records {
+            0 if self.server_random.is_none() => {
+                "no encrypted record was seen, so nothing was decrypted: no ServerHello seen"
+                    .to_string()
+            }
+            0 => "no encrypted record was seen, so nothing was decrypted".to_string(),
+            n => format!(
+                "{} ({} bytes) stayed encrypted: {why}",
+                plural(n, "record", "records"),
                 sum.encrypted_bytes
-            )
+            ),
         };
         let mut n = Notice::new(
             NoticeKind::Tls,
-            format!("{} carries {version} ({random}): {what}: {why}", self.name),
+            format!("{} carries {version} ({random}): {what}", self.name),
         );
         n.frame = Some(frame);
         n.connection = Some(self.id);
