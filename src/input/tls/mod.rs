@@ -1644,11 +1644,16 @@ impl TlsConn {
         // With no encrypted record there was nothing to decrypt: why keys could not be
         // had does not matter, how far the handshake went does.
         let what = match sum.encrypted_records {
-            0 if self.server_random.is_none() => {
-                "no encrypted record was seen, so nothing was decrypted: no ServerHello seen"
-                    .to_string()
+            0 => {
+                let how = if self.handshake_shed {
+                    format!(": {why}")
+                } else if self.server_random.is_none() {
+                    ": no ServerHello seen".to_string()
+                } else {
+                    String::new()
+                };
+                format!("no encrypted record was seen, so nothing was decrypted{how}")
             }
-            0 => "no encrypted record was seen, so nothing was decrypted".to_string(),
             n => format!(
                 "{} ({} bytes) stayed encrypted: {why}",
                 plural(n, "record", "records"),
