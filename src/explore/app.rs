@@ -269,19 +269,30 @@ pub struct StatsText {
     pub per_second: Vec<u64>,
 }
 
-/// What the statistics view's text is made from: the overview pass (by its address,
-/// the messages it had counted, whether it ended) and the size of the sources' TLS
-/// table ([`Source::tls_count`]: the table only grows). Equal keys, equal texts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What the statistics view's text is made from: the overview pass (the messages it
+/// had counted, whether it ended) and the size of the sources' TLS table
+/// ([`Source::tls_count`]: the table only grows). Equal keys ([`StatsKey::same`]),
+/// equal texts.
+#[derive(Clone, Debug)]
 pub struct StatsKey {
-    /// The pass, by address (a new filter starts a new pass).
-    pub scan: usize,
+    /// The pass (a new filter starts a new pass). Held weakly: the pass ends when the
+    /// explorer drops it, but its allocation stays while the key does, so no later
+    /// pass can take its address and pass for it.
+    pub scan: std::sync::Weak<Scan<Overview>>,
     /// Messages it had counted.
     pub scanned: usize,
     /// It had ended.
     pub done: bool,
     /// [`Source::tls_count`].
     pub tls: (usize, u64),
+}
+
+impl StatsKey {
+    /// The same pass at the same count, and the same TLS table.
+    pub fn same(&self, o: &StatsKey) -> bool {
+        std::sync::Weak::ptr_eq(&self.scan, &o.scan)
+            && (self.scanned, self.done, self.tls) == (o.scanned, o.done, o.tls)
+    }
 }
 
 /// Where the panes were drawn, inside their borders.
@@ -1204,6 +1215,30 @@ pub fn has_problem(m: &crate::tree::Message<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::Pattern;
+
+    #[test]
+    fn a_stats_key_tells_a_new_pass_from_an_old_one() {
+        use super::{Overview, Scan, StatsKey};
+        use std::sync::Arc;
+        let key = |s: &Arc<Scan<Overview>>| StatsKey {
+            scan: Arc::downgrade(s),
+            scanned: 0,
+            done: true,
+            tls: (0, 0),
+        };
+        let old = Scan::finished(Overview::default());
+        let kept = key(&old);
+        assert!(kept.same(&key(&old)));
+        // A filter entered anew drops the old pass and starts another, which the
+        // allocator may place where the old one was (the key by address took it for
+        // the old one, and the view showed the old filter's statistics): the key's
+        // weak reference keeps the old allocation, so no new pass is the same.
+        drop(old);
+        for _ in 0..1000 {
+            let new = Scan::finished(Overview::default());
+            assert!(!kept.same(&key(&new)));
+        }
+    }
 
     #[test]
     fn patterns() {

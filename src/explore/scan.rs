@@ -49,6 +49,21 @@ impl<T> Scan<T> {
     }
 }
 
+#[cfg(test)]
+impl<T> Scan<T> {
+    /// A pass that finished at once with `found` (no thread), for tests.
+    pub(crate) fn finished(found: T) -> Arc<Scan<T>> {
+        Arc::new(Scan {
+            scanned: AtomicUsize::new(0),
+            done: AtomicBool::new(true),
+            stop: Arc::default(),
+            found: Mutex::new(found),
+            error: Mutex::new(None),
+            first_pass: AtomicBool::new(false),
+        })
+    }
+}
+
 impl<T> Drop for Scan<T> {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);

@@ -536,7 +536,7 @@ fn stats(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     let (scan, only) = app.stats_overview();
     let (scan, only) = (scan.cloned(), only.map(str::to_owned));
     let key = scan.as_ref().map(|o| StatsKey {
-        scan: Arc::as_ptr(o) as usize,
+        scan: Arc::downgrade(o),
         // read before the counts: the pass counts a message, then says so here
         scanned: o.scanned.load(Ordering::Relaxed),
         done: o.done.load(Ordering::Relaxed),
@@ -544,7 +544,7 @@ fn stats(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     });
     let made = match (&scan, key) {
         (Some(o), Some(key)) => match &app.stats_text {
-            Some((k, made)) if *k == key => Arc::clone(made),
+            Some((k, made)) if k.same(&key) => Arc::clone(made),
             _ => {
                 // `kwire stats` (with `-Y` too) lists every TLS connection the reading
                 // summed up.
