@@ -470,9 +470,13 @@ pub fn log_command(
 pub fn log_status(t: &log::Totals, strict: bool) -> i32 {
     if t.unreadable > 0 {
         super::say(&format!(
-            "kwire: {} finding{} say a file could not be read to its end (missing, cut or not a Kafka log)",
+            "kwire: {} {} a file could not be read to its end (missing, cut or not a Kafka log)",
             t.unreadable,
-            if t.unreadable == 1 { "" } else { "s" }
+            if t.unreadable == 1 {
+                "finding says"
+            } else {
+                "findings say"
+            }
         ));
         super::EXIT_INPUT
     } else if strict && t.findings[2] > 0 {

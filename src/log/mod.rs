@@ -404,9 +404,16 @@ pub fn read_paths(
         inner: sink,
         totals: &mut totals,
     };
-    // Files and folders by their canonical path (a path that has none, as given): a
-    // file is read once, however many paths reach it.
-    let same = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    // Files and folders by their canonical path (a path that has none, such as one that
+    // does not exist, as given without its `.` parts: `./x/` is `x`): a file is read
+    // once, however many paths reach it.
+    let same = |p: &Path| {
+        std::fs::canonicalize(p).unwrap_or_else(|_| {
+            p.components()
+                .filter(|c| *c != std::path::Component::CurDir)
+                .collect()
+        })
+    };
     let mut folders: Vec<(PathBuf, &PathBuf)> = Vec::new();
     let mut read = std::collections::HashSet::new();
     let again = |file: &Path, message: String| Finding {
