@@ -1,7 +1,7 @@
 //! Bad TLS input, made from the TLS lab's real captures (`captures/lab/tls/`) in memory:
 //! a record cut short by the end of the capture, a record longer than the TLS maximum
 //! (2^14 + 2048 bytes), a garbled ClientHello, a capture that starts after the handshake,
-//! renegotiation attempts. Each must be a notice at its frame, never a panic, and the
+//! renegotiation attempts, 0-RTT early data whose ServerHello is not in the capture. Each must be a notice at its frame, never a panic, and the
 //! other connections must decrypt as in the whole capture. The command-line cases (a key
 //! log of the wrong format, `--port` and `--detect`, alerts, secrets in no output) are in
 //! `tests/tls.rs`.
@@ -419,4 +419,44 @@ fn a_lost_segment_costs_only_the_records_it_hits() {
         );
         others_as_whole(&whole, &cut, conn);
     }
+}
+
+#[test]
+fn early_data_whose_server_hello_the_capture_does_not_hold() {
+    // The resumed connection of the early-data lab capture sends its ClientHello and its
+    // 0-RTT request in one segment; the capture is cut before the ServerHello. The key
+    // log holds the connection's CLIENT_EARLY_TRAFFIC_SECRET: what the early data waits
+    // for is the ServerHello (whose cipher suite opens it), not a secret.
+    let cap = "tls13_openssl_early_data";
+    let recs = records(&lab(&format!("{cap}.pcapng")));
+    let hellos: Vec<usize> = recs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| to_server(r) && body(r).first() == Some(&22) && body(r).get(5) == Some(&1))
+        .map(|(i, _)| i)
+        .collect();
+    let i = hellos[1];
+    assert!(
+        body(&recs[i]).windows(3).any(|w| w == [23, 3, 3]),
+        "the resumed ClientHello's segment carries early data"
+    );
+    let port = client_port(&recs[i]);
+    let sh = i + recs[i..]
+        .iter()
+        .position(|r| client_port(r) == port && !to_server(r) && !body(r).is_empty())
+        .unwrap();
+    let cut = read(&recs[..sh], &format!("{cap}.keys"));
+    let n = cut.notice(NoticeKind::Tls, "stayed encrypted");
+    assert!(
+        n.message
+            .contains("1 of them TLS 1.3 early data (0-RTT) waiting for a ServerHello"),
+        "{}",
+        n.message
+    );
+    assert!(
+        !n.message
+            .contains("without its CLIENT_EARLY_TRAFFIC_SECRET"),
+        "{}",
+        n.message
+    );
 }

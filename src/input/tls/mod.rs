@@ -1564,8 +1564,9 @@ impl TlsConn {
 
     /// End of the connection: says what stayed encrypted and why, and what was cut.
     pub fn finish(&mut self, frame: u64, out: &mut Vec<TlsOut>) {
+        // early data held for a ServerHello (its cipher suite opens it) that never came
+        let early_waiting = self.early.len();
         if let Some(c) = self.client {
-            // early data with no ServerHello after it
             for (_, r) in std::mem::take(&mut self.early) {
                 self.sides[c].enc_records += 1;
                 self.sides[c].enc_bytes += 5 + r.fragment.len() as u64;
@@ -1631,6 +1632,9 @@ impl TlsConn {
             (Some(m), _) => m.clone(),
             (None, None) => "the capture starts after the TLS handshake (no ClientHello, so no client random): the keys cannot be matched".into(),
             (None, Some(_)) if self.failed_once => "a record did not decrypt (see above)".into(),
+            (None, Some(_)) if early_waiting > 0 => format!(
+                "{early_waiting} of them TLS 1.3 early data (0-RTT) waiting for a ServerHello the capture does not hold (its cipher suite opens them)"
+            ),
             (None, Some(_)) if self.early_stayed > 0 => format!(
                 "{} of them TLS 1.3 early data (0-RTT) without its CLIENT_EARLY_TRAFFIC_SECRET",
                 self.early_stayed
