@@ -1801,6 +1801,25 @@ fn client_hellos(path: &Path, n: u32) {
     std::fs::write(path, out).unwrap();
 }
 
+/// A fresh folder `name` under the test scratch space holding `hellos.pcap` ([`client_hellos`],
+/// `n` of them), and the last row `kwire stats` prints for it (the TLS table's last).
+fn hellos_and_last_row(name: &str, n: u32) -> (PathBuf, String) {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = dir.join("hellos.pcap");
+    client_hellos(&cap, n);
+    let o = Command::new(kwire_bin())
+        .args(["stats", cap.to_str().unwrap(), "--port", "9093"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let last = out.lines().last().unwrap().trim_end().to_string();
+    assert!(last.trim_start().starts_with(&format!("{n} ")), "{last}");
+    assert!(out.lines().count() > n as usize);
+    (dir, last)
+}
+
 /// The statistics view scrolls to its last line past line 65,535 (a paragraph's own
 /// scroll stops there): 70,000 TLS connections, `G` to the end.
 #[test]
@@ -1808,19 +1827,9 @@ fn the_statistics_view_scrolls_past_65535_lines() {
     if !have_tmux("stats_long") {
         return;
     }
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("explore_stats_long");
-    std::fs::create_dir_all(&dir).unwrap();
+    let (dir, last) = hellos_and_last_row("explore_stats_long", 70_000);
     let cap = dir.join("hellos.pcap");
-    client_hellos(&cap, 70_000);
     let cap = cap.to_str().unwrap();
-    let o = Command::new(kwire_bin())
-        .args(["stats", cap, "--port", "9093"])
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    let last = out.lines().last().unwrap().trim_end().to_string();
-    assert!(last.trim_start().starts_with("70000 "), "{last}");
-    assert!(out.lines().count() > 70_000);
     let t = Tmux::start("stats_long", &[cap, "--port", "9093"]);
     t.wait("the reading's end", |s| {
         s.last().is_some_and(|l| !l.contains("reading"))
@@ -1845,19 +1854,9 @@ fn g_in_the_statistics_view_follows_the_tls_table_in() {
     if !have_tmux("stats_follow") {
         return;
     }
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("explore_stats_follow");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let cap = dir.join("hellos.pcap");
     let n = 2_000;
-    client_hellos(&cap, n);
-    let o = Command::new(kwire_bin())
-        .args(["stats", cap.to_str().unwrap(), "--port", "9093"])
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    let last = out.lines().last().unwrap().trim_end().to_string();
-    assert!(last.trim_start().starts_with(&format!("{n} ")), "{last}");
+    let (dir, last) = hellos_and_last_row("explore_stats_follow", n);
+    let cap = dir.join("hellos.pcap");
     let fifo = dir.join("in.fifo");
     let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(st.success());
